@@ -1,0 +1,132 @@
+//! `modelbin`: inspect, verify and convert the binary files that carry ML
+//! models. Thin: parses arguments and calls the libraries.
+//!
+//! Exit codes: 0 success, 1 invalid input or failed operation (one line on
+//! stderr naming the problem and its byte offset), 2 usage error.
+
+mod convert;
+mod inspect;
+mod progress;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use modelbin_format::Format;
+
+/// Inspect, verify and convert ML model, vocabulary and activation files.
+#[derive(Debug, Parser)]
+#[command(name = "modelbin", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show a file's format, sizes, metadata and tensor table.
+    Inspect {
+        /// The file (or SAEV dataset directory).
+        path: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Read as this format instead of detecting it.
+        #[arg(long, value_parser = parse_format)]
+        format: Option<Format>,
+    },
+    /// Check a file's full integrity; exit 0 when valid, 1 naming the problem.
+    Verify {
+        /// The file (or SAEV dataset directory).
+        path: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Read as this format instead of detecting it.
+        #[arg(long, value_parser = parse_format)]
+        format: Option<Format>,
+    },
+    /// Convert a file to another format (e.g. safetensors <-> bintensors).
+    Convert {
+        /// The input file.
+        input: PathBuf,
+        /// The output file; written atomically.
+        output: PathBuf,
+        /// Output format; inferred from OUTPUT's extension when omitted.
+        #[arg(long, value_parser = parse_format)]
+        to: Option<Format>,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_format(name: &str) -> Result<Format, String> {
+    Format::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown format `{name}` (known: {})", known.join(", "))
+    })
+}
+
+/// How a command failed.
+#[derive(Debug)]
+enum Failure {
+    /// Bad input or a failed operation: exit 1.
+    Invalid(String),
+    /// A usage problem clap could not catch: exit 2.
+    Usage(String),
+}
+
+impl From<modelbin_format::Error> for Failure {
+    fn from(e: modelbin_format::Error) -> Self {
+        Failure::Invalid(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect { path, json, format } => inspect::run(&path, format, json),
+        Command::Verify { path, json, format } => verify::run(&path, format, json),
+        Command::Convert {
+            input,
+            output,
+            to,
+            json,
+        } => convert::run(&input, &output, to, json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Invalid(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints a serializable value as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("summaries serialize to JSON")
+    );
+}
+
+/// Detects (or takes) the format of `path` and opens it as a tensor file.
+fn open_tensor_file(
+    path: &std::path::Path,
+    format: Option<Format>,
+    operation: &'static str,
+) -> Result<modelbin_format::TensorFile, Failure> {
+    let format = match format {
+        Some(f) => f,
+        None => modelbin_format::detect::detect(path)?,
+    };
+    modelbin_format::TensorFile::open(path, format, operation)
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))
+}

@@ -1,0 +1,263 @@
+//! The BinTensors header: `u64 LE n`, `n` bytes of bincode-2 `standard()`
+//! encoding of `(Option<BTreeMap<String, String>>, Vec<(String, TensorInfo)>)`,
+//! then spaces up to an 8-byte boundary.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
+use super::varint;
+use crate::bytes::{ByteReader, bounded_capacity};
+use crate::error::At;
+use crate::table::{TensorEntry, TensorTable};
+use crate::tensor::{TensorView, byte_len};
+use crate::{DType, Error, Result};
+
+/// Largest header the reader accepts and the writer produces.
+pub const MAX_HEADER_SIZE: u64 = 100_000_000;
+/// Length of the header-size prefix.
+pub(crate) const PREFIX_LEN: u64 = 8;
+/// The padding byte.
+const PAD: u8 = b' ';
+/// Smallest encoded tensor entry: empty name, dtype, rank 0, two offsets.
+const MIN_ENTRY_LEN: usize = 5;
+
+/// A validated header.
+#[derive(Debug, Clone)]
+pub(crate) struct Header {
+    pub metadata: Option<BTreeMap<String, String>>,
+    pub table: TensorTable,
+    /// The `n` of the prefix: header bytes including padding.
+    pub header_len: u64,
+}
+
+/// Parses and validates the header of a whole BinTensors file, including the
+/// rule that the data section ends exactly at the end of `file`.
+pub(crate) fn parse(file: &[u8]) -> Result<Header> {
+    let mut prefix = ByteReader::new(file, 0);
+    let header_len = prefix.u64_le("header size")?;
+    if header_len > MAX_HEADER_SIZE {
+        return Err(Error::HeaderTooLarge {
+            size: header_len,
+            limit: MAX_HEADER_SIZE,
+        });
+    }
+    let header_bytes = prefix
+        .bytes(header_len, "header")
+        .map_err(|_| Error::HeaderPastEnd {
+            size: header_len,
+            file_len: file.len() as u64,
+        })?;
+    let mut r = ByteReader::new(header_bytes, PREFIX_LEN);
+    let metadata = read_metadata(&mut r)?;
+    let tensors = read_tensors(&mut r)?;
+    check_padding(&r)?;
+
+    let data_len = tensors.last().map_or(0, |t| t.end);
+    let data_offset = PREFIX_LEN + header_len;
+    let table = TensorTable::new(tensors, data_offset)?;
+    let found = file.len() as u64 - data_offset;
+    if found < data_len {
+        return Err(Error::DataTruncated {
+            offset: data_offset,
+            expected: data_len,
+            found,
+        });
+    }
+    if found > data_len {
+        return Err(Error::TrailingBytes {
+            offset: data_offset + data_len,
+            count: found - data_len,
+        });
+    }
+    Ok(Header {
+        metadata,
+        table,
+        header_len,
+    })
+}
+
+fn read_string(r: &mut ByteReader<'_>, what: &'static str) -> Result<String> {
+    let len = varint::read(r, what)?;
+    Ok(r.str(len, what)?.to_owned())
+}
+
+fn read_metadata(r: &mut ByteReader<'_>) -> Result<Option<BTreeMap<String, String>>> {
+    let offset = r.offset();
+    match r.u8("metadata option tag")? {
+        0 => Ok(None),
+        1 => {
+            let count = varint::read(r, "metadata entry count")?;
+            let mut map = BTreeMap::new();
+            for _ in 0..count {
+                let entry_offset = r.offset();
+                let key = read_string(r, "metadata key")?;
+                let value = read_string(r, "metadata value")?;
+                match map.entry(key) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(value);
+                    }
+                    Entry::Occupied(slot) => {
+                        return Err(Error::DuplicateMetadataKey {
+                            key: slot.key().clone(),
+                            at: At(Some(entry_offset)),
+                        });
+                    }
+                }
+            }
+            Ok(Some(map))
+        }
+        tag => Err(Error::InvalidOptionTag { offset, tag }),
+    }
+}
+
+fn read_tensors(r: &mut ByteReader<'_>) -> Result<Vec<TensorEntry>> {
+    let count = varint::read(r, "tensor count")?;
+    let mut tensors = Vec::with_capacity(bounded_capacity(count, r.remaining(), MIN_ENTRY_LEN));
+    let mut expected_start = 0u64;
+    for _ in 0..count {
+        let entry_offset = r.offset();
+        let entry = read_tensor(r, entry_offset)?;
+        if entry.start != expected_start {
+            return Err(Error::NonContiguousData {
+                name: entry.name,
+                offset: entry_offset,
+                start: entry.start,
+                end: entry.end,
+                expected: expected_start,
+            });
+        }
+        if entry.end < entry.start {
+            return Err(Error::ReversedDataRange {
+                name: entry.name,
+                offset: entry_offset,
+                start: entry.start,
+                end: entry.end,
+            });
+        }
+        let expected = byte_len(entry.dtype, &entry.shape).ok_or_else(|| Error::Overflow {
+            what: format!("byte size of tensor `{}`", entry.name),
+            at: At(Some(entry_offset)),
+        })?;
+        if entry.end - entry.start != expected {
+            return Err(Error::ByteCountMismatch {
+                at: At(Some(entry_offset)),
+                dtype: entry.dtype,
+                shape: entry.shape,
+                expected,
+                found: entry.end - entry.start,
+                name: entry.name,
+            });
+        }
+        expected_start = entry.end;
+        tensors.push(entry);
+    }
+    Ok(tensors)
+}
+
+fn read_tensor(r: &mut ByteReader<'_>, entry_offset: u64) -> Result<TensorEntry> {
+    let name = read_string(r, "tensor name")?;
+    let dtype_offset = r.offset();
+    let code = varint::read(r, "dtype")?;
+    let dtype = DType::from_bintensors_code(code).ok_or(Error::UnknownDtype {
+        offset: dtype_offset,
+        found: code.to_string(),
+    })?;
+    let rank = varint::read(r, "shape length")?;
+    let mut shape = Vec::with_capacity(bounded_capacity(rank, r.remaining(), 1));
+    for _ in 0..rank {
+        let dim = varint::read(r, "shape dimension")?;
+        shape.push(usize::try_from(dim).map_err(|_| Error::Overflow {
+            what: format!("dimension {dim} of tensor `{name}`"),
+            at: At(Some(entry_offset)),
+        })?);
+    }
+    let start = varint::read(r, "data start offset")?;
+    let end = varint::read(r, "data end offset")?;
+    Ok(TensorEntry {
+        name,
+        dtype,
+        shape,
+        start,
+        end,
+    })
+}
+
+/// After the payload: exactly `(8 - len % 8) % 8` spaces and nothing else.
+fn check_padding(r: &ByteReader<'_>) -> Result<()> {
+    let payload_len = r.position();
+    let expected = (8 - payload_len % 8) % 8;
+    let rest = r.rest();
+    let payload_end = r.offset();
+    if rest.len() > expected {
+        return Err(Error::JunkAfterHeader {
+            offset: payload_end,
+            count: (rest.len() - expected) as u64,
+        });
+    }
+    if rest.len() < expected {
+        return Err(Error::ShortPadding {
+            offset: payload_end + rest.len() as u64,
+            expected: expected as u64,
+            found: rest.len() as u64,
+        });
+    }
+    match rest.iter().position(|&b| b != PAD) {
+        Some(i) => Err(Error::BadPadding {
+            offset: payload_end + i as u64,
+            byte: rest[i],
+            expected: PAD,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Encodes the header payload plus padding for tensors already in file order.
+pub(crate) fn encode(
+    metadata: Option<&BTreeMap<String, String>>,
+    tensors: &[TensorView<'_>],
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match metadata {
+        None => out.push(0),
+        Some(map) => {
+            out.push(1);
+            varint::write(&mut out, map.len() as u64);
+            for (key, value) in map {
+                write_string(&mut out, key);
+                write_string(&mut out, value);
+            }
+        }
+    }
+    varint::write(&mut out, tensors.len() as u64);
+    let mut offset = 0u64;
+    for tensor in tensors {
+        write_string(&mut out, tensor.name());
+        varint::write(&mut out, u64::from(tensor.dtype().bintensors_code()));
+        varint::write(&mut out, tensor.shape().len() as u64);
+        for &dim in tensor.shape() {
+            varint::write(&mut out, dim as u64);
+        }
+        let end = offset
+            .checked_add(tensor.data().len() as u64)
+            .ok_or_else(|| Error::Overflow {
+                what: "total tensor data size".into(),
+                at: At(None),
+            })?;
+        varint::write(&mut out, offset);
+        varint::write(&mut out, end);
+        offset = end;
+    }
+    out.resize(out.len().next_multiple_of(8), PAD);
+    if out.len() as u64 > MAX_HEADER_SIZE {
+        return Err(Error::HeaderTooLarge {
+            size: out.len() as u64,
+            limit: MAX_HEADER_SIZE,
+        });
+    }
+    Ok(out)
+}
+
+fn write_string(out: &mut Vec<u8>, s: &str) {
+    varint::write(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}

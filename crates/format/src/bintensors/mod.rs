@@ -1,0 +1,71 @@
+//! BinTensors (`.bt`): named tensors behind a bincode-encoded header,
+//! byte-for-byte compatible with the reference crate `bintensors` 0.1.1.
+//!
+//! Layout: `u64 LE n` | `n` header bytes | tensor data. See
+//! `docs/formats/bintensors.md` for the header encoding and every validation
+//! rule; the reader is stricter than the reference, which accepts junk.
+
+mod header;
+mod varint;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use header::MAX_HEADER_SIZE;
+pub use writer::{serialize, write_file};
+
+use crate::Result;
+use crate::source::MappedFile;
+use crate::table::TensorTable;
+use crate::tensor::TensorStore;
+
+/// A validated BinTensors file over any byte buffer (a mapped file, a `Vec`,
+/// a slice). Tensor access borrows from the buffer and copies nothing.
+#[derive(Debug)]
+pub struct BinTensors<B> {
+    buf: B,
+    header: header::Header,
+}
+
+/// Opens and validates a BinTensors file, memory-mapped.
+pub fn open(path: impl AsRef<Path>) -> Result<BinTensors<MappedFile>> {
+    BinTensors::from_buffer(MappedFile::open(path)?)
+}
+
+impl<B: AsRef<[u8]>> BinTensors<B> {
+    /// Validates `buf` as a whole BinTensors file.
+    pub fn from_buffer(buf: B) -> Result<Self> {
+        let header = header::parse(buf.as_ref())?;
+        Ok(BinTensors { buf, header })
+    }
+
+    /// Header size `n` (the bytes after the 8-byte prefix, padding included).
+    pub fn header_len(&self) -> u64 {
+        self.header.header_len
+    }
+
+    /// Size of the whole file.
+    pub fn file_len(&self) -> u64 {
+        self.buf.as_ref().len() as u64
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> B {
+        self.buf
+    }
+}
+
+impl<B: AsRef<[u8]>> TensorStore for BinTensors<B> {
+    fn file_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
+    fn table(&self) -> &TensorTable {
+        &self.header.table
+    }
+
+    fn metadata(&self) -> Option<&BTreeMap<String, String>> {
+        self.header.metadata.as_ref()
+    }
+}

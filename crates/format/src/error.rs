@@ -1,0 +1,310 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while reading, validating or writing a file.
+///
+/// Each validation rule has its own variant so that callers (and tests) can
+/// tell them apart; the message names the byte offset where it applies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The input ended before a field could be read.
+    #[error("truncated {what} at byte {offset}: needs {needed} bytes, {available} left")]
+    Truncated {
+        /// The field being read.
+        what: &'static str,
+        /// Absolute byte offset of the field.
+        offset: u64,
+        /// Bytes the field needs.
+        needed: u64,
+        /// Bytes that remained.
+        available: u64,
+    },
+    /// The declared header size is above the format's limit.
+    #[error("header size {size} at byte 0 exceeds the limit of {limit} bytes")]
+    HeaderTooLarge {
+        /// The declared (or, when writing, the encoded) header size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The declared header runs past the end of the file.
+    #[error(
+        "header of {size} bytes declared at byte 0 runs past the end of the {file_len}-byte file"
+    )]
+    HeaderPastEnd {
+        /// Declared header size.
+        size: u64,
+        /// Actual file size.
+        file_len: u64,
+    },
+    /// A varint starts with a tag byte that no encoding uses (0xFE, 0xFF).
+    #[error("invalid varint tag 0x{tag:02X} at byte {offset}")]
+    InvalidVarintTag {
+        /// Offset of the tag byte.
+        offset: u64,
+        /// The tag byte.
+        tag: u8,
+    },
+    /// A varint uses more bytes than its value needs.
+    #[error(
+        "non-canonical varint at byte {offset}: {value} is encoded in a longer form than needed"
+    )]
+    NonCanonicalVarint {
+        /// Offset of the varint.
+        offset: u64,
+        /// The decoded value.
+        value: u64,
+    },
+    /// An `Option` tag other than 0 or 1.
+    #[error("invalid option tag {tag} at byte {offset} (expected 0 or 1)")]
+    InvalidOptionTag {
+        /// Offset of the tag.
+        offset: u64,
+        /// The tag found.
+        tag: u8,
+    },
+    /// A dtype code or name this format does not define.
+    #[error("unknown dtype {found} at byte {offset}")]
+    UnknownDtype {
+        /// Offset of the dtype field.
+        offset: u64,
+        /// The code or name found.
+        found: String,
+    },
+    /// A string field is not valid UTF-8.
+    #[error("{what} at byte {offset} is not valid UTF-8")]
+    InvalidUtf8 {
+        /// The field.
+        what: &'static str,
+        /// Offset of the string's bytes.
+        offset: u64,
+    },
+    /// Two tensors share a name.
+    #[error("duplicate tensor name `{name}`{at}")]
+    DuplicateTensorName {
+        /// The repeated name.
+        name: String,
+        /// Where the second occurrence starts, when reading.
+        at: At,
+    },
+    /// Two metadata entries share a key.
+    #[error("duplicate metadata key `{key}`{at}")]
+    DuplicateMetadataKey {
+        /// The repeated key.
+        key: String,
+        /// Where the second occurrence starts.
+        at: At,
+    },
+    /// A tensor's data range does not start where the previous one ended.
+    #[error(
+        "tensor `{name}` (header byte {offset}): data range {start}..{end} should start at {expected} (ranges must be contiguous, in header order, from 0)"
+    )]
+    NonContiguousData {
+        /// Tensor name.
+        name: String,
+        /// Offset of the tensor's entry in the file.
+        offset: u64,
+        /// Declared start.
+        start: u64,
+        /// Declared end.
+        end: u64,
+        /// Where it should start.
+        expected: u64,
+    },
+    /// A tensor's data range ends before it starts.
+    #[error(
+        "tensor `{name}` (header byte {offset}): data range {start}..{end} ends before it starts"
+    )]
+    ReversedDataRange {
+        /// Tensor name.
+        name: String,
+        /// Offset of the tensor's entry in the file.
+        offset: u64,
+        /// Declared start.
+        start: u64,
+        /// Declared end.
+        end: u64,
+    },
+    /// The byte count of a tensor disagrees with dtype × shape.
+    #[error("tensor `{name}`{at}: {dtype} {shape:?} needs {expected} bytes, found {found}")]
+    ByteCountMismatch {
+        /// Tensor name.
+        name: String,
+        /// Where its entry starts, when reading.
+        at: At,
+        /// Its dtype.
+        dtype: crate::DType,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Bytes that dtype × shape needs.
+        expected: u64,
+        /// Bytes it has.
+        found: u64,
+    },
+    /// Arithmetic on sizes or offsets from the file overflows 64 bits.
+    #[error("{what} overflows 64 bits{at}")]
+    Overflow {
+        /// The quantity being computed.
+        what: String,
+        /// Where the inputs were read.
+        at: At,
+    },
+    /// Bytes other than the padding follow the encoded header.
+    #[error(
+        "{count} unexpected bytes after the header payload at byte {offset}, before the padding"
+    )]
+    JunkAfterHeader {
+        /// Offset of the first unexpected byte.
+        offset: u64,
+        /// How many there are.
+        count: u64,
+    },
+    /// The header is padded with fewer bytes than the alignment needs.
+    #[error(
+        "header ends at byte {offset}, which is not 8-byte aligned: padding must be {expected} bytes, found {found}"
+    )]
+    ShortPadding {
+        /// Where the header ends.
+        offset: u64,
+        /// Padding bytes the alignment needs.
+        expected: u64,
+        /// Padding bytes present.
+        found: u64,
+    },
+    /// A padding byte is not the expected filler.
+    #[error("padding byte 0x{byte:02X} at byte {offset} (expected 0x{expected:02X})")]
+    BadPadding {
+        /// Offset of the byte.
+        offset: u64,
+        /// The byte found.
+        byte: u8,
+        /// The filler the format uses.
+        expected: u8,
+    },
+    /// The file is shorter than its header says.
+    #[error(
+        "data section truncated: the header describes {expected} bytes of data starting at byte {offset}, the file has {found}"
+    )]
+    DataTruncated {
+        /// Where the data section starts.
+        offset: u64,
+        /// Bytes the header describes.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The file continues past its last described byte.
+    #[error(
+        "{count} trailing bytes at byte {offset}, past the end of the data the header describes"
+    )]
+    TrailingBytes {
+        /// Offset of the first trailing byte.
+        offset: u64,
+        /// How many there are.
+        count: u64,
+    },
+    /// A structurally invalid header (JSON formats, missing fields, wrong types).
+    #[error("invalid {format} header at byte {offset}: {reason}")]
+    InvalidHeader {
+        /// The format.
+        format: &'static str,
+        /// Offset of the header or of the offending part.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No tensor has the requested name.
+    #[error("no tensor named `{0}`")]
+    TensorNotFound(String),
+    /// More indices than the tensor has dimensions.
+    #[error("{given} indices for a tensor of rank {rank}")]
+    TooManyIndices {
+        /// Indices given.
+        given: usize,
+        /// The tensor's rank.
+        rank: usize,
+    },
+    /// An index or range outside a dimension.
+    #[error("index {start}..{stop} is out of range for dimension {dim} of size {size}")]
+    IndexOutOfRange {
+        /// The dimension.
+        dim: usize,
+        /// Start of the requested range.
+        start: usize,
+        /// End (exclusive) of the requested range.
+        stop: usize,
+        /// The dimension's size.
+        size: usize,
+    },
+    /// A dtype that the target format cannot represent.
+    #[error("tensor `{name}`: dtype {dtype} cannot be stored in {format}")]
+    UnsupportedDtype {
+        /// Tensor name.
+        name: String,
+        /// The dtype.
+        dtype: String,
+        /// The target format.
+        format: &'static str,
+    },
+    /// A tensor name the target format reserves.
+    #[error("tensor name `{name}` is reserved in {format}")]
+    ReservedName {
+        /// The name.
+        name: String,
+        /// The format.
+        format: &'static str,
+    },
+    /// The file's format was recognised but this operation does not handle it.
+    #[error("{format} files are not supported by {operation}")]
+    UnsupportedFormat {
+        /// The format.
+        format: crate::Format,
+        /// The operation.
+        operation: &'static str,
+    },
+    /// The content matches no known format.
+    #[error(
+        "{path}: not a recognised format (no known magic bytes, not a BinTensors or safetensors header)"
+    )]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// An optional byte offset, displayed as ` at byte N` when present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At(pub Option<u64>);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(offset) => write!(f, " at byte {offset}"),
+            None => Ok(()),
+        }
+    }
+}

