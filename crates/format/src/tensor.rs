@@ -257,8 +257,19 @@ impl<'a> SlicedView<'a> {
             }
             ranges.push((start, stop));
         }
-        // Byte stride of each dimension (row-major). Fits: the view's byte
-        // length was checked to be dtype × shape.
+        if view.data.is_empty() {
+            // No elements: every slice is empty (and the strides of huge
+            // dimensions beside a zero one need not fit in a usize).
+            return Ok(SlicedView {
+                view,
+                shape,
+                outer: Vec::new(),
+                run_start: 0,
+                run_len: 0,
+            });
+        }
+        // Byte stride of each dimension (row-major). With at least one
+        // element, every stride fits: their product is the data length.
         let mut strides = vec![view.dtype.size(); dims.len()];
         for d in (0..dims.len().saturating_sub(1)).rev() {
             strides[d] = strides[d + 1] * dims[d + 1];
@@ -418,6 +429,16 @@ mod tests {
         let s = view.slice(&[1.into(), 2.into(), 3.into()]).unwrap();
         assert!(s.shape().is_empty());
         assert_eq!(f32_values(&s.to_vec()), vec![23.0]);
+    }
+
+    #[test]
+    fn zero_size_tensors_with_huge_dimensions_slice_to_nothing() {
+        let shape = [0, usize::MAX, 3];
+        let view = TensorView::new("t", DType::F64, &shape, &[]).unwrap();
+        let s = view.slice(&[Index::ALL, (5..10).into(), 1.into()]).unwrap();
+        assert_eq!(s.shape(), &[0, 5]);
+        assert_eq!(s.byte_len(), 0);
+        assert_eq!(s.chunks().count(), 0);
     }
 
     #[test]
