@@ -51,12 +51,12 @@ impl TensorFileSummary {
         let file_size = file.file_bytes().len() as u64;
         let tensors: Vec<TensorSummary> = file
             .tensors()
-            .zip(file.table().entries())
-            .map(|(view, entry)| TensorSummary {
+            .enumerate()
+            .map(|(index, view)| TensorSummary {
                 name: view.name().to_owned(),
                 dtype: view.dtype(),
                 shape: view.shape().to_vec(),
-                offset: data_offset + entry.start,
+                offset: file.table().data_start(index),
                 bytes: view.data().len() as u64,
             })
             .collect();

@@ -15,8 +15,8 @@ use crate::bintensors::MAX_HEADER_SIZE;
 use crate::bytes::ByteReader;
 use crate::error::At;
 use crate::source::MappedFile;
-use crate::table::{TensorEntry, TensorTable};
-use crate::tensor::{TensorStore, TensorView, byte_len};
+use crate::table::{TableBuilder, TensorTable};
+use crate::tensor::{TensorStore, TensorView};
 use crate::write::{canonical_order, write_atomic};
 use crate::{DType, Error, Result};
 
@@ -63,8 +63,7 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
                 reason: e.to_string(),
             })?;
         let data_offset = PREFIX_LEN + header_len;
-        let entries = validate_entries(tensors, file.len() as u64 - data_offset, data_offset)?;
-        let table = TensorTable::new(entries, data_offset)?;
+        let table = build_table(tensors)?.finish(data_offset, file.len() as u64 - data_offset)?;
         Ok(SafeTensors {
             buf,
             metadata,
@@ -166,14 +165,12 @@ impl<'de> Deserialize<'de> for UniqueMap {
     }
 }
 
-/// Checks dtypes, byte counts and that the data ranges tile the data section
-/// exactly (in offset order, from 0, with no gap or overlap).
-fn validate_entries(
-    raw: Vec<(String, RawEntry)>,
-    data_len: u64,
-    data_offset: u64,
-) -> Result<Vec<TensorEntry>> {
-    let mut entries = Vec::with_capacity(raw.len());
+/// Resolves dtypes and shapes and adds the entries in data-offset order, so
+/// that the table checks they tile the data section.
+fn build_table(mut raw: Vec<(String, RawEntry)>) -> Result<TableBuilder> {
+    raw.sort_by_key(|(_, e)| e.data_offsets);
+    let name_bytes = raw.iter().map(|(name, _)| name.len()).sum();
+    let mut table = TableBuilder::with_capacity(raw.len(), name_bytes);
     for (name, entry) in raw {
         let dtype = DType::from_name(&entry.dtype).ok_or_else(|| Error::UnsupportedDtype {
             name: name.clone(),
@@ -189,65 +186,9 @@ fn validate_entries(
                 what: format!("a dimension of tensor `{name}`"),
                 at: At(Some(PREFIX_LEN)),
             })?;
-        let (start, end) = entry.data_offsets;
-        entries.push(TensorEntry {
-            name,
-            dtype,
-            shape,
-            start,
-            end,
-        });
+        table.push(&name, dtype, &shape, entry.data_offsets, PREFIX_LEN)?;
     }
-    entries.sort_by_key(|e| (e.start, e.end));
-    let mut expected_start = 0;
-    for e in &entries {
-        if e.start != expected_start {
-            return Err(Error::NonContiguousData {
-                name: e.name.clone(),
-                offset: PREFIX_LEN,
-                start: e.start,
-                end: e.end,
-                expected: expected_start,
-            });
-        }
-        if e.end < e.start {
-            return Err(Error::ReversedDataRange {
-                name: e.name.clone(),
-                offset: PREFIX_LEN,
-                start: e.start,
-                end: e.end,
-            });
-        }
-        let expected = byte_len(e.dtype, &e.shape).ok_or_else(|| Error::Overflow {
-            what: format!("byte size of tensor `{}`", e.name),
-            at: At(Some(PREFIX_LEN)),
-        })?;
-        if e.end - e.start != expected {
-            return Err(Error::ByteCountMismatch {
-                name: e.name.clone(),
-                at: At(Some(PREFIX_LEN)),
-                dtype: e.dtype,
-                shape: e.shape.clone(),
-                expected,
-                found: e.end - e.start,
-            });
-        }
-        expected_start = e.end;
-    }
-    if expected_start > data_len {
-        return Err(Error::DataTruncated {
-            offset: data_offset,
-            expected: expected_start,
-            found: data_len,
-        });
-    }
-    if expected_start < data_len {
-        return Err(Error::TrailingBytes {
-            offset: data_offset + expected_start,
-            count: data_len - expected_start,
-        });
-    }
-    Ok(entries)
+    Ok(table)
 }
 
 /// Encodes the prefix and JSON header for tensors in canonical order,

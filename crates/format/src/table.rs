@@ -1,58 +1,156 @@
-//! The validated tensor entries of a tensor file, shared by the readers.
+//! The validated tensor table of a tensor file, shared by the readers.
+//!
+//! Both tensor formats describe tensors the same way (name, dtype, shape, a
+//! data range), so the rules they share live here: ranges contiguous from 0
+//! in file order, byte counts equal to dtype × shape, no duplicate names, and
+//! a data section that ends exactly at the end of the file. Names and shapes
+//! are stored in two arenas and looked up through an open-addressing hash
+//! index, so opening a file costs a handful of allocations, not one per tensor.
 //!
 //! The types here are public only so that [`crate::tensor::TensorStore`] can
 //! name them; this module is private, so nothing outside the crate can.
 
+use std::ops::Range;
+
+use crate::checksum::fnv1a32;
 use crate::error::At;
-use crate::tensor::TensorView;
+use crate::tensor::{TensorView, byte_len};
 use crate::{DType, Error, Result};
 
-/// One tensor of a parsed file header: where its bytes are.
+const EMPTY_SLOT: u32 = u32::MAX;
+
+/// One tensor: where its name, shape and bytes are.
 #[derive(Debug, Clone)]
-pub struct TensorEntry {
-    pub name: String,
-    pub dtype: DType,
-    pub shape: Vec<usize>,
+struct Entry {
+    name: Range<usize>,
+    shape: Range<usize>,
+    dtype: DType,
     /// Data range, relative to the start of the data section.
-    pub start: u64,
-    pub end: u64,
+    start: u64,
+    end: u64,
 }
 
-/// The validated tensor entries of a file, in file order, with a name index.
+/// Collects and validates tensor entries in data order.
+#[derive(Debug, Default)]
+pub struct TableBuilder {
+    entries: Vec<Entry>,
+    names: String,
+    dims: Vec<usize>,
+}
+
+impl TableBuilder {
+    /// A builder with room for `entries` tensors whose names take `name_bytes`.
+    /// Callers bound both by the bytes actually present.
+    pub fn with_capacity(entries: usize, name_bytes: usize) -> Self {
+        TableBuilder {
+            entries: Vec::with_capacity(entries),
+            names: String::with_capacity(name_bytes),
+            dims: Vec::with_capacity(entries * 2),
+        }
+    }
+
+    /// Adds the next tensor in data order. `at` is the file offset reported
+    /// in errors (the tensor's header entry).
+    pub fn push(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[usize],
+        (start, end): (u64, u64),
+        at: u64,
+    ) -> Result<()> {
+        let expected_start = self.entries.last().map_or(0, |e| e.end);
+        if start != expected_start {
+            return Err(Error::NonContiguousData {
+                name: name.to_owned(),
+                offset: at,
+                start,
+                end,
+                expected: expected_start,
+            });
+        }
+        if end < start {
+            return Err(Error::ReversedDataRange {
+                name: name.to_owned(),
+                offset: at,
+                start,
+                end,
+            });
+        }
+        let expected = byte_len(dtype, shape).ok_or_else(|| Error::Overflow {
+            what: format!("byte size of tensor `{name}`"),
+            at: At(Some(at)),
+        })?;
+        if end - start != expected {
+            return Err(Error::ByteCountMismatch {
+                name: name.to_owned(),
+                at: At(Some(at)),
+                dtype,
+                shape: shape.to_vec(),
+                expected,
+                found: end - start,
+            });
+        }
+        let name_start = self.names.len();
+        self.names.push_str(name);
+        let dims_start = self.dims.len();
+        self.dims.extend_from_slice(shape);
+        self.entries.push(Entry {
+            name: name_start..self.names.len(),
+            shape: dims_start..self.dims.len(),
+            dtype,
+            start,
+            end,
+        });
+        Ok(())
+    }
+
+    /// Checks that the data section, `available` bytes from `data_offset` to
+    /// the end of the file, holds exactly the tensors; indexes the names,
+    /// rejecting duplicates.
+    pub fn finish(self, data_offset: u64, available: u64) -> Result<TensorTable> {
+        let data_len = self.entries.last().map_or(0, |e| e.end);
+        if available < data_len {
+            return Err(Error::DataTruncated {
+                offset: data_offset,
+                expected: data_len,
+                found: available,
+            });
+        }
+        if available > data_len {
+            return Err(Error::TrailingBytes {
+                offset: data_offset + data_len,
+                count: available - data_len,
+            });
+        }
+        let mut table = TensorTable {
+            entries: self.entries,
+            names: self.names,
+            dims: self.dims,
+            slots: Vec::new(),
+            data_offset,
+        };
+        table.build_index()?;
+        Ok(table)
+    }
+}
+
+/// The validated tensors of a file, in file order, with a name index.
 #[derive(Debug, Clone)]
 pub struct TensorTable {
-    entries: Vec<TensorEntry>,
-    /// Indices into `entries`, sorted by name.
-    by_name: Vec<usize>,
+    entries: Vec<Entry>,
+    names: String,
+    dims: Vec<usize>,
+    /// Open-addressing hash index: entry numbers, or [`EMPTY_SLOT`].
+    slots: Vec<u32>,
     /// Absolute offset of the data section.
     data_offset: u64,
 }
 
 impl TensorTable {
-    /// Indexes entries whose ranges the caller validated against the file;
-    /// rejects duplicate names.
-    pub fn new(entries: Vec<TensorEntry>, data_offset: u64) -> Result<Self> {
-        let mut by_name: Vec<usize> = (0..entries.len()).collect();
-        by_name.sort_unstable_by(|&a, &b| entries[a].name.cmp(&entries[b].name));
-        if let Some(pair) = by_name
-            .windows(2)
-            .find(|w| entries[w[0]].name == entries[w[1]].name)
-        {
-            return Err(Error::DuplicateTensorName {
-                name: entries[pair[0]].name.clone(),
-                at: At(None),
-            });
-        }
-        Ok(TensorTable {
-            entries,
-            by_name,
-            data_offset,
-        })
-    }
-
-    /// The entries in file order.
-    pub fn entries(&self) -> &[TensorEntry] {
-        &self.entries
+    /// Number of tensors.
+    pub fn tensor_count(&self) -> usize {
+        self.entries.len()
     }
 
     /// Absolute offset of the data section.
@@ -60,20 +158,70 @@ impl TensorTable {
         self.data_offset
     }
 
-    pub fn find(&self, name: &str) -> Option<usize> {
-        let slot = self
-            .by_name
-            .binary_search_by(|&i| self.entries[i].name.as_str().cmp(name))
-            .ok()?;
-        Some(self.by_name[slot])
+    /// Absolute file offset of tensor `index`'s data.
+    pub fn data_start(&self, index: usize) -> u64 {
+        self.data_offset + self.entries[index].start
     }
 
+    fn name(&self, index: usize) -> &str {
+        &self.names[self.entries[index].name.clone()]
+    }
+
+    fn home_slot(&self, name: &str) -> usize {
+        fnv1a32(name.as_bytes()) as usize & (self.slots.len() - 1)
+    }
+
+    fn build_index(&mut self) -> Result<()> {
+        // The entry count is bounded by the header bytes (< 2^32 entries).
+        self.slots = vec![EMPTY_SLOT; (self.entries.len() * 2).next_power_of_two().max(2)];
+        let mask = self.slots.len() - 1;
+        for index in 0..self.entries.len() {
+            let mut slot = self.home_slot(self.name(index));
+            loop {
+                match self.slots[slot] {
+                    EMPTY_SLOT => {
+                        self.slots[slot] = index as u32;
+                        break;
+                    }
+                    other if self.name(other as usize) == self.name(index) => {
+                        return Err(Error::DuplicateTensorName {
+                            name: self.name(index).to_owned(),
+                            at: At(None),
+                        });
+                    }
+                    _ => slot = (slot + 1) & mask,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry number of the tensor called `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut slot = self.home_slot(name);
+        loop {
+            match self.slots[slot] {
+                EMPTY_SLOT => return None,
+                index if self.name(index as usize) == name => return Some(index as usize),
+                _ => slot = (slot + 1) & mask,
+            }
+        }
+    }
+
+    /// A view of tensor `index` inside `file`, the bytes the table was
+    /// validated against.
     pub fn view<'a>(&'a self, file: &'a [u8], index: usize) -> TensorView<'a> {
         let entry = &self.entries[index];
-        // Validated at parse time: the range lies inside the file and its
-        // length is dtype × shape.
+        // Validated when built: the range lies inside the file and its length
+        // is dtype × shape.
         let base = self.data_offset as usize;
         let data = &file[base + entry.start as usize..base + entry.end as usize];
-        TensorView::from_validated(&entry.name, entry.dtype, &entry.shape, data)
+        TensorView::from_validated(
+            self.name(index),
+            entry.dtype,
+            &self.dims[entry.shape.clone()],
+            data,
+        )
     }
 }

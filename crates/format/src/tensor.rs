@@ -115,7 +115,7 @@ pub trait TensorStore {
 
     /// Number of tensors.
     fn len(&self) -> usize {
-        self.table().entries().len()
+        self.table().tensor_count()
     }
 
     /// Whether the file holds no tensor.
@@ -141,7 +141,7 @@ pub trait TensorStore {
     fn tensors(&self) -> impl ExactSizeIterator<Item = TensorView<'_>> + '_ {
         let table = self.table();
         let file = self.file_bytes();
-        (0..table.entries().len()).map(move |index| table.view(file, index))
+        (0..table.tensor_count()).map(move |index| table.view(file, index))
     }
 
     /// Absolute offset of the tensor data section.

@@ -8,8 +8,8 @@ use std::collections::btree_map::Entry;
 use super::varint;
 use crate::bytes::{ByteReader, bounded_capacity};
 use crate::error::At;
-use crate::table::{TensorEntry, TensorTable};
-use crate::tensor::{TensorView, byte_len};
+use crate::table::{TableBuilder, TensorTable};
+use crate::tensor::TensorView;
 use crate::{DType, Error, Result};
 
 /// Largest header the reader accepts and the writer produces.
@@ -51,24 +51,8 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header> {
     let metadata = read_metadata(&mut r)?;
     let tensors = read_tensors(&mut r)?;
     check_padding(&r)?;
-
-    let data_len = tensors.last().map_or(0, |t| t.end);
     let data_offset = PREFIX_LEN + header_len;
-    let table = TensorTable::new(tensors, data_offset)?;
-    let found = file.len() as u64 - data_offset;
-    if found < data_len {
-        return Err(Error::DataTruncated {
-            offset: data_offset,
-            expected: data_len,
-            found,
-        });
-    }
-    if found > data_len {
-        return Err(Error::TrailingBytes {
-            offset: data_offset + data_len,
-            count: found - data_len,
-        });
-    }
+    let table = tensors.finish(data_offset, file.len() as u64 - data_offset)?;
     Ok(Header {
         metadata,
         table,
@@ -110,76 +94,37 @@ fn read_metadata(r: &mut ByteReader<'_>) -> Result<Option<BTreeMap<String, Strin
     }
 }
 
-fn read_tensors(r: &mut ByteReader<'_>) -> Result<Vec<TensorEntry>> {
+fn read_tensors(r: &mut ByteReader<'_>) -> Result<TableBuilder> {
     let count = varint::read(r, "tensor count")?;
-    let mut tensors = Vec::with_capacity(bounded_capacity(count, r.remaining(), MIN_ENTRY_LEN));
-    let mut expected_start = 0u64;
+    let mut table = TableBuilder::with_capacity(
+        bounded_capacity(count, r.remaining(), MIN_ENTRY_LEN),
+        r.remaining(),
+    );
+    let mut shape = Vec::new();
     for _ in 0..count {
         let entry_offset = r.offset();
-        let entry = read_tensor(r, entry_offset)?;
-        if entry.start != expected_start {
-            return Err(Error::NonContiguousData {
-                name: entry.name,
-                offset: entry_offset,
-                start: entry.start,
-                end: entry.end,
-                expected: expected_start,
-            });
-        }
-        if entry.end < entry.start {
-            return Err(Error::ReversedDataRange {
-                name: entry.name,
-                offset: entry_offset,
-                start: entry.start,
-                end: entry.end,
-            });
-        }
-        let expected = byte_len(entry.dtype, &entry.shape).ok_or_else(|| Error::Overflow {
-            what: format!("byte size of tensor `{}`", entry.name),
-            at: At(Some(entry_offset)),
+        let name_len = varint::read(r, "tensor name")?;
+        let name = r.str(name_len, "tensor name")?;
+        let dtype_offset = r.offset();
+        let code = varint::read(r, "dtype")?;
+        let dtype = DType::from_bintensors_code(code).ok_or(Error::UnknownDtype {
+            offset: dtype_offset,
+            found: code.to_string(),
         })?;
-        if entry.end - entry.start != expected {
-            return Err(Error::ByteCountMismatch {
+        let rank = varint::read(r, "shape length")?;
+        shape.clear();
+        for _ in 0..rank {
+            let dim = varint::read(r, "shape dimension")?;
+            shape.push(usize::try_from(dim).map_err(|_| Error::Overflow {
+                what: format!("dimension {dim} of tensor `{name}`"),
                 at: At(Some(entry_offset)),
-                dtype: entry.dtype,
-                shape: entry.shape,
-                expected,
-                found: entry.end - entry.start,
-                name: entry.name,
-            });
+            })?);
         }
-        expected_start = entry.end;
-        tensors.push(entry);
+        let start = varint::read(r, "data start offset")?;
+        let end = varint::read(r, "data end offset")?;
+        table.push(name, dtype, &shape, (start, end), entry_offset)?;
     }
-    Ok(tensors)
-}
-
-fn read_tensor(r: &mut ByteReader<'_>, entry_offset: u64) -> Result<TensorEntry> {
-    let name = read_string(r, "tensor name")?;
-    let dtype_offset = r.offset();
-    let code = varint::read(r, "dtype")?;
-    let dtype = DType::from_bintensors_code(code).ok_or(Error::UnknownDtype {
-        offset: dtype_offset,
-        found: code.to_string(),
-    })?;
-    let rank = varint::read(r, "shape length")?;
-    let mut shape = Vec::with_capacity(bounded_capacity(rank, r.remaining(), 1));
-    for _ in 0..rank {
-        let dim = varint::read(r, "shape dimension")?;
-        shape.push(usize::try_from(dim).map_err(|_| Error::Overflow {
-            what: format!("dimension {dim} of tensor `{name}`"),
-            at: At(Some(entry_offset)),
-        })?);
-    }
-    let start = varint::read(r, "data start offset")?;
-    let end = varint::read(r, "data end offset")?;
-    Ok(TensorEntry {
-        name,
-        dtype,
-        shape,
-        start,
-        end,
-    })
+    Ok(table)
 }
 
 /// After the payload: exactly `(8 - len % 8) % 8` spaces and nothing else.
