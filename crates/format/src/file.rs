@@ -44,44 +44,27 @@ impl TensorFile {
             TensorFile::Safetensors(f) => f.header_len(),
         }
     }
-
-    fn store(&self) -> &dyn StoreParts {
-        match self {
-            TensorFile::BinTensors(f) => f,
-            TensorFile::Safetensors(f) => f,
-        }
-    }
-}
-
-/// The object-safe part of [`TensorStore`], for delegation.
-trait StoreParts {
-    fn bytes(&self) -> &[u8];
-    fn tensor_table(&self) -> &TensorTable;
-    fn meta(&self) -> Option<&BTreeMap<String, String>>;
-}
-
-impl<T: TensorStore> StoreParts for T {
-    fn bytes(&self) -> &[u8] {
-        self.file_bytes()
-    }
-    fn tensor_table(&self) -> &TensorTable {
-        self.table()
-    }
-    fn meta(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata()
-    }
 }
 
 impl TensorStore for TensorFile {
     fn file_bytes(&self) -> &[u8] {
-        self.store().bytes()
+        match self {
+            TensorFile::BinTensors(f) => f.file_bytes(),
+            TensorFile::Safetensors(f) => f.file_bytes(),
+        }
     }
 
     fn table(&self) -> &TensorTable {
-        self.store().tensor_table()
+        match self {
+            TensorFile::BinTensors(f) => f.table(),
+            TensorFile::Safetensors(f) => f.table(),
+        }
     }
 
     fn metadata(&self) -> Option<&BTreeMap<String, String>> {
-        self.store().meta()
+        match self {
+            TensorFile::BinTensors(f) => f.metadata(),
+            TensorFile::Safetensors(f) => f.metadata(),
+        }
     }
 }

@@ -92,6 +92,18 @@ impl<B: AsRef<[u8]>> TensorStore for SafeTensors<B> {
     }
 }
 
+/// Byte offset within `json` of the line and column serde_json reports.
+fn json_error_offset(json: &[u8], e: &serde_json::Error) -> u64 {
+    let line_start = json
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .nth(e.line().saturating_sub(2))
+        .map_or(0, |(i, _)| i + 1);
+    let line_start = if e.line() <= 1 { 0 } else { line_start };
+    (line_start + e.column().saturating_sub(1)) as u64
+}
+
 /// One tensor entry of the JSON header, as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
