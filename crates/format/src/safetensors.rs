@@ -59,7 +59,7 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
         let RawHeader { metadata, tensors } =
             serde_json::from_slice(json).map_err(|e| Error::InvalidHeader {
                 format: FORMAT,
-                offset: PREFIX_LEN,
+                offset: PREFIX_LEN + json_error_offset(json, &e),
                 reason: e.to_string(),
             })?;
         let data_offset = PREFIX_LEN + header_len;

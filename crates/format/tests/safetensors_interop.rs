@@ -204,7 +204,17 @@ fn safetensors_rejections() {
     );
     assert!(matches!(
         parse("not json", &[]),
-        Err(Error::InvalidHeader { .. })
+        Err(Error::InvalidHeader { offset: 9, .. })
+    ));
+    // serde_json's line and column become a byte offset in the file: the
+    // `o` of `not`, and the `1` where an entry object belongs.
+    assert!(matches!(
+        parse("{\"a\": 1}", &[]),
+        Err(Error::InvalidHeader { offset: 14, .. })
+    ));
+    assert!(matches!(
+        parse("{\n\"a\": 1}", &[]),
+        Err(Error::InvalidHeader { offset: 16, .. })
     ));
     assert!(matches!(
         parse(
