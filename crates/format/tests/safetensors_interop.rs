@@ -214,7 +214,7 @@ fn safetensors_rejections() {
     ));
     assert!(matches!(
         parse("{\n\"a\": 1}", &[]),
-        Err(Error::InvalidHeader { offset: 16, .. })
+        Err(Error::InvalidHeader { offset: 15, .. })
     ));
     assert!(matches!(
         parse(
