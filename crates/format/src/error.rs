@@ -260,6 +260,116 @@ pub enum Error {
         /// The target format.
         format: &'static str,
     },
+    /// The file does not start with the format's magic bytes.
+    #[error("bad magic at byte 0: expected {expected}, found {found}")]
+    BadMagic {
+        /// The magic the format uses.
+        expected: &'static str,
+        /// What the file has (escaped).
+        found: String,
+    },
+    /// A version this reader does not support.
+    #[error("{format} version {found} at byte {offset} is not supported (expected {expected})")]
+    UnsupportedVersion {
+        /// The format.
+        format: &'static str,
+        /// Offset of the version field.
+        offset: u64,
+        /// Version found.
+        found: u32,
+        /// Version supported.
+        expected: u32,
+    },
+    /// The file size disagrees with what the header implies.
+    #[error("the header implies a file of {expected} bytes, the file has {found}")]
+    FileSizeMismatch {
+        /// Size the header implies.
+        expected: u64,
+        /// Actual size.
+        found: u64,
+    },
+    /// A vocabulary with no tokens.
+    #[error("the vocabulary has no tokens (token_count 0 at byte {offset})")]
+    EmptyVocabulary {
+        /// Offset of the count field.
+        offset: u64,
+    },
+    /// A token's bytes lie outside the token blob.
+    #[error(
+        "token {rank} (table entry at byte {offset}): bytes {start}..{end} lie outside the {blob_size}-byte blob"
+    )]
+    TokenOutsideBlob {
+        /// The token's rank.
+        rank: u32,
+        /// Offset of its table entry.
+        offset: u64,
+        /// Start within the blob.
+        start: u64,
+        /// End within the blob.
+        end: u64,
+        /// Size of the blob.
+        blob_size: u64,
+    },
+    /// A token longer than the declared maximum.
+    #[error("token {rank} (table entry at byte {offset}) is {len} bytes, over max_token_len {max}")]
+    TokenTooLong {
+        /// The token's rank.
+        rank: u32,
+        /// Offset of its table entry.
+        offset: u64,
+        /// Its length.
+        len: u32,
+        /// The declared maximum.
+        max: u32,
+    },
+    /// The declared maximum token length is not the longest token's length.
+    #[error("max_token_len at byte 12 says {declared}, the longest token is {actual} bytes")]
+    MaxTokenLenMismatch {
+        /// Declared in the header.
+        declared: u32,
+        /// Actual longest token.
+        actual: u32,
+    },
+    /// An empty table entry whose offset is not 0.
+    #[error(
+        "token {rank} (table entry at byte {offset}) is empty but has offset {start} (an absent rank is (0, 0))"
+    )]
+    NonCanonicalEmptyToken {
+        /// The rank.
+        rank: u32,
+        /// Offset of the table entry.
+        offset: u64,
+        /// The stray offset.
+        start: u32,
+    },
+    /// Two ranks with the same bytes.
+    #[error("token {rank} (table entry at byte {offset}) has the same bytes as token {earlier}")]
+    DuplicateToken {
+        /// The later rank.
+        rank: u32,
+        /// Offset of its table entry.
+        offset: u64,
+        /// The earlier rank with those bytes.
+        earlier: u32,
+    },
+    /// Reserved bytes that are not zero.
+    #[error("reserved byte at {offset} is 0x{byte:02X}, must be 0")]
+    NonZeroReserved {
+        /// Offset of the byte.
+        offset: u64,
+        /// Its value.
+        byte: u8,
+    },
+    /// A malformed line of a `.tiktoken` file.
+    #[error(".tiktoken line {line} (byte {offset}): {reason}")]
+    InvalidTiktokenLine {
+        /// 1-based line number.
+        line: usize,
+        /// Offset of the line's start.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// A tensor name the target format reserves.
     #[error("tensor name `{name}` is reserved in {format}")]
     ReservedName {

@@ -11,6 +11,7 @@
 
 pub mod atomic;
 pub mod bintensors;
+pub mod bpe2;
 pub mod bytes;
 pub mod checksum;
 pub mod convert;
