@@ -59,6 +59,9 @@ enum Command {
         /// Print a JSON report instead of text.
         #[arg(long)]
         json: bool,
+        /// `.tiktoken` -> BPE2: leave the special tokens out (as llm-cost's files do).
+        #[arg(long)]
+        no_special_tokens: bool,
     },
 }
 
@@ -94,7 +97,13 @@ fn main() -> ExitCode {
             output,
             to,
             json,
-        } => convert::run(&input, &output, to, json),
+            no_special_tokens,
+        } => {
+            let options = modelbin_format::convert::ConvertOptions {
+                include_special_tokens: !no_special_tokens,
+            };
+            convert::run(&input, &output, to, options, json)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

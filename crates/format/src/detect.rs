@@ -28,17 +28,20 @@ pub enum Format {
     Tllm,
     /// SAEV activation dataset (a directory).
     Saev,
+    /// tiktoken vocabulary text (`.tiktoken`): `base64-token rank` per line.
+    Tiktoken,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::BinTensors,
         Format::Safetensors,
         Format::Embd,
         Format::Bpe2,
         Format::Tllm,
         Format::Saev,
+        Format::Tiktoken,
     ];
 
     /// The short name used on the command line and in JSON output.
@@ -50,6 +53,7 @@ impl Format {
             Format::Bpe2 => "bpe2",
             Format::Tllm => "tllm",
             Format::Saev => "saev",
+            Format::Tiktoken => "tiktoken",
         }
     }
 
@@ -62,6 +66,7 @@ impl Format {
             Format::Bpe2 => &["bpe2"],
             Format::Tllm => &["tllm"],
             Format::Saev => &[],
+            Format::Tiktoken => &["tiktoken"],
         }
     }
 
@@ -106,6 +111,9 @@ pub fn detect_bytes(bytes: &[u8]) -> Option<Format> {
     if let Some((_, format)) = MAGICS.iter().find(|(magic, _)| bytes.starts_with(magic)) {
         return Some(*format);
     }
+    if looks_like_tiktoken(bytes) {
+        return Some(Format::Tiktoken);
+    }
     let prefix: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
     let header_len = u64::from_le_bytes(prefix);
     let fits = header_len <= bytes.len() as u64 - 8;
@@ -114,6 +122,24 @@ pub fn detect_bytes(bytes: &[u8]) -> Option<Format> {
         Some(0 | 1) if fits && header_len % 8 == 0 => Some(Format::BinTensors),
         _ => None,
     }
+}
+
+/// A first line of the form `base64 digits\n`.
+fn looks_like_tiktoken(bytes: &[u8]) -> bool {
+    let line = match bytes.iter().position(|&b| b == b'\n') {
+        Some(end) => &bytes[..end],
+        None => return false,
+    };
+    let Some(space) = line.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    let (token, rank) = (&line[..space], &line[space + 1..]);
+    !token.is_empty()
+        && token
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        && !rank.is_empty()
+        && rank.iter().all(u8::is_ascii_digit)
 }
 
 /// Recognises the format of the file or directory at `path`.

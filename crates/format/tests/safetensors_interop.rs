@@ -68,7 +68,7 @@ proptest! {
         std::fs::write(&src, &reference).unwrap();
 
         let ours = SafeTensors::from_buffer(reference.as_slice()).unwrap();
-        let report = convert(&src, &bt, Format::BinTensors, &mut no_progress()).unwrap();
+        let report = convert(&src, &bt, Format::BinTensors, Default::default(), &mut no_progress()).unwrap();
         prop_assert_eq!(report.from, Format::Safetensors);
         prop_assert_eq!(report.tensors, set.tensors.len());
         let bt_file = bintensors::open(&bt).unwrap();
@@ -76,7 +76,7 @@ proptest! {
         // The converted file is exactly what the reference BinTensors writer makes.
         prop_assert_eq!(std::fs::read(&bt).unwrap(), bintensors::serialize(set.views(), set.metadata.as_ref()).unwrap());
 
-        convert(&bt, &back, Format::Safetensors, &mut no_progress()).unwrap();
+        convert(&bt, &back, Format::Safetensors, Default::default(), &mut no_progress()).unwrap();
         let back_bytes = std::fs::read(&back).unwrap();
         assert_reference_reads(&set, &back_bytes);
         assert_same_content(&ours, &SafeTensors::from_buffer(back_bytes.as_slice()).unwrap());
@@ -94,7 +94,14 @@ fn real_minilm_round_trips_losslessly() {
     assert_eq!(original.len(), 104);
     assert_eq!(original.metadata().unwrap()["format"], "pt");
 
-    convert(&src, &bt, Format::BinTensors, &mut no_progress()).unwrap();
+    convert(
+        &src,
+        &bt,
+        Format::BinTensors,
+        Default::default(),
+        &mut no_progress(),
+    )
+    .unwrap();
     let converted = bintensors::open(&bt).unwrap();
     assert_same_content(&original, &converted);
 
@@ -106,7 +113,14 @@ fn real_minilm_round_trips_losslessly() {
         assert_eq!((r.shape(), r.data()), (t.shape(), t.data()));
     }
 
-    convert(&bt, &back, Format::Safetensors, &mut no_progress()).unwrap();
+    convert(
+        &bt,
+        &back,
+        Format::Safetensors,
+        Default::default(),
+        &mut no_progress(),
+    )
+    .unwrap();
     let round_trip = st::open(&back).unwrap();
     assert_same_content(&original, &round_trip);
     let reread = std::fs::read(&back).unwrap();
@@ -179,6 +193,7 @@ fn dtypes_bintensors_lacks_are_a_clear_error() {
                 &path,
                 &dir.path().join("x.bt"),
                 Format::BinTensors,
+                Default::default(),
                 &mut no_progress()
             )
             .is_err()
@@ -273,6 +288,7 @@ fn conversion_to_a_format_without_tensors_is_refused() {
         &src,
         Path::new("/nonexistent/out.tllm"),
         Format::Tllm,
+        Default::default(),
         &mut no_progress(),
     )
     .unwrap_err();

@@ -1,1 +1,2 @@
+//! Tokenizer benchmarks (filled in below).
 fn main() {}

@@ -1,1 +1,20 @@
-//! placeholder
+//! modelbin-tokenize: tokenizers over modelbin's vocabulary formats.
+//!
+//! [`Tokenizer`] gives exactly tiktoken's token ids for cl100k_base,
+//! o200k_base, p50k_base and r50k_base over a BPE2 vocabulary, with
+//! pre-tokenizers that run in linear time and BPE merging that stays
+//! O(n log n) on one huge piece. cl100k_base and o200k_base are compiled in.
+
+mod bpe;
+mod classify;
+mod embedded;
+mod error;
+mod parallel;
+pub mod pretokenize;
+mod tokenizer;
+mod vocab;
+
+pub use error::{Error, Result};
+pub use pretokenize::Pattern;
+pub use tokenizer::{Specials, Tokenizer};
+pub use vocab::Source;

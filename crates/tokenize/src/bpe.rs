@@ -1,0 +1,188 @@
+//! Byte-pair merging of one piece, with tiktoken's rule: repeatedly merge the
+//! adjacent pair whose concatenation has the lowest rank, leftmost on ties.
+//!
+//! Short pieces use tiktoken's own scheme (a vector of parts, linear scan for
+//! the minimum), which is fastest when pieces are a few bytes. Long pieces
+//! use a heap over the pairs and a linked list of parts, so one huge piece
+//! (a million `a`s) costs O(n log n) instead of O(n²).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::vocab::Vocab;
+
+/// Pieces at least this long use the heap.
+const HEAP_THRESHOLD: usize = 128;
+const NONE: u32 = u32::MAX;
+/// Marks a part start that was merged away.
+const REMOVED: u32 = u32::MAX - 1;
+
+/// Reusable buffers for merging.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    parts: Vec<(u32, u32)>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    pair_rank: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u32, u32)>>,
+}
+
+/// Calls `emit` with the ranks `piece` encodes to. Every byte must have a
+/// rank (checked when the tokenizer is built).
+#[inline]
+pub fn encode_piece(
+    vocab: &Vocab,
+    piece: &[u8],
+    scratch: &mut Scratch,
+    emit: &mut impl FnMut(u32),
+) {
+    if let Some(rank) = vocab.rank(piece) {
+        emit(rank);
+    } else if piece.len() < HEAP_THRESHOLD {
+        merge_small(vocab, piece, scratch, emit);
+    } else {
+        merge_large(vocab, piece, scratch, emit);
+    }
+}
+
+fn rank_of(vocab: &Vocab, bytes: &[u8]) -> u32 {
+    vocab.rank(bytes).unwrap_or(NONE)
+}
+
+fn merge_small(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut impl FnMut(u32)) {
+    let parts = &mut scratch.parts;
+    parts.clear();
+    // parts[i] = (start, rank of the pair starting at part i).
+    for i in 0..piece.len() - 1 {
+        parts.push((i as u32, rank_of(vocab, &piece[i..i + 2])));
+    }
+    parts.push((piece.len() as u32 - 1, NONE));
+    parts.push((piece.len() as u32, NONE));
+    let pair = |parts: &[(u32, u32)], i: usize| -> u32 {
+        if i + 2 < parts.len() {
+            rank_of(vocab, &piece[parts[i].0 as usize..parts[i + 2].0 as usize])
+        } else {
+            NONE
+        }
+    };
+    loop {
+        let (mut best, mut best_rank) = (0, NONE);
+        for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+            if rank < best_rank {
+                (best, best_rank) = (i, rank);
+            }
+        }
+        if best_rank == NONE {
+            break;
+        }
+        parts.remove(best + 1);
+        parts[best].1 = pair(parts, best);
+        if best > 0 {
+            parts[best - 1].1 = pair(parts, best - 1);
+        }
+    }
+    for w in parts.windows(2) {
+        let token = &piece[w[0].0 as usize..w[1].0 as usize];
+        emit(vocab.rank(token).expect("merged parts are tokens"));
+    }
+}
+
+fn merge_large(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut impl FnMut(u32)) {
+    let n = piece.len();
+    let Scratch {
+        next,
+        prev,
+        pair_rank,
+        heap,
+        ..
+    } = scratch;
+    next.clear();
+    next.extend(1..=n as u32);
+    prev.clear();
+    prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+    pair_rank.clear();
+    heap.clear();
+    for i in 0..n - 1 {
+        let rank = rank_of(vocab, &piece[i..i + 2]);
+        pair_rank.push(rank);
+        if rank != NONE {
+            heap.push(Reverse((rank, i as u32)));
+        }
+    }
+    pair_rank.push(NONE);
+    // The rank of the pair starting at part `s`, given the current list.
+    let pair = |next: &[u32], s: u32| -> u32 {
+        let mid = next[s as usize];
+        if mid as usize >= n {
+            return NONE;
+        }
+        let end = next[mid as usize];
+        rank_of(vocab, &piece[s as usize..end as usize])
+    };
+    while let Some(Reverse((rank, s))) = heap.pop() {
+        if pair_rank[s as usize] != rank {
+            continue; // stale: merged away or re-ranked since
+        }
+        let right = next[s as usize];
+        let after = next[right as usize];
+        next[s as usize] = after;
+        if (after as usize) < n {
+            prev[after as usize] = s;
+        }
+        pair_rank[right as usize] = REMOVED;
+        let new_rank = pair(next, s);
+        pair_rank[s as usize] = new_rank;
+        if new_rank != NONE {
+            heap.push(Reverse((new_rank, s)));
+        }
+        let p = prev[s as usize];
+        if p != NONE {
+            let left_rank = pair(next, p);
+            pair_rank[p as usize] = left_rank;
+            if left_rank != NONE {
+                heap.push(Reverse((left_rank, p)));
+            }
+        }
+    }
+    let mut s = 0;
+    while s < n {
+        let end = next[s] as usize;
+        emit(vocab.rank(&piece[s..end]).expect("merged parts are tokens"));
+        s = end;
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn merge_both_ways(vocab: &Vocab, piece: &[u8]) -> (Vec<u32>, Vec<u32>) {
+    let mut scratch = Scratch::default();
+    let (mut small, mut large) = (vec![], vec![]);
+    merge_small(vocab, piece, &mut scratch, &mut |r| small.push(r));
+    merge_large(vocab, piece, &mut scratch, &mut |r| large.push(r));
+    (small, large)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::merge_both_ways;
+    use crate::Tokenizer;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The heap merge and tiktoken's scan merge make the same tokens.
+        #[test]
+        fn heap_merge_equals_scan_merge(piece in prop_oneof![
+            prop::collection::vec(any::<u8>(), 2..300),
+            "[a-z ]{2,300}".prop_map(String::into_bytes),
+            "(ab|ba|aa|_|  ){1,150}".prop_map(String::into_bytes),
+        ]) {
+            for name in ["cl100k_base", "o200k_base"] {
+                let vocab = Tokenizer::embedded(name).unwrap().vocab();
+                let (small, large) = merge_both_ways(vocab, &piece);
+                prop_assert_eq!(small, large);
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The error type of this crate.
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong building a tokenizer or encoding and decoding.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The vocabulary file is invalid.
+    #[error(transparent)]
+    Format(#[from] modelbin_format::Error),
+    /// The vocabulary's source hash names no known encoding and no pattern was given.
+    #[error(
+        "vocabulary source hash {hash} is not a known encoding (cl100k_base, o200k_base, p50k_base, r50k_base): give a pre-tokenizer pattern"
+    )]
+    UnknownEncoding {
+        /// Hex SHA-256 of the vocabulary's source.
+        hash: String,
+    },
+    /// No encoding has this name.
+    #[error("unknown encoding `{0}` (known: cl100k_base, o200k_base, p50k_base, r50k_base)")]
+    UnknownEncodingName(String),
+    /// The encoding exists but its vocabulary is not built in.
+    #[error(
+        "{0} is not built in: load it with --vocab FILE.bpe2 (build one with `modelbin convert {0}.tiktoken {0}.bpe2`)"
+    )]
+    NotEmbedded(String),
+    /// A custom pre-tokenizer pattern does not compile.
+    #[error("invalid pre-tokenizer pattern: {0}")]
+    BadPattern(String),
+    /// The vocabulary cannot encode every byte.
+    #[error("the vocabulary has no token for byte 0x{0:02X}, so it cannot encode arbitrary text")]
+    MissingByte(u8),
+    /// Text contains a special token that is not allowed.
+    #[error(
+        "text contains the disallowed special token {token:?} at byte {offset}; allow it, or encode it as ordinary text"
+    )]
+    DisallowedSpecial {
+        /// The special token.
+        token: String,
+        /// Where it starts in the text.
+        offset: usize,
+    },
+    /// A special token name the vocabulary does not have.
+    #[error("unknown special token {0:?}")]
+    UnknownSpecial(String),
+    /// A token id outside the vocabulary.
+    #[error("token id {0} is not in the vocabulary")]
+    UnknownToken(u32),
+}

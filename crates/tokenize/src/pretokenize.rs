@@ -1,0 +1,349 @@
+//! Pre-tokenizers: the split of text into pieces that tiktoken's regexes make,
+//! as hand-written scanners that run in linear time (no backtracking, no
+//! regex stack) and give exactly the regexes' matches.
+//!
+//! The patterns, from tiktoken's `openai_public.py`:
+//!
+//! - cl100k_base: `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
+//! - o200k_base: `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+//! - p50k_base, r50k_base: `'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`
+//!
+//! Every character starts some alternative of the built-in patterns, so the
+//! pieces tile the text. A custom pattern runs through `fancy-regex`, like
+//! tiktoken, and text between matches is dropped, as tiktoken drops it.
+
+use crate::classify::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, class, is_other};
+
+/// A pre-tokenizer pattern.
+#[derive(Debug, Clone)]
+pub enum Pattern {
+    /// cl100k_base's pattern.
+    Cl100k,
+    /// o200k_base's pattern.
+    O200k,
+    /// The GPT-2 pattern of p50k_base and r50k_base.
+    Gpt2,
+    /// Any other regex (fancy-regex syntax, as tiktoken uses).
+    Custom(Box<fancy_regex::Regex>),
+}
+
+impl Pattern {
+    /// The built-in pattern of a known encoding.
+    pub fn for_encoding(name: &str) -> Option<Pattern> {
+        match name {
+            "cl100k_base" => Some(Pattern::Cl100k),
+            "o200k_base" => Some(Pattern::O200k),
+            "p50k_base" | "r50k_base" => Some(Pattern::Gpt2),
+            _ => None,
+        }
+    }
+
+    /// Calls `piece` with the byte range of every piece of `text`, in order.
+    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
+        let scan = match self {
+            Pattern::Cl100k => cl100k,
+            Pattern::O200k => o200k,
+            Pattern::Gpt2 => gpt2,
+            Pattern::Custom(regex) => {
+                // A regex runtime error (its backtrack limit) ends the
+                // matches; tiktoken-rs panics there instead.
+                for m in regex.find_iter(text).map_while(Result::ok) {
+                    piece(m.start(), m.end());
+                }
+                return;
+            }
+        };
+        let mut start = 0;
+        while start < text.len() {
+            let end = scan(text, start);
+            piece(start, end);
+            start = end;
+        }
+    }
+}
+
+/// The char at byte `i` and its length, if any.
+#[inline]
+fn char_at(text: &str, i: usize) -> Option<(char, usize)> {
+    let b = *text.as_bytes().get(i)?;
+    if b < 0x80 {
+        return Some((b as char, 1));
+    }
+    let c = text[i..].chars().next()?;
+    Some((c, c.len_utf8()))
+}
+
+/// End of the run of chars from `i` whose class has any bit of `mask`.
+#[inline]
+fn run(text: &str, mut i: usize, mask: u8) -> usize {
+    while let Some((c, n)) = char_at(text, i) {
+        if class(c) & mask == 0 {
+            break;
+        }
+        i += n;
+    }
+    i
+}
+
+/// End of the run of "other" chars (`[^\s\p{L}\p{N}]`) from `i`.
+#[inline]
+fn run_other(text: &str, mut i: usize) -> usize {
+    while let Some((c, n)) = char_at(text, i) {
+        if !is_other(class(c)) {
+            break;
+        }
+        i += n;
+    }
+    i
+}
+
+/// End of a run of the given ASCII bytes from `i`.
+#[inline]
+fn run_bytes(text: &str, mut i: usize, set: &[u8]) -> usize {
+    while text.as_bytes().get(i).is_some_and(|b| set.contains(b)) {
+        i += 1;
+    }
+    i
+}
+
+/// `[^\r\n\p{L}\p{N}]`: may prefix a word.
+#[inline]
+fn is_prefix(c: char, class: u8) -> bool {
+    c != '\r' && c != '\n' && class & (LETTER | NUMBER) == 0
+}
+
+/// Whether `c` matches `[x]` case-insensitively under Unicode simple case
+/// folding, for the ASCII letters of the contractions.
+#[inline]
+fn folds_to(c: char, lower: char) -> bool {
+    c.to_ascii_lowercase() == lower || (lower == 's' && c == 'ſ')
+}
+
+/// A contraction after the apostrophe at `i`: the end of the match, or `None`.
+/// Single letters are `[sdmt]` (cl100k) or `s|t|m|d` (o200k): the same set.
+fn contraction(text: &str, i: usize, case_insensitive: bool) -> Option<usize> {
+    if text.as_bytes().get(i) != Some(&b'\'') {
+        return None;
+    }
+    let is = |c: char, lower: char| {
+        if case_insensitive {
+            folds_to(c, lower)
+        } else {
+            c == lower
+        }
+    };
+    let (c1, n1) = char_at(text, i + 1)?;
+    if ['s', 'd', 'm', 't'].into_iter().any(|l| is(c1, l)) {
+        return Some(i + 1 + n1);
+    }
+    let (c2, n2) = char_at(text, i + 1 + n1)?;
+    let pair = [('l', 'l'), ('v', 'e'), ('r', 'e')]
+        .into_iter()
+        .any(|(a, b)| is(c1, a) && is(c2, b));
+    pair.then_some(i + 1 + n1 + n2)
+}
+
+/// How a pattern's whitespace alternatives end a run of whitespace.
+#[derive(Clone, Copy)]
+struct SpaceRules {
+    /// `\s++$` comes first (cl100k, GPT-2): a run reaching the end is one piece.
+    end_first: bool,
+    /// `\s*[\r\n]` (cl100k) or `\s*[\r\n]+` (o200k): up to the last newline.
+    newline: bool,
+}
+
+/// Where the piece starting with whitespace at `i` ends. After the rules
+/// above: `\s+(?!\S)` takes the run to its end at the end of the text, or
+/// all but its last char when that precedes a non-space; a one-char run is
+/// one piece (`\s` or `\s+`).
+fn whitespace(text: &str, i: usize, rules: SpaceRules) -> usize {
+    let end = run(text, i, SPACE);
+    if rules.end_first && end == text.len() {
+        return end;
+    }
+    if rules.newline
+        && let Some(p) = text[i..end].rfind(['\r', '\n'])
+    {
+        return i + p + 1;
+    }
+    if end == text.len() {
+        return end;
+    }
+    let last = text[i..end].chars().next_back().map_or(0, char::len_utf8);
+    if end - last > i { end - last } else { end }
+}
+
+/// One piece of cl100k_base from byte `i` (< `text.len()`); returns its end.
+fn cl100k(text: &str, i: usize) -> usize {
+    let (c, n) = char_at(text, i).expect("i is inside the text");
+    let k = class(c);
+    if c == '\''
+        && let Some(end) = contraction(text, i, true)
+    {
+        return end;
+    }
+    if k & LETTER != 0 {
+        return run(text, i + n, LETTER);
+    }
+    if is_prefix(c, k)
+        && let Some((c2, n2)) = char_at(text, i + n)
+        && class(c2) & LETTER != 0
+    {
+        return run(text, i + n + n2, LETTER);
+    }
+    if k & NUMBER != 0 {
+        let mut end = i + n;
+        for _ in 0..2 {
+            match char_at(text, end) {
+                Some((d, m)) if class(d) & NUMBER != 0 => end += m,
+                _ => break,
+            }
+        }
+        return end;
+    }
+    if let Some(end) = punctuation(text, i, c, k) {
+        return run_bytes(text, end, b"\r\n");
+    }
+    whitespace(
+        text,
+        i,
+        SpaceRules {
+            end_first: true,
+            newline: true,
+        },
+    )
+}
+
+/// ` ?[^\s\p{L}\p{N}]+`: the end of the run, if one starts at `i`.
+fn punctuation(text: &str, i: usize, c: char, k: u8) -> Option<usize> {
+    if is_other(k) {
+        return Some(run_other(text, i));
+    }
+    if c == ' ' && char_at(text, i + 1).is_some_and(|(c2, _)| is_other(class(c2))) {
+        return Some(run_other(text, i + 1));
+    }
+    None
+}
+
+/// One piece of the GPT-2 pattern (p50k_base, r50k_base).
+fn gpt2(text: &str, i: usize) -> usize {
+    let (c, n) = char_at(text, i).expect("i is inside the text");
+    let k = class(c);
+    if c == '\''
+        && let Some(end) = contraction(text, i, false)
+    {
+        return end;
+    }
+    // ` ?\p{L}++`, ` ?\p{N}++`, ` ?[^\s\p{L}\p{N}]++`
+    let (start, k) = match char_at(text, i + n) {
+        Some((c2, _)) if c == ' ' && class(c2) & SPACE == 0 => (i + 1, class(c2)),
+        _ => (i, k),
+    };
+    if k & LETTER != 0 {
+        return run(text, start, LETTER);
+    }
+    if k & NUMBER != 0 {
+        return run(text, start, NUMBER);
+    }
+    if is_other(k) {
+        return run_other(text, start);
+    }
+    whitespace(
+        text,
+        i,
+        SpaceRules {
+            end_first: true,
+            newline: false,
+        },
+    )
+}
+
+/// o200k's word alternatives from `s`: `U*W+` (first) or `U+W*` (second),
+/// then an optional contraction.
+fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
+    // The maximal U run, and the end of the last W char inside it.
+    let mut u_end = s;
+    let mut last_w_end = None;
+    while let Some((c, n)) = char_at(text, u_end) {
+        let k = class(c);
+        if k & UPPERISH == 0 {
+            break;
+        }
+        u_end += n;
+        if k & LOWERISH != 0 {
+            last_w_end = Some(u_end);
+        }
+    }
+    let after_u = char_at(text, u_end).is_some_and(|(c, _)| class(c) & LOWERISH != 0);
+    let end = if second {
+        if u_end == s {
+            return None;
+        }
+        run(text, u_end, LOWERISH)
+    } else if after_u {
+        run(text, u_end, LOWERISH)
+    } else {
+        last_w_end?
+    };
+    Some(contraction(text, end, true).unwrap_or(end))
+}
+
+/// One piece of o200k_base.
+fn o200k(text: &str, i: usize) -> usize {
+    let (c, n) = char_at(text, i).expect("i is inside the text");
+    let k = class(c);
+    let prefixed = is_prefix(c, k);
+    for second in [false, true] {
+        if prefixed && let Some(end) = o200k_word(text, i + n, second) {
+            return end;
+        }
+        if let Some(end) = o200k_word(text, i, second) {
+            return end;
+        }
+    }
+    if k & NUMBER != 0 {
+        let mut end = i + n;
+        for _ in 0..2 {
+            match char_at(text, end) {
+                Some((d, m)) if class(d) & NUMBER != 0 => end += m,
+                _ => break,
+            }
+        }
+        return end;
+    }
+    if let Some(end) = punctuation(text, i, c, k) {
+        return run_bytes(text, end, b"\r\n/");
+    }
+    whitespace(
+        text,
+        i,
+        SpaceRules {
+            end_first: false,
+            newline: true,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pattern: &Pattern, text: &str) -> Vec<String> {
+        let mut out = vec![];
+        pattern.split(text, |a, b| out.push(text[a..b].to_owned()));
+        out
+    }
+
+    #[test]
+    fn cl100k_examples() {
+        let p = Pattern::Cl100k;
+        assert_eq!(pieces(&p, "hello world"), ["hello", " world"]);
+        assert_eq!(
+            pieces(&p, "I'm 12345 ok!!\n\n  x"),
+            ["I", "'m", " ", "123", "45", " ok", "!!\n\n", " ", " x"]
+        );
+        assert_eq!(pieces(&p, "a  \n b"), ["a", "  \n", " b"]);
+        assert_eq!(pieces(&p, "x   "), ["x", "   "]);
+        assert_eq!(pieces(&p, "'S 'LL"), ["'S", " '", "LL"]);
+    }
+}

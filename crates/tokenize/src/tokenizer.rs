@@ -1,0 +1,236 @@
+//! The tiktoken-compatible tokenizer.
+
+use std::path::Path;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use modelbin_format::bpe2::Bpe2;
+use modelbin_format::checksum::hex;
+use modelbin_format::source::MappedFile;
+
+use crate::bpe::{Scratch, encode_piece};
+use crate::pretokenize::Pattern;
+use crate::vocab::{Source, Vocab};
+use crate::{Error, Result};
+
+/// A set of special tokens, by name.
+#[derive(Debug, Clone, Copy)]
+pub enum Specials<'a> {
+    /// No special token.
+    None,
+    /// Every special token of the encoding.
+    All,
+    /// These special tokens.
+    Only(&'a [&'a str]),
+}
+
+/// A BPE tokenizer that gives exactly tiktoken's ids for its encoding.
+/// Thread-safe: share one across threads.
+#[derive(Debug)]
+pub struct Tokenizer {
+    vocab: Vocab,
+    pattern: Pattern,
+    /// Special tokens (text, rank).
+    specials: Vec<(String, u32)>,
+    name: Option<&'static str>,
+}
+
+impl Tokenizer {
+    /// A tokenizer over a BPE2 vocabulary. The pre-tokenizer and special
+    /// tokens come from the vocabulary's source hash when it names a known
+    /// encoding; otherwise `pattern` must be given (and there are no special
+    /// tokens). A given `pattern` overrides the built-in one.
+    pub fn from_bpe2(source: Source, pattern: Option<Pattern>) -> Result<Self> {
+        let file = Bpe2::from_buffer(source)?;
+        let encoding = file.encoding();
+        let pattern = match (pattern, encoding) {
+            (Some(p), _) => p,
+            (None, Some(e)) => {
+                Pattern::for_encoding(e.name).expect("known encodings have patterns")
+            }
+            (None, None) => {
+                return Err(Error::UnknownEncoding {
+                    hash: hex(&file.header().source_hash),
+                });
+            }
+        };
+        let specials: Vec<(String, u32)> = encoding
+            .map(|e| {
+                e.special_tokens
+                    .iter()
+                    .map(|&(text, rank)| (text.to_owned(), rank))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let vocab = Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank));
+        if let Some(byte) = (0..=255u8).find(|&b| vocab.rank(&[b]).is_none()) {
+            return Err(Error::MissingByte(byte));
+        }
+        Ok(Tokenizer {
+            vocab,
+            pattern,
+            specials,
+            name: encoding.map(|e| e.name),
+        })
+    }
+
+    /// Opens a BPE2 file (memory-mapped); see [`Tokenizer::from_bpe2`].
+    pub fn open(path: impl AsRef<Path>, pattern: Option<Pattern>) -> Result<Self> {
+        Self::from_bpe2(Source::Mapped(MappedFile::open(path)?), pattern)
+    }
+
+    /// A built-in encoding (`cl100k_base`, `o200k_base`), built on first use.
+    pub fn embedded(name: &str) -> Result<&'static Tokenizer> {
+        crate::embedded::tokenizer(name)
+    }
+
+    /// The encoding's name, when the vocabulary is a known one.
+    pub fn name(&self) -> Option<&'static str> {
+        self.name
+    }
+
+    /// Number of ranks (highest id + 1), special tokens included when present.
+    pub fn vocab_size(&self) -> u32 {
+        let specials = self.specials.iter().map(|&(_, r)| r + 1).max().unwrap_or(0);
+        self.vocab.file().token_count().max(specials)
+    }
+
+    /// The special tokens (text, id).
+    pub fn special_tokens(&self) -> &[(String, u32)] {
+        &self.specials
+    }
+
+    #[cfg(test)]
+    pub(crate) fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    /// The pre-tokenizer.
+    pub fn pattern(&self) -> &Pattern {
+        &self.pattern
+    }
+
+    /// Encodes `text` with every special token treated as ordinary text
+    /// (tiktoken's `encode_ordinary`).
+    pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        self.for_each_ordinary(text, &mut Scratch::default(), &mut |id| ids.push(id));
+        ids
+    }
+
+    /// Counts the tokens of `encode_ordinary(text)` without storing them.
+    pub fn count(&self, text: &str) -> usize {
+        let mut n = 0;
+        self.for_each_ordinary(text, &mut Scratch::default(), &mut |_| n += 1);
+        n
+    }
+
+    /// Like [`Tokenizer::count`], splitting large texts into chunks at
+    /// boundaries where no piece can cross and counting them in parallel.
+    /// Gives the same total.
+    pub fn count_parallel(&self, text: &str) -> usize {
+        crate::parallel::count(self, text)
+    }
+
+    /// tiktoken's `encode`: `allowed` special tokens in the text become their
+    /// ids; a `disallowed` one is an error; any other is ordinary text.
+    /// tiktoken's defaults are `Specials::None` and `Specials::All`.
+    pub fn encode(
+        &self,
+        text: &str,
+        allowed: Specials<'_>,
+        disallowed: Specials<'_>,
+    ) -> Result<Vec<u32>> {
+        let allowed = self.select(allowed)?;
+        let disallowed: Vec<_> = self
+            .select(disallowed)?
+            .into_iter()
+            .filter(|d| !allowed.iter().any(|a| a.1 == d.1))
+            .collect();
+        if let Some((offset, token)) = disallowed
+            .iter()
+            .filter_map(|(t, _)| text.find(t.as_str()).map(|at| (at, t)))
+            .min()
+        {
+            return Err(Error::DisallowedSpecial {
+                token: token.clone(),
+                offset,
+            });
+        }
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        let mut scratch = Scratch::default();
+        if allowed.is_empty() {
+            self.for_each_ordinary(text, &mut scratch, &mut |id| ids.push(id));
+            return Ok(ids);
+        }
+        let finder = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(allowed.iter().map(|(t, _)| t.as_str()))
+            .expect("a few literal special tokens always compile");
+        let mut start = 0;
+        for m in finder.find_iter(text) {
+            self.for_each_ordinary(&text[start..m.start()], &mut scratch, &mut |id| {
+                ids.push(id)
+            });
+            ids.push(allowed[m.pattern().as_usize()].1);
+            start = m.end();
+        }
+        self.for_each_ordinary(&text[start..], &mut scratch, &mut |id| ids.push(id));
+        Ok(ids)
+    }
+
+    /// The bytes the ids stand for.
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            match self.vocab.token(id) {
+                Some(bytes) => out.extend_from_slice(bytes),
+                None => match self.specials.iter().find(|&&(_, r)| r == id) {
+                    Some((text, _)) => out.extend_from_slice(text.as_bytes()),
+                    None => return Err(Error::UnknownToken(id)),
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// The text the ids stand for; invalid UTF-8 becomes U+FFFD, as
+    /// tiktoken's `decode` (errors="replace") does.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        let bytes = self.decode_bytes(ids)?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    /// The special tokens a [`Specials`] names, checked against the encoding.
+    fn select(&self, specials: Specials<'_>) -> Result<Vec<(String, u32)>> {
+        match specials {
+            Specials::None => Ok(Vec::new()),
+            Specials::All => Ok(self.specials.clone()),
+            Specials::Only(names) => names
+                .iter()
+                .map(|name| {
+                    self.specials
+                        .iter()
+                        .find(|(t, _)| t == name)
+                        .cloned()
+                        .ok_or_else(|| Error::UnknownSpecial((*name).to_owned()))
+                })
+                .collect(),
+        }
+    }
+
+    /// Encodes ordinary text piece by piece, calling `emit` per id.
+    pub(crate) fn for_each_ordinary(
+        &self,
+        text: &str,
+        scratch: &mut Scratch,
+        emit: &mut impl FnMut(u32),
+    ) {
+        let bytes = text.as_bytes();
+        self.pattern.split(text, |start, end| {
+            encode_piece(&self.vocab, &bytes[start..end], scratch, emit);
+        });
+    }
+}
