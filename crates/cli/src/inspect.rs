@@ -3,19 +3,48 @@
 use std::path::Path;
 
 use modelbin_format::Format;
-use modelbin_format::inspect::TensorFileSummary;
+use modelbin_format::checksum::hex;
+use modelbin_format::inspect::{Bpe2Summary, Summary, TensorFileSummary};
 
-use crate::{Failure, open_tensor_file, print_json};
+use crate::{Failure, print_json};
 
 pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let file = open_tensor_file(path, format, "inspect")?;
-    let summary = TensorFileSummary::of(&file);
-    if json {
-        print_json(&summary);
-    } else {
-        print_text(path, &summary);
+    let summary = Summary::of_path(path, format, "inspect")
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?;
+    match (&summary, json) {
+        (_, true) => print_json(&summary),
+        (Summary::Tensors(s), false) => print_text(path, s),
+        (Summary::Vocabulary(s), false) => print_vocabulary(path, s),
     }
     Ok(())
+}
+
+fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
+    println!(
+        "{}: {} version {}, {} bytes",
+        path.display(),
+        s.format,
+        s.version,
+        s.file_size
+    );
+    println!(
+        "encoding: {}",
+        s.encoding
+            .unwrap_or("unknown (needs an explicit pre-tokenizer pattern)")
+    );
+    println!("source sha256: {}", hex(&s.header.source_hash));
+    println!(
+        "tokens: {} present of {} ranks; longest {} bytes; blob {} bytes",
+        s.present_tokens, s.header.token_count, s.header.max_token_len, s.header.blob_size
+    );
+    if s.special_tokens.is_empty() {
+        println!("special tokens: none in the table");
+    } else {
+        println!("special tokens:");
+        for (text, rank) in &s.special_tokens {
+            println!("  {rank:>7} {text}");
+        }
+    }
 }
 
 fn print_text(path: &Path, s: &TensorFileSummary) {

@@ -7,6 +7,7 @@
 mod convert;
 mod inspect;
 mod progress;
+mod tokens;
 mod verify;
 
 use std::path::PathBuf;
@@ -63,6 +64,9 @@ enum Command {
         #[arg(long)]
         no_special_tokens: bool,
     },
+    /// Encode, decode, count and price text with tiktoken-exact tokenizers.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
             };
             convert::run(&input, &output, to, options, json)
         }
+        Command::Tokens(command) => tokens::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -124,18 +129,4 @@ fn print_json(value: &impl serde::Serialize) {
         "{}",
         serde_json::to_string_pretty(value).expect("summaries serialize to JSON")
     );
-}
-
-/// Detects (or takes) the format of `path` and opens it as a tensor file.
-fn open_tensor_file(
-    path: &std::path::Path,
-    format: Option<Format>,
-    operation: &'static str,
-) -> Result<modelbin_format::TensorFile, Failure> {
-    let format = match format {
-        Some(f) => f,
-        None => modelbin_format::detect::detect(path)?,
-    };
-    modelbin_format::TensorFile::open(path, format, operation)
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))
 }

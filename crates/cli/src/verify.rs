@@ -2,52 +2,43 @@
 
 use std::path::Path;
 
-use modelbin_format::{Format, TensorStore};
+use modelbin_format::Format;
+use modelbin_format::inspect::Summary;
 use serde::Serialize;
 
-use crate::{Failure, open_tensor_file, print_json};
+use crate::{Failure, print_json};
 
 #[derive(Serialize)]
 struct Verdict<'a> {
     path: &'a Path,
     valid: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<Format>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tensors: Option<usize>,
+    summary: Option<&'a Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
 
 pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let outcome = open_tensor_file(path, format, "verify");
-    if !json {
-        let file = outcome?;
-        println!(
-            "{}: OK ({}, {} tensors, {} bytes)",
-            path.display(),
-            file.format(),
-            file.len(),
-            file.file_bytes().len()
-        );
-        return Ok(());
+    let outcome = Summary::of_path(path, format, "verify")
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
+    if json {
+        let verdict = match &outcome {
+            Ok(summary) => Verdict {
+                path,
+                valid: true,
+                summary: Some(summary),
+                error: None,
+            },
+            Err(Failure::Invalid(message) | Failure::Usage(message)) => Verdict {
+                path,
+                valid: false,
+                summary: None,
+                error: Some(message.clone()),
+            },
+        };
+        print_json(&verdict);
+    } else if let Ok(summary) = &outcome {
+        println!("{}: OK ({})", path.display(), summary.one_line());
     }
-    let verdict = match &outcome {
-        Ok(file) => Verdict {
-            path,
-            valid: true,
-            format: Some(file.format()),
-            tensors: Some(file.len()),
-            error: None,
-        },
-        Err(Failure::Invalid(message) | Failure::Usage(message)) => Verdict {
-            path,
-            valid: false,
-            format: None,
-            tensors: None,
-            error: Some(message.clone()),
-        },
-    };
-    print_json(&verdict);
     outcome.map(|_| ())
 }

@@ -76,7 +76,7 @@ fn verify_accepts_valid_files() {
     let out = modelbin(&["verify", "--json", arg(&path)]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["valid"], true);
-    assert_eq!(json["tensors"], 2);
+    assert_eq!(json["summary"]["tensor_count"], 2);
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! Summaries of files, printed by `modelbin inspect` as text or JSON.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::file::TensorFile;
 use crate::tensor::TensorStore;
-use crate::{DType, Format};
+use crate::{DType, Error, Format, Result, bpe2, detect};
 
 /// What `inspect` reports about a tensor file.
 #[derive(Debug, Clone, Serialize)]
@@ -69,6 +70,101 @@ impl TensorFileSummary {
             metadata: file.metadata().cloned(),
             tensor_count: tensors.len(),
             tensors,
+        }
+    }
+}
+
+/// What `inspect` reports about a BPE2 vocabulary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bpe2Summary {
+    /// The format.
+    pub format: Format,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// The format version.
+    pub version: u32,
+    /// The header.
+    #[serde(flatten)]
+    pub header: bpe2::Header,
+    /// Ranks that have a token.
+    pub present_tokens: usize,
+    /// The encoding the source hash names, if known.
+    pub encoding: Option<&'static str>,
+    /// The known encoding's special tokens present in the file.
+    pub special_tokens: Vec<(String, u32)>,
+}
+
+impl Bpe2Summary {
+    /// Summarises a validated BPE2 file.
+    pub fn of<B: AsRef<[u8]>>(file: &bpe2::Bpe2<B>) -> Self {
+        let encoding = file.encoding();
+        let special_tokens = encoding
+            .map(|e| {
+                e.special_tokens
+                    .iter()
+                    .filter(|&&(_, rank)| file.token(rank).is_some())
+                    .map(|&(text, rank)| (text.to_owned(), rank))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Bpe2Summary {
+            format: Format::Bpe2,
+            file_size: file.as_bytes().len() as u64,
+            version: bpe2::VERSION,
+            header: *file.header(),
+            present_tokens: file.tokens().count(),
+            encoding: encoding.map(|e| e.name),
+            special_tokens,
+        }
+    }
+}
+
+/// The summary of any file modelbin can read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Summary {
+    /// A BinTensors or safetensors file.
+    Tensors(TensorFileSummary),
+    /// A BPE2 vocabulary.
+    Vocabulary(Bpe2Summary),
+}
+
+impl Summary {
+    /// Opens `path` (as `format`, or as detected), validating it fully, and
+    /// summarises it.
+    pub fn of_path(
+        path: &Path,
+        format: Option<Format>,
+        operation: &'static str,
+    ) -> Result<Summary> {
+        let format = match format {
+            Some(f) => f,
+            None => detect::detect(path)?,
+        };
+        match format {
+            Format::BinTensors | Format::Safetensors => {
+                let file = TensorFile::open(path, format, operation)?;
+                Ok(Summary::Tensors(TensorFileSummary::of(&file)))
+            }
+            Format::Bpe2 => Ok(Summary::Vocabulary(Bpe2Summary::of(&bpe2::open(path)?))),
+            _ => Err(Error::UnsupportedFormat { format, operation }),
+        }
+    }
+
+    /// A one-line description: format, main counts, size.
+    pub fn one_line(&self) -> String {
+        match self {
+            Summary::Tensors(s) => format!(
+                "{}, {} tensors, {} bytes",
+                s.format, s.tensor_count, s.file_size
+            ),
+            Summary::Vocabulary(s) => format!(
+                "{}{}, {} tokens, {} bytes",
+                s.format,
+                s.encoding.map(|e| format!(" ({e})")).unwrap_or_default(),
+                s.present_tokens,
+                s.file_size
+            ),
         }
     }
 }

@@ -45,6 +45,17 @@ pub enum Error {
     /// A special token name the vocabulary does not have.
     #[error("unknown special token {0:?}")]
     UnknownSpecial(String),
+    /// A model no table knows.
+    #[error("unknown model `{model}` (known: {known})")]
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// The models (or prefixes) that are known.
+        known: String,
+    },
+    /// A price table that does not parse.
+    #[error("invalid price table: {0}")]
+    BadPriceTable(String),
     /// A token id outside the vocabulary.
     #[error("token id {0} is not in the vocabulary")]
     UnknownToken(u32),

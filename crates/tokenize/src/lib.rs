@@ -7,6 +7,7 @@
 
 mod bpe;
 mod classify;
+pub mod cost;
 mod embedded;
 mod error;
 mod parallel;

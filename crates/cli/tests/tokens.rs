@@ -1,0 +1,274 @@
+//! `modelbin tokens` end to end.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn modelbin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_modelbin"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(args: &[&str], stdin: &str) -> String {
+    let out = modelbin(args, stdin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str], stdin: &str) -> String {
+    let out = modelbin(args, stdin);
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn encode_and_decode() {
+    assert_eq!(
+        ok(&["tokens", "encode", "-e", "cl100k_base"], "hello world"),
+        "[15339,1917]\n"
+    );
+    assert_eq!(
+        ok(&["tokens", "encode", "-m", "gpt-4o"], "hello world"),
+        "[24912,2375]\n"
+    );
+    assert_eq!(
+        ok(
+            &["tokens", "decode", "-e", "cl100k_base", "15339", "1917"],
+            ""
+        ),
+        "hello world"
+    );
+    assert_eq!(
+        ok(&["tokens", "decode", "-e", "cl100k_base"], "[15339, 1917]"),
+        "hello world"
+    );
+    assert_eq!(
+        ok(
+            &["tokens", "encode", "-e", "cl100k_base", "--jsonl"],
+            "\"hello world\"\n\"<|endoftext|>\"\n"
+        ),
+        "[15339,1917]\n[27,91,8862,728,428,91,29]\n"
+    );
+    assert_eq!(
+        ok(
+            &["tokens", "decode", "-e", "cl100k_base", "--jsonl"],
+            "[15339,1917]\n[100257]\n"
+        ),
+        "\"hello world\"\n\"<|endoftext|>\"\n"
+    );
+    assert_eq!(
+        ok(
+            &["tokens", "encode", "-e", "cl100k_base", "--special", "all"],
+            "a<|endoftext|>"
+        ),
+        "[64,100257]\n"
+    );
+    let err = fails(&["tokens", "decode", "-e", "cl100k_base", "999999"], "");
+    assert!(err.contains("999999"), "{err}");
+    let err = fails(
+        &["tokens", "encode", "-e", "cl100k_base", "--jsonl"],
+        "not json\n",
+    );
+    assert!(err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn count_files_wc_style() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    std::fs::write(&a, "hello world").unwrap();
+    std::fs::write(&b, "hello world hello world").unwrap();
+    let text = ok(
+        &[
+            "tokens",
+            "count",
+            "-e",
+            "cl100k_base",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ],
+        "",
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["2", a.to_str().unwrap()]);
+    assert_eq!(rows[1], ["4", b.to_str().unwrap()]);
+    assert_eq!(rows[2], ["6", "total"]);
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "count",
+            "--json",
+            "-e",
+            "cl100k_base",
+            a.to_str().unwrap(),
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(json["total"], 2);
+    assert_eq!(json["encoding"], "cl100k_base");
+    assert_eq!(
+        ok(&["tokens", "count", "-e", "cl100k_base"], "hello world")
+            .split_whitespace()
+            .next(),
+        Some("2")
+    );
+}
+
+#[test]
+fn count_the_readme_with_the_embedded_vocabulary() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let text = std::fs::read_to_string(&readme).unwrap();
+    let expected = modelbin_tokenize::Tokenizer::embedded("o200k_base")
+        .unwrap()
+        .count(&text);
+    let out = ok(&["tokens", "count", readme.to_str().unwrap()], "");
+    assert_eq!(out.split_whitespace().next().unwrap(), expected.to_string());
+}
+
+#[test]
+fn invalid_utf8_is_read_lossily_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.txt");
+    std::fs::write(&path, b"ok \xff\xfe ok").unwrap();
+    let out = modelbin(
+        &[
+            "tokens",
+            "count",
+            "-e",
+            "cl100k_base",
+            path.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid UTF-8"));
+    let expected = modelbin_tokenize::Tokenizer::embedded("cl100k_base")
+        .unwrap()
+        .count("ok \u{FFFD}\u{FFFD} ok");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{expected:>7} ")));
+}
+
+#[test]
+fn cost_estimates() {
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4o",
+            "--output-tokens",
+            "1000000",
+            "--json",
+        ],
+        "hello world",
+    ))
+    .unwrap();
+    assert_eq!(json["encoding"], "o200k_base");
+    assert_eq!(json["input_tokens"], 2);
+    assert_eq!(json["output_cost"], 10.0);
+    assert_eq!(json["priced_as"], "gpt-4o");
+    let err = fails(&["tokens", "cost", "-m", "llama-3"], "x");
+    assert!(
+        err.contains("unknown model `llama-3`") && err.contains("gpt-4o"),
+        "{err}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let messages = dir.path().join("chat.json");
+    std::fs::write(&messages, r#"[{"role": "user", "content": "hello world"}]"#).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4",
+            "--messages",
+            messages.to_str().unwrap(),
+            "--json",
+        ],
+        "",
+    ))
+    .unwrap();
+    // 3 per message + "user" (1) + "hello world" (2) + 3 priming.
+    assert_eq!(json["input_tokens"], 9);
+
+    let prices = dir.path().join("prices.json");
+    std::fs::write(&prices, r#"{"as_of": "2030-01-01", "currency": "USD", "unit": "per 1M tokens", "models": {"gpt-4o": {"input": 1000000.0}}}"#).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4o",
+            "--prices",
+            prices.to_str().unwrap(),
+            "--json",
+        ],
+        "hello world",
+    ))
+    .unwrap();
+    assert_eq!(json["input_cost"], 2.0);
+    assert_eq!(json["prices_as_of"], "2030-01-01");
+}
+
+#[test]
+fn other_vocabularies_load_from_files() {
+    let err = fails(&["tokens", "count", "-e", "p50k_base"], "x");
+    assert!(err.contains("--vocab"), "{err}");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-data/tiktoken/p50k_base.tiktoken");
+    assert!(source.is_file(), "run scripts/fetch-test-data.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = dir.path().join("p50k.bpe2");
+    ok(
+        &["convert", source.to_str().unwrap(), vocab.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(
+        ok(
+            &["tokens", "encode", "--vocab", vocab.to_str().unwrap()],
+            "hello world"
+        ),
+        "[31373,995]\n"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--json", vocab.to_str().unwrap()], "")).unwrap();
+    assert_eq!(json["encoding"], "p50k_base");
+    assert_eq!(json["token_count"], 50281);
+
+    let broken = dir.path().join("broken.bpe2");
+    let mut bytes = std::fs::read(&vocab).unwrap();
+    bytes.truncate(1000);
+    std::fs::write(&broken, bytes).unwrap();
+    let err = fails(
+        &["tokens", "count", "--vocab", broken.to_str().unwrap()],
+        "x",
+    );
+    assert!(err.contains("implies a file of"), "{err}");
+    let err = fails(&["verify", broken.to_str().unwrap()], "");
+    assert!(err.contains("broken.bpe2"), "{err}");
+}

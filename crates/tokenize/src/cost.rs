@@ -1,0 +1,226 @@
+//! Models, their encodings and prices, and chat-message token counting.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::{Error, Result, Tokenizer};
+
+/// Model names (exact, or a prefix ending in `-`/`.`-free stem) → encoding,
+/// as tiktoken's `model.py` maps them. The longest matching prefix wins.
+const MODEL_PREFIXES: [(&str, &str); 16] = [
+    ("gpt-5", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-4o", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5-turbo", "cl100k_base"),
+    ("gpt-35-turbo", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+    ("davinci-002", "cl100k_base"),
+    ("babbage-002", "cl100k_base"),
+];
+
+/// The encoding of `model`, by longest matching prefix.
+pub fn encoding_for_model(model: &str) -> Result<&'static str> {
+    MODEL_PREFIXES
+        .iter()
+        .filter(|(prefix, _)| model.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|&(_, encoding)| encoding)
+        .ok_or_else(|| {
+            let known: Vec<&str> = MODEL_PREFIXES.iter().map(|(p, _)| *p).collect();
+            Error::UnknownModel {
+                model: model.to_owned(),
+                known: known.join(", "),
+            }
+        })
+}
+
+/// Prices of one model, USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// Input tokens.
+    pub input: f64,
+    /// Cached input tokens, where the model has a cached rate.
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+    /// Output tokens, where the model produces any.
+    #[serde(default)]
+    pub output: Option<f64>,
+}
+
+/// A price table: `{"as_of", "currency", "unit", "models": {name: price}}`.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct PriceTable {
+    /// The date the prices were taken.
+    pub as_of: String,
+    /// Where they come from.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Currency (USD).
+    pub currency: String,
+    /// Unit of the prices ("per 1M tokens").
+    pub unit: String,
+    /// Prices by model name.
+    pub models: BTreeMap<String, ModelPrice>,
+}
+
+/// The price table bundled with modelbin.
+pub const BUNDLED_PRICES: &str = include_str!("../data/prices.json");
+
+impl PriceTable {
+    /// The bundled table.
+    pub fn bundled() -> PriceTable {
+        PriceTable::parse(BUNDLED_PRICES).expect("the bundled price table is valid")
+    }
+
+    /// Parses a table in the bundled table's shape.
+    pub fn parse(json: &str) -> Result<PriceTable> {
+        serde_json::from_str(json).map_err(|e| Error::BadPriceTable(e.to_string()))
+    }
+
+    /// The price of `model`: an exact entry, else the longest entry that
+    /// prefixes it (dated snapshots such as `gpt-4o-2024-08-06`).
+    pub fn price(&self, model: &str) -> Result<(&str, &ModelPrice)> {
+        if let Some((name, price)) = self.models.get_key_value(model) {
+            return Ok((name, price));
+        }
+        self.models
+            .iter()
+            .filter(|(name, _)| {
+                model.starts_with(name.as_str()) && model[name.len()..].starts_with('-')
+            })
+            .max_by_key(|(name, _)| name.len())
+            .map(|(name, price)| (name.as_str(), price))
+            .ok_or_else(|| Error::UnknownModel {
+                model: model.to_owned(),
+                known: self.models.keys().cloned().collect::<Vec<_>>().join(", "),
+            })
+    }
+}
+
+/// Cost in the table's currency of `input` and `output` tokens.
+pub fn cost(price: &ModelPrice, input: u64, output: u64) -> f64 {
+    (input as f64 * price.input + output as f64 * price.output.unwrap_or(0.0)) / 1e6
+}
+
+/// One chat message: role, content, optional name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant`, ...
+    pub role: String,
+    /// The text, or a list of content parts of which the text parts count.
+    pub content: Content,
+    /// An optional participant name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// Message content.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// Content parts; those of type `text` are counted.
+    Parts(Vec<ContentPart>),
+}
+
+/// One content part.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContentPart {
+    /// The part's type (`text`, `image_url`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of a `text` part.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// Tokens every message costs beyond its fields, and a name adds.
+const TOKENS_PER_MESSAGE: usize = 3;
+const TOKENS_PER_NAME: usize = 1;
+/// Tokens that prime the assistant's reply.
+const REPLY_PRIMING: usize = 3;
+
+/// Input tokens of a chat conversation with OpenAI's per-message overhead
+/// (3 per message, 1 per name, 3 to prime the reply), as OpenAI's cookbook
+/// counts them for the gpt-3.5-turbo, gpt-4 and gpt-4o families.
+pub fn count_chat(tokenizer: &Tokenizer, messages: &[ChatMessage]) -> usize {
+    let text_tokens = |m: &ChatMessage| -> usize {
+        let content = match &m.content {
+            Content::Text(text) => tokenizer.count(text),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter(|p| p.kind == "text")
+                .filter_map(|p| p.text.as_deref())
+                .map(|t| tokenizer.count(t))
+                .sum(),
+        };
+        let name = m
+            .name
+            .as_deref()
+            .map_or(0, |n| tokenizer.count(n) + TOKENS_PER_NAME);
+        TOKENS_PER_MESSAGE + tokenizer.count(&m.role) + content + name
+    };
+    messages.iter().map(text_tokens).sum::<usize>() + REPLY_PRIMING
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_map_to_encodings() {
+        for (model, encoding) in [
+            ("gpt-4o", "o200k_base"),
+            ("gpt-4o-mini-2024-07-18", "o200k_base"),
+            ("gpt-4.1-nano", "o200k_base"),
+            ("gpt-5", "o200k_base"),
+            ("o3-mini", "o200k_base"),
+            ("o1", "o200k_base"),
+            ("gpt-4", "cl100k_base"),
+            ("gpt-4-turbo", "cl100k_base"),
+            ("gpt-3.5-turbo-0125", "cl100k_base"),
+            ("text-embedding-3-small", "cl100k_base"),
+        ] {
+            assert_eq!(encoding_for_model(model).unwrap(), encoding, "{model}");
+        }
+        let err = encoding_for_model("llama-3").unwrap_err().to_string();
+        assert!(err.contains("llama-3") && err.contains("gpt-4o"), "{err}");
+    }
+
+    #[test]
+    fn prices_resolve_snapshots_and_compute_costs() {
+        let table = PriceTable::bundled();
+        let (name, price) = table.price("gpt-4o-2024-08-06").unwrap();
+        assert_eq!(name, "gpt-4o");
+        assert_eq!(table.price("gpt-4o-mini").unwrap().0, "gpt-4o-mini");
+        assert!((cost(price, 1_000_000, 1_000_000) - 12.5).abs() < 1e-9);
+        assert!(table.price("gpt-4ox").is_err());
+        assert!(PriceTable::parse("{\"as_of\": 1}").is_err());
+    }
+
+    #[test]
+    fn chat_overhead_matches_the_cookbook() {
+        // The cookbook's rule, spelled out on a small conversation: 3 per
+        // message, role and content tokens, name tokens + 1, and 3 at the end.
+        let t = Tokenizer::embedded("cl100k_base").unwrap();
+        let messages: Vec<ChatMessage> = serde_json::from_str(
+            r#"[{"role": "system", "content": "hi"}, {"role": "user", "name": "bob", "content": [{"type": "text", "text": "hello world"}, {"type": "image_url"}]}]"#,
+        )
+        .unwrap();
+        let expected = (3 + t.count("system") + t.count("hi"))
+            + (3 + t.count("user") + t.count("hello world") + t.count("bob") + 1)
+            + 3;
+        assert_eq!(count_chat(t, &messages), expected);
+    }
+}
