@@ -135,3 +135,27 @@ proptest! {
         }
     }
 }
+
+/// A small real-shaped vocabulary: all 256 bytes, some merges, a gap, a special.
+fn small_vocabulary() -> Vec<u8> {
+    let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+    tokens.extend([(b"ab".to_vec(), 256), (b"abc".to_vec(), 257), (b"<|endoftext|>".to_vec(), 260)]);
+    modelbin_format::bpe2::build(&tokens, [0; 32]).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    #[test]
+    fn mutated_bpe2_never_panics(mutations in prop::collection::vec(mutation(), 1..4)) {
+        let mut bytes = small_vocabulary();
+        mutations.iter().for_each(|m| apply(&mut bytes, m));
+        let _ = detect::detect_bytes(&bytes);
+        if let Ok(file) = modelbin_format::bpe2::Bpe2::from_buffer(bytes.as_slice()) {
+            let mut out = Vec::new();
+            file.write_tiktoken(&mut out).unwrap();
+            let parsed = modelbin_format::bpe2::parse_tiktoken(&out).unwrap();
+            prop_assert_eq!(parsed.len(), file.tokens().count());
+        }
+    }
+}
