@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use modelbin_format::source::MappedFile;
 use modelbin_tokenize::cost::{ChatMessage, PriceTable, cost, count_chat, encoding_for_model};
-use modelbin_tokenize::{Specials, Tokenizer};
+use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
 use crate::{Failure, print_json};
@@ -86,12 +86,22 @@ pub struct VocabChoice {
     /// `modelbin convert p50k_base.tiktoken p50k_base.bpe2`).
     #[arg(long, value_name = "FILE.bpe2")]
     vocab: Option<PathBuf>,
+    /// Pre-tokenizer regex (fancy-regex syntax) for a --vocab whose source
+    /// is not a known encoding; overrides the built-in pattern otherwise.
+    #[arg(long, requires = "vocab", value_name = "REGEX")]
+    pattern: Option<String>,
 }
 
 impl VocabChoice {
     fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
         if let Some(path) = &self.vocab {
-            return Tokenizer::open(path, None)
+            let pattern = self
+                .pattern
+                .as_deref()
+                .map(Pattern::custom)
+                .transpose()
+                .map_err(invalid)?;
+            return Tokenizer::open(path, pattern)
                 .map(|t| TokenizerRef::Owned(Box::new(t)))
                 .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
         }

@@ -272,3 +272,56 @@ fn other_vocabularies_load_from_files() {
     let err = fails(&["verify", broken.to_str().unwrap()], "");
     assert!(err.contains("broken.bpe2"), "{err}");
 }
+
+#[test]
+fn unknown_vocabularies_need_a_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("bytes.tiktoken");
+    let lines: String = (0..=255u8)
+        .map(|b| {
+            use base64::Engine as _;
+            format!(
+                "{} {b}\n",
+                base64::engine::general_purpose::STANDARD.encode([b])
+            )
+        })
+        .collect::<String>()
+        + "aGk= 256\n";
+    std::fs::write(&source, lines).unwrap();
+    let vocab = dir.path().join("bytes.bpe2");
+    ok(
+        &["convert", source.to_str().unwrap(), vocab.to_str().unwrap()],
+        "",
+    );
+    let err = fails(
+        &["tokens", "encode", "--vocab", vocab.to_str().unwrap()],
+        "hi there",
+    );
+    assert!(err.contains("give a pre-tokenizer pattern"), "{err}");
+    assert_eq!(
+        ok(
+            &[
+                "tokens",
+                "encode",
+                "--vocab",
+                vocab.to_str().unwrap(),
+                "--pattern",
+                r"\w+|\s+"
+            ],
+            "hi hi"
+        ),
+        "[256,32,256]\n"
+    );
+    let err = fails(
+        &[
+            "tokens",
+            "encode",
+            "--vocab",
+            vocab.to_str().unwrap(),
+            "--pattern",
+            "(",
+        ],
+        "x",
+    );
+    assert!(err.contains("invalid pre-tokenizer pattern"), "{err}");
+}

@@ -139,7 +139,11 @@ proptest! {
 /// A small real-shaped vocabulary: all 256 bytes, some merges, a gap, a special.
 fn small_vocabulary() -> Vec<u8> {
     let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
-    tokens.extend([(b"ab".to_vec(), 256), (b"abc".to_vec(), 257), (b"<|endoftext|>".to_vec(), 260)]);
+    tokens.extend([
+        (b"ab".to_vec(), 256),
+        (b"abc".to_vec(), 257),
+        (b"<|endoftext|>".to_vec(), 260),
+    ]);
     modelbin_format::bpe2::build(&tokens, [0; 32]).unwrap()
 }
 

@@ -38,6 +38,13 @@ impl Pattern {
         }
     }
 
+    /// A custom pattern, compiled with fancy-regex as tiktoken does.
+    pub fn custom(regex: &str) -> crate::Result<Pattern> {
+        fancy_regex::Regex::new(regex)
+            .map(|r| Pattern::Custom(Box::new(r)))
+            .map_err(|e| crate::Error::BadPattern(e.to_string()))
+    }
+
     /// Calls `piece` with the byte range of every piece of `text`, in order.
     pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
         let scan = match self {
