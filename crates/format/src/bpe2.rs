@@ -391,26 +391,20 @@ pub fn build(tokens: &[(Vec<u8>, u32)], source_hash: [u8; 32]) -> Result<Vec<u8>
     // huge file (and allocation) out of a few tokens.
     let allowed = 2 * tokens.len() as u64 + MAX_RANK_SLACK;
     if token_count > allowed {
-        return Err(Error::InvalidTiktokenLine {
-            line: 0,
-            offset: 0,
-            reason: format!(
-                "highest rank {} is too sparse for {} tokens (at most {allowed} ranks)",
-                token_count - 1,
-                tokens.len()
-            ),
-        });
+        return Err(Error::InvalidVocabulary(format!(
+            "highest rank {} is too sparse for {} tokens (at most {allowed} ranks)",
+            token_count - 1,
+            tokens.len()
+        )));
     }
     let token_count = token_count as u32;
     let mut by_rank: Vec<Option<&[u8]>> = vec![None; token_count as usize];
     for (token, rank) in tokens {
         let slot = &mut by_rank[*rank as usize];
         if slot.is_some() {
-            return Err(Error::InvalidTiktokenLine {
-                line: 0,
-                offset: 0,
-                reason: format!("rank {rank} appears twice"),
-            });
+            return Err(Error::InvalidVocabulary(format!(
+                "rank {rank} appears twice"
+            )));
         }
         *slot = Some(token);
     }

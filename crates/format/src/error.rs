@@ -370,6 +370,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Tokens that cannot make a vocabulary (duplicate ranks, too sparse ranks).
+    #[error("invalid vocabulary: {0}")]
+    InvalidVocabulary(String),
     /// A tensor name the target format reserves.
     #[error("tensor name `{name}` is reserved in {format}")]
     ReservedName {

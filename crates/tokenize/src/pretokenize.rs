@@ -199,14 +199,7 @@ fn cl100k(text: &str, i: usize) -> usize {
         return run(text, i + n + n2, LETTER);
     }
     if k & NUMBER != 0 {
-        let mut end = i + n;
-        for _ in 0..2 {
-            match char_at(text, end) {
-                Some((d, m)) if class(d) & NUMBER != 0 => end += m,
-                _ => break,
-            }
-        }
-        return end;
+        return up_to_three_numbers(text, i + n);
     }
     if let Some(end) = punctuation(text, i, c, k) {
         return run_bytes(text, end, b"\r\n");
@@ -219,6 +212,17 @@ fn cl100k(text: &str, i: usize) -> usize {
             newline: true,
         },
     )
+}
+
+/// `\p{N}{1,3}` after its first char, which ends at `end`.
+fn up_to_three_numbers(text: &str, mut end: usize) -> usize {
+    for _ in 0..2 {
+        match char_at(text, end) {
+            Some((d, m)) if class(d) & NUMBER != 0 => end += m,
+            _ => break,
+        }
+    }
+    end
 }
 
 /// ` ?[^\s\p{L}\p{N}]+`: the end of the run, if one starts at `i`.
@@ -309,14 +313,7 @@ fn o200k(text: &str, i: usize) -> usize {
         }
     }
     if k & NUMBER != 0 {
-        let mut end = i + n;
-        for _ in 0..2 {
-            match char_at(text, end) {
-                Some((d, m)) if class(d) & NUMBER != 0 => end += m,
-                _ => break,
-            }
-        }
-        return end;
+        return up_to_three_numbers(text, i + n);
     }
     if let Some(end) = punctuation(text, i, c, k) {
         return run_bytes(text, end, b"\r\n/");
