@@ -24,6 +24,7 @@ pub mod safetensors;
 pub mod source;
 mod table;
 pub mod tensor;
+pub mod tllm;
 mod write;
 
 pub use detect::Format;

@@ -1,0 +1,12 @@
+//! modelbin-infer: inference over modelbin's formats.
+//!
+//! [`tllm`] runs the TLLM tiny GPT-style transformer: full forward passes
+//! with logits at every position, incremental decoding with a KV cache, and
+//! sampling-based generation.
+
+mod error;
+mod kernels;
+pub mod rng;
+pub mod tllm;
+
+pub use error::{Error, Result};
