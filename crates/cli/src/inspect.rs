@@ -4,7 +4,7 @@ use std::path::Path;
 
 use modelbin_format::Format;
 use modelbin_format::checksum::hex;
-use modelbin_format::inspect::{Bpe2Summary, Summary, TensorFileSummary};
+use modelbin_format::inspect::{Bpe2Summary, Summary, TensorFileSummary, TllmSummary};
 
 use crate::{Failure, print_json};
 
@@ -15,8 +15,53 @@ pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failur
         (_, true) => print_json(&summary),
         (Summary::Tensors(s), false) => print_text(path, s),
         (Summary::Vocabulary(s), false) => print_vocabulary(path, s),
+        (Summary::Model(s), false) => print_model(path, s),
     }
     Ok(())
+}
+
+fn print_model(path: &Path, s: &TllmSummary) {
+    let c = &s.config;
+    println!(
+        "{}: {} version {}, {} bytes",
+        path.display(),
+        s.format,
+        s.version,
+        s.file_size
+    );
+    println!(
+        "config: model_dim {}, n_layers {}, n_heads {}, ffn_hidden_dim {}, max_seq_len {}, vocab_size {}, dropout {}",
+        c.model_dim,
+        c.n_layers,
+        c.n_heads,
+        c.ffn_hidden_dim,
+        c.max_seq_len,
+        c.vocab_size,
+        c.dropout
+    );
+    println!("parameters: {}", s.parameter_count);
+    let rows: Vec<Vec<String>> = s
+        .tensors
+        .iter()
+        .map(|t| {
+            let show = |v: Option<f32>| v.map_or("-".into(), |v| format!("{v:.4}"));
+            vec![
+                t.name.clone(),
+                format!("{:?}", t.shape),
+                format!("{:.4}", t.mean),
+                format!("{:.4}", t.std),
+                show(t.min),
+                show(t.max),
+                t.nan.to_string(),
+                t.inf.to_string(),
+            ]
+        })
+        .collect();
+    print_table(
+        &["NAME", "SHAPE", "MEAN", "STD", "MIN", "MAX", "NAN", "INF"],
+        &rows,
+        2,
+    );
 }
 
 fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
@@ -67,11 +112,11 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
     if s.tensors.is_empty() {
         return;
     }
-    let rows: Vec<[String; 5]> = s
+    let rows: Vec<Vec<String>> = s
         .tensors
         .iter()
         .map(|t| {
-            [
+            vec![
                 t.name.clone(),
                 t.dtype.to_string(),
                 format!("{:?}", t.shape),
@@ -80,8 +125,13 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
             ]
         })
         .collect();
-    let headings = ["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"];
-    let widths: Vec<usize> = (0..5)
+    print_table(&["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"], &rows, 3);
+}
+
+/// Prints an aligned table, indented by two spaces; columns from
+/// `left_columns` on are right-aligned (numbers).
+fn print_table(headings: &[&str], rows: &[Vec<String>], left_columns: usize) {
+    let widths: Vec<usize> = (0..headings.len())
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
@@ -90,13 +140,13 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: [&str; 5]| {
+    let line = |cells: Vec<&str>| {
         let text: Vec<String> = cells
             .iter()
             .zip(&widths)
             .enumerate()
             .map(|(c, (cell, &w))| {
-                if c >= 3 {
+                if c >= left_columns {
                     format!("{cell:>w$}")
                 } else {
                     format!("{cell:<w$}")
@@ -105,8 +155,8 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
             .collect();
         println!("  {}", text.join("  ").trim_end());
     };
-    line(headings);
-    for r in &rows {
-        line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
+    line(headings.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
     }
 }

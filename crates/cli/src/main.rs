@@ -7,6 +7,7 @@
 mod convert;
 mod inspect;
 mod progress;
+mod tllm;
 mod tokens;
 mod verify;
 
@@ -67,6 +68,13 @@ enum Command {
     /// Encode, decode, count and price text with tiktoken-exact tokenizers.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
+    /// Run a TLLM model: logits.
+    #[command(subcommand)]
+    Tllm(tllm::TllmCommand),
+    /// Generate tokens (or byte-level text) with a TLLM model.
+    Generate(tllm::GenerateArgs),
+    /// Write a randomly initialised TLLM model.
+    InitTllm(tllm::InitArgs),
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -91,7 +99,19 @@ impl From<modelbin_format::Error> for Failure {
     }
 }
 
+/// Dies quietly on a closed pipe (`modelbin inspect F | head`), as Unix
+/// tools do, instead of panicking on the failed write.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a
+    // valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { path, json, format } => inspect::run(&path, format, json),
@@ -109,6 +129,9 @@ fn main() -> ExitCode {
             convert::run(&input, &output, to, options, json)
         }
         Command::Tokens(command) => tokens::run(command),
+        Command::Tllm(command) => tllm::run(command),
+        Command::Generate(args) => tllm::generate_command(&args),
+        Command::InitTllm(args) => tllm::init(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

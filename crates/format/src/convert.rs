@@ -8,7 +8,8 @@ use crate::atomic::AtomicFile;
 use crate::file::TensorFile;
 use crate::source::MappedFile;
 use crate::tensor::TensorStore;
-use crate::{Error, Format, Result, bintensors, bpe2, detect, safetensors};
+use crate::tensor::TensorView;
+use crate::{DType, Error, Format, Result, bintensors, bpe2, detect, safetensors, tllm};
 
 /// What a conversion did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -55,12 +56,16 @@ pub fn convert(
     if matches!(from, Format::Tiktoken | Format::Bpe2) {
         return convert_vocabulary(input, from, output, to, options);
     }
+    if from == Format::Tllm {
+        return tllm_to_tensors(input, output, to, progress);
+    }
     let source = TensorFile::open(input, from, OPERATION)?;
     let tensors = source.tensors();
     let metadata = source.metadata();
     let bytes_written = match to {
         Format::BinTensors => bintensors::write_file(output, tensors, metadata, progress)?,
         Format::Safetensors => safetensors::write_file(output, tensors, metadata, progress)?,
+        Format::Tllm => tensors_to_tllm(&source, output)?,
         _ => {
             return Err(Error::UnsupportedFormat {
                 format: to,
@@ -116,4 +121,79 @@ fn convert_vocabulary(
         tensors: tokens,
         bytes_written: bytes.len() as u64,
     })
+}
+
+/// TLLM → BinTensors or safetensors: every tensor as F32 under its documented
+/// name, the configuration as `tllm.*` string metadata.
+fn tllm_to_tensors(
+    input: &Path,
+    output: &Path,
+    to: Format,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ConvertReport> {
+    let file = tllm::open(input)?;
+    let specs: Vec<(String, Vec<usize>)> = file
+        .specs()
+        .map(|s| (s.name.clone(), s.shape.dims()))
+        .collect();
+    let views = specs
+        .iter()
+        .map(|(name, dims)| {
+            let bytes = file
+                .bytes(name)
+                .expect("every configured tensor is present");
+            TensorView::new(name, DType::F32, dims, bytes)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let metadata = file.config().to_metadata();
+    let bytes_written = match to {
+        Format::BinTensors => bintensors::write_file(output, views, Some(&metadata), progress)?,
+        Format::Safetensors => safetensors::write_file(output, views, Some(&metadata), progress)?,
+        _ => {
+            return Err(Error::UnsupportedFormat {
+                format: to,
+                operation: OPERATION,
+            });
+        }
+    };
+    Ok(ConvertReport {
+        from: Format::Tllm,
+        to,
+        tensors: specs.len(),
+        bytes_written,
+    })
+}
+
+/// BinTensors or safetensors → TLLM: the configuration from `tllm.*`
+/// metadata, then exactly the configuration's tensors, F32, of its shapes.
+fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
+    let metadata = source.metadata().cloned().unwrap_or_default();
+    let config = tllm::Config::from_metadata(&metadata)?;
+    let specs = config.tensors();
+    let mut data = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let view = source.tensor(&spec.name)?;
+        if view.dtype() != DType::F32 || view.shape() != spec.shape.dims().as_slice() {
+            return Err(Error::DimensionMismatch {
+                tensor: spec.name.clone(),
+                offset: 0,
+                expected: format!("F32 {:?}", spec.shape.dims()),
+                found: format!("{} {:?}", view.dtype(), view.shape()),
+            });
+        }
+        data.push(view.data());
+    }
+    if source.len() != specs.len() {
+        let extra = source
+            .tensors()
+            .find(|t| !specs.iter().any(|s| s.name == t.name()))
+            .map(|t| t.name().to_owned())
+            .unwrap_or_default();
+        return Err(Error::InvalidHeader {
+            format: "TLLM conversion",
+            offset: 0,
+            reason: format!("tensor `{extra}` is not part of a TLLM model"),
+        });
+    }
+    tllm::write_file(output, &config, &data)
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::file::TensorFile;
 use crate::tensor::TensorStore;
-use crate::{DType, Error, Format, Result, bpe2, detect};
+use crate::{DType, Error, Format, Result, bpe2, detect, tllm};
 
 /// What `inspect` reports about a tensor file.
 #[derive(Debug, Clone, Serialize)]
@@ -119,6 +119,107 @@ impl Bpe2Summary {
     }
 }
 
+/// What `inspect` reports about a TLLM model.
+#[derive(Debug, Clone, Serialize)]
+pub struct TllmSummary {
+    /// The format.
+    pub format: Format,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// The format version.
+    pub version: u32,
+    /// The configuration.
+    pub config: tllm::Config,
+    /// Number of parameters.
+    pub parameter_count: u64,
+    /// Every tensor with its value statistics.
+    pub tensors: Vec<TensorStats>,
+}
+
+/// Value statistics of one f32 tensor.
+#[derive(Debug, Clone, Serialize)]
+pub struct TensorStats {
+    /// Tensor name.
+    pub name: String,
+    /// Its dimensions.
+    pub shape: Vec<usize>,
+    /// Mean of the finite values.
+    pub mean: f64,
+    /// Standard deviation of the finite values.
+    pub std: f64,
+    /// Smallest finite value (`null` in JSON when there is none).
+    pub min: Option<f32>,
+    /// Largest finite value.
+    pub max: Option<f32>,
+    /// NaN count.
+    pub nan: usize,
+    /// ±Inf count.
+    pub inf: usize,
+}
+
+impl TensorStats {
+    /// Statistics of `values`.
+    pub fn of(name: &str, shape: Vec<usize>, values: &[f32]) -> TensorStats {
+        let (mut sum, mut sq, mut n, mut nan, mut inf) = (0.0f64, 0.0f64, 0usize, 0, 0);
+        let (mut min, mut max): (Option<f32>, Option<f32>) = (None, None);
+        for &v in values {
+            if v.is_nan() {
+                nan += 1;
+            } else if v.is_infinite() {
+                inf += 1;
+            } else {
+                sum += f64::from(v);
+                sq += f64::from(v) * f64::from(v);
+                n += 1;
+                min = Some(min.map_or(v, |m| m.min(v)));
+                max = Some(max.map_or(v, |m| m.max(v)));
+            }
+        }
+        let mean = if n > 0 { sum / n as f64 } else { 0.0 };
+        let var = if n > 0 {
+            (sq / n as f64 - mean * mean).max(0.0)
+        } else {
+            0.0
+        };
+        TensorStats {
+            name: name.to_owned(),
+            shape,
+            mean,
+            std: var.sqrt(),
+            min,
+            max,
+            nan,
+            inf,
+        }
+    }
+}
+
+impl TllmSummary {
+    /// Summarises a validated TLLM file, reading every value once.
+    pub fn of<B: AsRef<[u8]>>(file: &tllm::Tllm<B>) -> Self {
+        let config = *file.config();
+        let tensors = file
+            .specs()
+            .map(|spec| {
+                let values = file
+                    .values(&spec.name)
+                    .expect("configured tensors are present");
+                TensorStats::of(&spec.name, spec.shape.dims(), &values)
+            })
+            .collect();
+        TllmSummary {
+            format: Format::Tllm,
+            file_size: file.as_bytes().len() as u64,
+            version: tllm::VERSION,
+            config,
+            parameter_count: config
+                .parameter_count()
+                .expect("validated configurations fit"),
+            tensors,
+        }
+    }
+}
+
 /// The summary of any file modelbin can read.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -127,6 +228,8 @@ pub enum Summary {
     Tensors(TensorFileSummary),
     /// A BPE2 vocabulary.
     Vocabulary(Bpe2Summary),
+    /// A TLLM model.
+    Model(TllmSummary),
 }
 
 impl Summary {
@@ -147,6 +250,7 @@ impl Summary {
                 Ok(Summary::Tensors(TensorFileSummary::of(&file)))
             }
             Format::Bpe2 => Ok(Summary::Vocabulary(Bpe2Summary::of(&bpe2::open(path)?))),
+            Format::Tllm => Ok(Summary::Model(TllmSummary::of(&tllm::open(path)?))),
             _ => Err(Error::UnsupportedFormat { format, operation }),
         }
     }
@@ -164,6 +268,10 @@ impl Summary {
                 s.encoding.map(|e| format!(" ({e})")).unwrap_or_default(),
                 s.present_tokens,
                 s.file_size
+            ),
+            Summary::Model(s) => format!(
+                "{}, {} parameters, {} bytes",
+                s.format, s.parameter_count, s.file_size
             ),
         }
     }

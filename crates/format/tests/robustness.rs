@@ -163,3 +163,44 @@ proptest! {
         }
     }
 }
+
+/// A small TLLM model with counting values.
+fn small_tllm() -> Vec<u8> {
+    let config = modelbin_format::tllm::Config {
+        model_dim: 4,
+        n_layers: 1,
+        n_heads: 2,
+        ffn_hidden_dim: 4,
+        max_seq_len: 2,
+        vocab_size: 3,
+        dropout: 0.0,
+    };
+    let data: Vec<Vec<u8>> = config
+        .tensors()
+        .iter()
+        .map(|s| {
+            (0..s.shape.len())
+                .flat_map(|i| (i as f32).to_le_bytes())
+                .collect()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.tllm");
+    let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+    modelbin_format::tllm::write_file(&path, &config, &slices).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    #[test]
+    fn mutated_tllm_never_panics(mutations in prop::collection::vec(mutation(), 1..4)) {
+        let mut bytes = small_tllm();
+        mutations.iter().for_each(|m| apply(&mut bytes, m));
+        if let Ok(file) = modelbin_format::tllm::Tllm::from_buffer(bytes.as_slice()) {
+            let summary = modelbin_format::inspect::TllmSummary::of(&file);
+            prop_assert_eq!(summary.tensors.len(), file.specs().count());
+        }
+    }
+}

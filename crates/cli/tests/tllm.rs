@@ -1,0 +1,248 @@
+//! TLLM commands end to end: init, inspect, logits, generate, convert.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn modelbin(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_modelbin"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = modelbin(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = modelbin(args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+fn init(dir: &Path, extra: &[&str]) -> String {
+    let path = dir.join("m.tllm").to_str().unwrap().to_owned();
+    let mut args = vec![
+        "init-tllm",
+        "--dim",
+        "16",
+        "--layers",
+        "2",
+        "--heads",
+        "2",
+        "--ffn",
+        "32",
+        "--seq",
+        "16",
+        "--seed",
+        "7",
+    ];
+    args.extend(extra);
+    args.push(&path);
+    ok(&args);
+    path
+}
+
+#[test]
+fn init_inspect_and_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = init(dir.path(), &[]);
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--json", &model])).unwrap();
+    assert_eq!(json["config"]["model_dim"], 16);
+    assert_eq!(json["config"]["vocab_size"], 256);
+    let tensors = json["tensors"].as_array().unwrap();
+    assert_eq!(tensors.len(), 2 + 2 * 12 + 1);
+    let ln = tensors
+        .iter()
+        .find(|t| t["name"] == "layers.0.ln1.weight")
+        .unwrap();
+    assert_eq!(
+        (ln["mean"].as_f64(), ln["std"].as_f64()),
+        (Some(1.0), Some(0.0))
+    );
+    let emb = &tensors[0];
+    assert!(
+        (emb["std"].as_f64().unwrap() - 0.02).abs() < 0.003,
+        "N(0, 0.02): {emb}"
+    );
+    assert_eq!(emb["nan"], 0);
+
+    let last: Vec<f32> = serde_json::from_str(&ok(&[
+        "tllm", "logits", "--model", &model, "--ids", "1,2,3",
+    ]))
+    .unwrap();
+    assert_eq!(last.len(), 256);
+    let all: Vec<Vec<f32>> = serde_json::from_str(&ok(&[
+        "tllm", "logits", "--model", &model, "--ids", "1,2,3", "--all",
+    ]))
+    .unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[2], last);
+
+    let err = fails(&["tllm", "logits", "--model", &model, "--ids", "1,256"]);
+    assert!(err.contains("token id 256"), "{err}");
+    let long: Vec<String> = (0..17).map(|i| i.to_string()).collect();
+    let err = fails(&[
+        "tllm",
+        "logits",
+        "--model",
+        &model,
+        "--ids",
+        &long.join(","),
+    ]);
+    assert!(err.contains("max_seq_len"), "{err}");
+}
+
+#[test]
+fn generate_text_and_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = init(dir.path(), &[]);
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "5",
+        "--temperature",
+        "0.9",
+        "--top-k",
+        "10",
+        "--seed",
+        "3",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json["ids"].as_array().unwrap().len(), 5);
+    assert_eq!(json["stopped"], "max_tokens");
+    let again: serde_json::Value = serde_json::from_str(&ok(&[
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "5",
+        "--temperature",
+        "0.9",
+        "--top-k",
+        "10",
+        "--seed",
+        "3",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json["ids"], again["ids"], "seeded");
+    let out = modelbin(&[
+        "generate",
+        "--model",
+        &model,
+        "--ids",
+        "1,2",
+        "--max-tokens",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokens/s"));
+
+    let small = dir.path().join("small.tllm");
+    ok(&[
+        "init-tllm",
+        "--dim",
+        "8",
+        "--heads",
+        "2",
+        "--vocab",
+        "10",
+        small.to_str().unwrap(),
+    ]);
+    let err = fails(&[
+        "generate",
+        "--model",
+        small.to_str().unwrap(),
+        "--prompt",
+        "x",
+    ]);
+    assert!(err.contains("--ids"), "{err}");
+    let out = ok(&[
+        "generate",
+        "--model",
+        small.to_str().unwrap(),
+        "--ids",
+        "1",
+        "--max-tokens",
+        "4",
+    ]);
+    assert_eq!(out.split_whitespace().count(), 4, "{out}");
+}
+
+#[test]
+fn convert_losslessly_through_tensor_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = init(dir.path(), &["--dropout", "0.1"]);
+    for ext in ["safetensors", "bt"] {
+        let mid = dir.path().join(format!("m.{ext}"));
+        let back = dir.path().join(format!("back-{ext}.tllm"));
+        ok(&["convert", &model, mid.to_str().unwrap()]);
+        let json: serde_json::Value =
+            serde_json::from_str(&ok(&["inspect", "--json", mid.to_str().unwrap()])).unwrap();
+        assert_eq!(json["metadata"]["tllm.n_heads"], "2");
+        assert_eq!(json["tensors"][0]["dtype"], "F32");
+        ok(&["convert", mid.to_str().unwrap(), back.to_str().unwrap()]);
+        assert_eq!(
+            std::fs::read(&back).unwrap(),
+            std::fs::read(&model).unwrap(),
+            "{ext}"
+        );
+    }
+    // A tensor file that is not a TLLM model.
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/worked-example.bt");
+    let err = fails(&[
+        "convert",
+        sample.to_str().unwrap(),
+        dir.path().join("x.tllm").to_str().unwrap(),
+    ]);
+    assert!(err.contains("tllm.model_dim"), "{err}");
+}
+
+#[test]
+fn bad_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = init(dir.path(), &[]);
+    let mut bytes = std::fs::read(&model).unwrap();
+    bytes[..4].copy_from_slice(b"TLLM");
+    let ascii = dir.path().join("ascii.tllm");
+    std::fs::write(&ascii, &bytes).unwrap();
+    let err = fails(&["verify", ascii.to_str().unwrap()]);
+    assert!(err.contains("little-endian"), "{err}");
+    let truncated = dir.path().join("short.tllm");
+    std::fs::write(&truncated, &std::fs::read(&model).unwrap()[..1000]).unwrap();
+    let err = fails(&[
+        "generate",
+        "--model",
+        truncated.to_str().unwrap(),
+        "--ids",
+        "1",
+    ]);
+    assert!(err.contains("truncated"), "{err}");
+    let err = fails(&[
+        "init-tllm",
+        "--dim",
+        "10",
+        "--heads",
+        "3",
+        dir.path().join("bad.tllm").to_str().unwrap(),
+    ]);
+    assert!(err.contains("must divide model_dim"), "{err}");
+}
