@@ -286,8 +286,8 @@ fn conversion_to_a_format_without_tensors_is_refused() {
     std::fs::write(&src, common::WORKED_EXAMPLE).unwrap();
     let err = convert(
         &src,
-        Path::new("/nonexistent/out.tllm"),
-        Format::Tllm,
+        Path::new("/nonexistent/out.embd"),
+        Format::Embd,
         Default::default(),
         &mut no_progress(),
     )
@@ -295,7 +295,7 @@ fn conversion_to_a_format_without_tensors_is_refused() {
     assert!(matches!(
         err,
         Error::UnsupportedFormat {
-            format: Format::Tllm,
+            format: Format::Embd,
             ..
         }
     ));

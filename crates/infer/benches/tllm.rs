@@ -39,7 +39,8 @@ fn config(name: &str) -> Config {
 fn generation(c: &mut Criterion) {
     let scratch = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-scratch");
     std::fs::create_dir_all(&scratch).unwrap();
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/tllm_reference.py");
+    let reference =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/tllm_reference.py");
     let mut group = c.benchmark_group(format!("generate {TOKENS} tokens"));
     group.throughput(Throughput::Elements(TOKENS as u64));
     group.sample_size(10);
@@ -62,20 +63,27 @@ fn generation(c: &mut Criterion) {
                 ids
             })
         });
-        group.bench_function(BenchmarkId::new("numpy reference (full recompute)", name), |b| {
-            b.iter_custom(|iters| {
-                let out = Command::new("python3")
-                    .arg(&reference)
-                    .arg(&path)
-                    .args(["--bench", &TOKENS.to_string()])
-                    .output()
-                    .expect("python3 with numpy");
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-                let per_token = report["seconds_per_token"].as_f64().unwrap();
-                Duration::from_secs_f64(per_token * TOKENS as f64 * iters as f64)
-            })
-        });
+        group.bench_function(
+            BenchmarkId::new("numpy reference (full recompute)", name),
+            |b| {
+                b.iter_custom(|iters| {
+                    let out = Command::new("python3")
+                        .arg(&reference)
+                        .arg(&path)
+                        .args(["--bench", &TOKENS.to_string()])
+                        .output()
+                        .expect("python3 with numpy");
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                    let per_token = report["seconds_per_token"].as_f64().unwrap();
+                    Duration::from_secs_f64(per_token * TOKENS as f64 * iters as f64)
+                })
+            },
+        );
     }
     group.finish();
 }
