@@ -1,32 +1,19 @@
 //! TLLM commands end to end: init, inspect, logits, generate, convert.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn modelbin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_modelbin"))
-        .args(args)
-        .output()
-        .unwrap()
+mod common;
+
+fn modelbin(args: &[&str]) -> std::process::Output {
+    common::run(args, "")
 }
 
 fn ok(args: &[&str]) -> String {
-    let out = modelbin(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::ok(args, "")
 }
 
 fn fails(args: &[&str]) -> String {
-    let out = modelbin(args);
-    assert_eq!(out.status.code(), Some(1), "{args:?}");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    err
+    common::fails(args, "")
 }
 
 fn init(dir: &Path, extra: &[&str]) -> String {
@@ -107,7 +94,7 @@ fn init_inspect_and_logits() {
 fn generate_text_and_ids() {
     let dir = tempfile::tempdir().unwrap();
     let model = init(dir.path(), &[]);
-    let json: serde_json::Value = serde_json::from_str(&ok(&[
+    let sampled = [
         "generate",
         "--model",
         &model,
@@ -122,27 +109,11 @@ fn generate_text_and_ids() {
         "--seed",
         "3",
         "--json",
-    ]))
-    .unwrap();
+    ];
+    let json: serde_json::Value = serde_json::from_str(&ok(&sampled)).unwrap();
     assert_eq!(json["ids"].as_array().unwrap().len(), 5);
     assert_eq!(json["stopped"], "max_tokens");
-    let again: serde_json::Value = serde_json::from_str(&ok(&[
-        "generate",
-        "--model",
-        &model,
-        "--prompt",
-        "hi",
-        "--max-tokens",
-        "5",
-        "--temperature",
-        "0.9",
-        "--top-k",
-        "10",
-        "--seed",
-        "3",
-        "--json",
-    ]))
-    .unwrap();
+    let again: serde_json::Value = serde_json::from_str(&ok(&sampled)).unwrap();
     assert_eq!(json["ids"], again["ids"], "seeded");
     let out = modelbin(&[
         "generate",
