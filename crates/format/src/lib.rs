@@ -20,6 +20,7 @@ mod dtype;
 mod error;
 pub mod file;
 pub mod inspect;
+pub mod saev;
 pub mod safetensors;
 pub mod source;
 mod table;

@@ -1,0 +1,297 @@
+//! Reading a SAEV dataset: validation, the six views, random access.
+
+use std::path::{Path, PathBuf};
+
+use super::metadata::Metadata;
+use super::shard_name;
+use crate::source::MappedFile;
+use crate::{Error, Result};
+
+/// A validated, memory-mapped dataset.
+#[derive(Debug)]
+pub struct Dataset {
+    dir: PathBuf,
+    metadata: Metadata,
+    shards: Vec<MappedFile>,
+    /// The reference writer's extra all-zero shard is present (accepted).
+    extra_empty_shard: bool,
+}
+
+/// Opens and validates the dataset in `dir`: metadata keys and types, the
+/// directory name equal to the recomputed hash, shard count and sizes.
+pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
+    let dir = dir.as_ref();
+    let meta_path = dir.join("metadata.json");
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
+    let metadata = Metadata::parse(&text).map_err(|e| match e {
+        Error::InvalidHeader { reason, .. } => Error::InvalidHeader {
+            format: "SAEV metadata.json",
+            offset: 0,
+            reason: format!("{}: {reason}", meta_path.display()),
+        },
+        other => other,
+    })?;
+    let expected = metadata.hash();
+    let name = std::fs::canonicalize(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    if name.as_deref() != Some(expected.as_str()) {
+        return Err(Error::SaevHashMismatch {
+            dir: dir.to_path_buf(),
+            expected,
+        });
+    }
+    let n = metadata.n_shards();
+    let mut shards = Vec::with_capacity(n.min(1 << 16) as usize);
+    for index in 0..n {
+        let path = dir.join(shard_name(index));
+        if !path.is_file() {
+            return Err(Error::MissingShard { path, expected: n });
+        }
+        let file = MappedFile::open(&path)?;
+        let full = metadata.shard_bytes();
+        let last_imgs = metadata.n_imgs - index * metadata.imgs_per_shard();
+        let exact = last_imgs.min(metadata.imgs_per_shard()) * metadata.img_bytes();
+        let found = file.len() as u64;
+        if found != full && found != exact {
+            return Err(Error::ShardSize {
+                path,
+                expected: if full == exact {
+                    full.to_string()
+                } else {
+                    format!("{full} or {exact}")
+                },
+                found,
+            });
+        }
+        shards.push(file);
+    }
+    let extra_empty_shard = check_extra_shards(dir, &metadata)?;
+    Ok(Dataset {
+        dir: dir.to_path_buf(),
+        metadata,
+        shards,
+        extra_empty_shard,
+    })
+}
+
+/// Rejects shard files past the last one, except the reference writer's one
+/// extra full-size shard when S divides n_imgs.
+fn check_extra_shards(dir: &Path, metadata: &Metadata) -> Result<bool> {
+    let n = metadata.n_shards();
+    let mut extra = false;
+    for entry in std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(index) = name
+            .strip_prefix("acts")
+            .and_then(|r| r.strip_suffix(".bin"))
+            .and_then(|d| d.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if index < n {
+            continue;
+        }
+        let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        let divides = metadata.n_imgs % metadata.imgs_per_shard() == 0;
+        if index == n && divides && size == metadata.shard_bytes() {
+            extra = true;
+        } else {
+            return Err(Error::UnexpectedShard {
+                path: entry.path(),
+                expected: n,
+            });
+        }
+    }
+    Ok(extra)
+}
+
+/// Which tokens a view walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patches {
+    /// Only CLS (token 0); needs `cls_token`.
+    Cls,
+    /// Only image patches (token = patch + CLS).
+    Image,
+    /// CLS (if any) and patches.
+    All,
+}
+
+/// Which layers a view walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerChoice {
+    /// One recorded layer, by value (may be negative).
+    One(i64),
+    /// Every recorded layer.
+    All,
+}
+
+/// One activation vector and where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Example<'a> {
+    /// Image index in the dataset.
+    pub img: u64,
+    /// Layer value (as in `layers`).
+    pub layer: i64,
+    /// Physical token index (0 is CLS when there is one).
+    pub token: u64,
+    /// The D values, borrowed from the mapped shard.
+    pub vector: &'a [f32],
+}
+
+impl Dataset {
+    /// The metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The dataset directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the reference writer's extra all-zero shard is present.
+    pub fn has_extra_empty_shard(&self) -> bool {
+        self.extra_empty_shard
+    }
+
+    /// The mapped shards, in order.
+    pub fn shards(&self) -> &[MappedFile] {
+        &self.shards
+    }
+
+    /// Index of a layer value in `layers`.
+    pub fn layer_index(&self, layer: i64) -> Result<usize> {
+        self.metadata
+            .layers
+            .iter()
+            .position(|&l| l == layer)
+            .ok_or_else(|| {
+                Error::InvalidCoordinate(format!(
+                    "layer {layer} was not recorded (layers: {:?})",
+                    self.metadata.layers
+                ))
+            })
+    }
+
+    /// The vector of (image, layer value, physical token).
+    pub fn vector(&self, img: u64, layer: i64, token: u64) -> Result<&[f32]> {
+        let m = &self.metadata;
+        if img >= m.n_imgs {
+            return Err(Error::InvalidCoordinate(format!(
+                "image {img} is out of range (n_imgs {})",
+                m.n_imgs
+            )));
+        }
+        if token >= m.tokens_per_img() {
+            return Err(Error::InvalidCoordinate(format!(
+                "token {token} is out of range ({} tokens per image{})",
+                m.tokens_per_img(),
+                if m.cls_token { ", token 0 is CLS" } else { "" }
+            )));
+        }
+        Ok(self.vector_at(img, self.layer_index(layer)?, token))
+    }
+
+    /// The vector at validated coordinates.
+    fn vector_at(&self, img: u64, layer_index: usize, token: u64) -> &[f32] {
+        let m = &self.metadata;
+        let (shard, in_shard) = (img / m.imgs_per_shard(), img % m.imgs_per_shard());
+        let vector = (in_shard * m.n_layers() + layer_index as u64) * m.tokens_per_img() + token;
+        let start = (vector * m.d_vit * 4) as usize;
+        let bytes = &self.shards[shard as usize][start..start + m.d_vit as usize * 4];
+        bytemuck::try_cast_slice(bytes)
+            .expect("mapped shards are page-aligned and offsets are multiples of 4")
+    }
+
+    /// A view over some tokens of some layers.
+    pub fn view(&self, patches: Patches, layer: LayerChoice) -> Result<View<'_>> {
+        let m = &self.metadata;
+        if patches == Patches::Cls && !m.cls_token {
+            return Err(Error::InvalidCoordinate(
+                "this dataset has no CLS token".into(),
+            ));
+        }
+        let layer_index = match layer {
+            LayerChoice::One(l) => Some(self.layer_index(l)?),
+            LayerChoice::All => None,
+        };
+        let tokens = match patches {
+            Patches::Cls => 1,
+            Patches::Image => m.n_patches_per_img,
+            Patches::All => m.tokens_per_img(),
+        };
+        let layers = if layer_index.is_some() {
+            1
+        } else {
+            m.n_layers()
+        };
+        Ok(View {
+            dataset: self,
+            patches,
+            layer_index,
+            tokens,
+            per_img: layers * tokens,
+        })
+    }
+}
+
+/// A flat, indexable walk over the dataset (spec §5.1): images, then layers
+/// (for `LayerChoice::All`), then tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    dataset: &'a Dataset,
+    patches: Patches,
+    layer_index: Option<usize>,
+    /// Tokens per (image, layer) in this view.
+    tokens: u64,
+    /// Examples per image.
+    per_img: u64,
+}
+
+impl<'a> View<'a> {
+    /// Number of examples.
+    pub fn len(&self) -> u64 {
+        self.dataset.metadata.n_imgs * self.per_img
+    }
+
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Examples per image.
+    pub fn per_img(&self) -> u64 {
+        self.per_img
+    }
+
+    /// Example `i`: its vector (zero-copy) and coordinates.
+    pub fn get(&self, i: u64) -> Result<Example<'a>> {
+        if i >= self.len() {
+            return Err(Error::InvalidCoordinate(format!(
+                "index {i} is out of range for a view of {}",
+                self.len()
+            )));
+        }
+        let (img, rest) = (i / self.per_img, i % self.per_img);
+        let (layer_index, local) = match self.layer_index {
+            Some(l) => (l, rest),
+            None => ((rest / self.tokens) as usize, rest % self.tokens),
+        };
+        let token = match self.patches {
+            Patches::Cls => 0,
+            Patches::Image => local + u64::from(self.dataset.metadata.cls_token),
+            Patches::All => local,
+        };
+        Ok(Example {
+            img,
+            layer: self.dataset.metadata.layers[layer_index],
+            token,
+            vector: self.dataset.vector_at(img, layer_index, token),
+        })
+    }
+}

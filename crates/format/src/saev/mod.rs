@@ -1,0 +1,22 @@
+//! SAEV: sharded transformer activations for sparse-autoencoder training
+//! (protocol v1; spec `specs/saev.md`, decisions in DESIGN.md "SAEV", and
+//! `docs/formats/saev.md`).
+//!
+//! A dataset is a directory `<root>/<HASH>/` holding `metadata.json` and
+//! shards `acts000000.bin`…: raw little-endian f32, C order
+//! `[img, layer, token, dim]`, `S = max_patches_per_shard // (L·T)` images each.
+
+mod dataset;
+mod metadata;
+mod pyjson;
+mod writer;
+
+pub use dataset::{Dataset, Example, LayerChoice, Patches, View, open};
+pub use metadata::{KEYS, Metadata};
+pub use pyjson::{Layout, dumps, float_repr};
+pub use writer::Writer;
+
+/// The file name of shard `index`.
+pub fn shard_name(index: u64) -> String {
+    format!("acts{index:06}.bin")
+}

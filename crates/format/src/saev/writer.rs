@@ -1,0 +1,147 @@
+//! Writing a SAEV dataset: streamed image by image into `<HASH>.partial/`,
+//! renamed to `<HASH>/` when complete.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::metadata::Metadata;
+use super::shard_name;
+use crate::{Error, Result};
+
+/// A dataset being written.
+#[derive(Debug)]
+pub struct Writer {
+    metadata: Metadata,
+    partial: PathBuf,
+    target: PathBuf,
+    shard: Option<BufWriter<File>>,
+    shard_index: u64,
+    imgs_in_shard: u64,
+    written: u64,
+}
+
+impl Writer {
+    /// Starts the dataset described by `metadata` under `root`. Refuses when
+    /// `<root>/<HASH>` exists: the same dataset is reported as already
+    /// written, anything else is left alone. A stale `<HASH>.partial/` from
+    /// an interrupted run is replaced.
+    pub fn create(root: impl AsRef<Path>, metadata: Metadata) -> Result<Writer> {
+        metadata.validate()?;
+        let root = root.as_ref();
+        let hash = metadata.hash();
+        let target = root.join(&hash);
+        if target.exists() {
+            let same = super::open(&target).is_ok_and(|d| d.metadata() == &metadata);
+            return Err(Error::DatasetExists {
+                path: target,
+                reason: if same {
+                    "this dataset is already written (same metadata hash); nothing to do"
+                } else {
+                    "a directory with this dataset's hash exists but is not this dataset; refusing to overwrite it"
+                },
+            });
+        }
+        let partial = root.join(format!("{hash}.partial"));
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
+        }
+        std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
+        Ok(Writer {
+            metadata,
+            partial,
+            target,
+            shard: None,
+            shard_index: 0,
+            imgs_in_shard: 0,
+            written: 0,
+        })
+    }
+
+    /// The metadata being written.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Appends one image's activations, `[L, T, D]` flattened in C order.
+    pub fn push(&mut self, image: &[f32]) -> Result<()> {
+        let m = &self.metadata;
+        let expected = m.vectors_per_img() * m.d_vit;
+        if image.len() as u64 != expected {
+            return Err(Error::InvalidCoordinate(format!(
+                "an image has {expected} values ([L, T, D] = [{}, {}, {}]), got {}",
+                m.n_layers(),
+                m.tokens_per_img(),
+                m.d_vit,
+                image.len()
+            )));
+        }
+        if self.written == m.n_imgs {
+            return Err(Error::InvalidCoordinate(format!(
+                "the metadata says {} images; got more",
+                m.n_imgs
+            )));
+        }
+        if self.shard.is_none() {
+            let path = self.partial.join(shard_name(self.shard_index));
+            let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+            self.shard = Some(BufWriter::with_capacity(1 << 20, file));
+        }
+        let shard = self.shard.as_mut().expect("opened above");
+        let result = if cfg!(target_endian = "little") {
+            shard.write_all(bytemuck::cast_slice(image))
+        } else {
+            image
+                .iter()
+                .try_for_each(|v| shard.write_all(&v.to_le_bytes()))
+        };
+        result.map_err(|e| Error::io(&self.partial, e))?;
+        self.written += 1;
+        self.imgs_in_shard += 1;
+        if self.imgs_in_shard == self.metadata.imgs_per_shard() {
+            self.close_shard()?;
+        }
+        Ok(())
+    }
+
+    /// Closes the current shard, zero-padded to full size, and fsyncs it.
+    fn close_shard(&mut self) -> Result<()> {
+        let Some(shard) = self.shard.take() else {
+            return Ok(());
+        };
+        let path = self.partial.join(shard_name(self.shard_index));
+        let file = shard
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        file.set_len(self.metadata.shard_bytes())
+            .map_err(|e| Error::io(&path, e))?;
+        file.sync_all().map_err(|e| Error::io(&path, e))?;
+        self.shard_index += 1;
+        self.imgs_in_shard = 0;
+        Ok(())
+    }
+
+    /// Writes `metadata.json`, and renames the directory into place once all
+    /// `n_imgs` images are in. Returns the dataset directory.
+    pub fn finish(mut self) -> Result<PathBuf> {
+        if self.written != self.metadata.n_imgs {
+            return Err(Error::InvalidCoordinate(format!(
+                "{} of {} images written; the dataset is incomplete",
+                self.written, self.metadata.n_imgs
+            )));
+        }
+        self.close_shard()?;
+        let meta = self.partial.join("metadata.json");
+        let mut file = File::create(&meta).map_err(|e| Error::io(&meta, e))?;
+        file.write_all(self.metadata.to_json().as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| Error::io(&meta, e))?;
+        std::fs::rename(&self.partial, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        if let Some(root) = self.target.parent()
+            && let Ok(dir) = File::open(root)
+        {
+            let _ = dir.sync_all();
+        }
+        Ok(self.target.clone())
+    }
+}
