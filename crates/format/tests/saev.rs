@@ -293,3 +293,119 @@ proptest! {
         prop_assert_eq!(python(&["hash", file.to_str().unwrap()]), m.hash());
     }
 }
+
+mod loaders {
+    use std::sync::Arc;
+
+    use super::*;
+    use modelbin_format::saev::{Loader, LoaderOptions};
+
+    fn dataset() -> (tempfile::TempDir, Arc<saev::Dataset>, Metadata) {
+        let m = metadata(23, true, 60); // S = 4, 6 shards
+        let root = tempfile::tempdir().unwrap();
+        let dir = write_ours(root.path(), &m);
+        (root, Arc::new(saev::open(dir).unwrap()), m)
+    }
+
+    /// First value of every row: identifies (img, layer, token) uniquely.
+    fn keys(loader: Loader) -> Vec<u32> {
+        loader
+            .flat_map(|b| {
+                assert_eq!(b.data.len(), b.rows * b.dim);
+                b.data
+                    .chunks_exact(b.dim)
+                    .map(|r| r[0] as u32)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_example_exactly_once_per_epoch() {
+        let (_root, ds, _m) = dataset();
+        for (patches, layer) in [
+            (Patches::All, LayerChoice::All),
+            (Patches::Image, LayerChoice::One(5)),
+            (Patches::Cls, LayerChoice::All),
+        ] {
+            let view = ds.view(patches, layer).unwrap();
+            let mut expected: Vec<u32> = (0..view.len())
+                .map(|i| view.get(i).unwrap().vector[0] as u32)
+                .collect();
+            let ordered = keys(
+                Loader::ordered(
+                    ds.clone(),
+                    patches,
+                    layer,
+                    LoaderOptions {
+                        batch_size: 7,
+                        ..Default::default()
+                    },
+                )
+                .unwrap(),
+            );
+            assert_eq!(ordered, expected, "ordered loader follows the view");
+            let options = LoaderOptions {
+                batch_size: 10,
+                threads: 3,
+                buffer_bytes: 8 * 4 * 50,
+                seed: 1,
+                epoch: 0,
+            };
+            let mut shuffled = keys(Loader::shuffled(ds.clone(), patches, layer, options).unwrap());
+            assert_ne!(shuffled, expected, "shuffled");
+            shuffled.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(shuffled, expected, "each example once");
+        }
+    }
+
+    #[test]
+    fn deterministic_for_a_seed_whatever_the_threads() {
+        let (_root, ds, _m) = dataset();
+        let run = |threads, seed, epoch| {
+            let options = LoaderOptions {
+                batch_size: 16,
+                threads,
+                buffer_bytes: 4096,
+                seed,
+                epoch,
+            };
+            keys(Loader::shuffled(ds.clone(), Patches::All, LayerChoice::All, options).unwrap())
+        };
+        let a = run(1, 7, 0);
+        assert_eq!(a, run(4, 7, 0));
+        assert_eq!(a, run(2, 7, 0));
+        assert_ne!(a, run(2, 7, 1), "another epoch, another order");
+        assert_ne!(a, run(2, 8, 0), "another seed, another order");
+    }
+
+    #[test]
+    fn dropping_a_loader_early_stops_its_threads() {
+        let (_root, ds, _m) = dataset();
+        let mut loader = Loader::shuffled(
+            ds.clone(),
+            Patches::All,
+            LayerChoice::All,
+            LoaderOptions {
+                batch_size: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(loader.next().is_some());
+        drop(loader);
+        assert!(
+            Loader::ordered(
+                ds,
+                Patches::All,
+                LayerChoice::All,
+                LoaderOptions {
+                    batch_size: 0,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
+    }
+}

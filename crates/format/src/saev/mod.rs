@@ -7,11 +7,13 @@
 //! `[img, layer, token, dim]`, `S = max_patches_per_shard // (L·T)` images each.
 
 mod dataset;
+mod loader;
 mod metadata;
 mod pyjson;
 mod writer;
 
 pub use dataset::{Dataset, Example, LayerChoice, Patches, View, open};
+pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};
 pub use writer::Writer;
