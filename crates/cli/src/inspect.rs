@@ -4,7 +4,7 @@ use std::path::Path;
 
 use modelbin_format::Format;
 use modelbin_format::checksum::hex;
-use modelbin_format::inspect::{Bpe2Summary, Summary, TensorFileSummary, TllmSummary};
+use modelbin_format::inspect::{Bpe2Summary, SaevSummary, Summary, TensorFileSummary, TllmSummary};
 
 use crate::{Failure, print_json};
 
@@ -16,6 +16,7 @@ pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failur
         (Summary::Tensors(s), false) => print_text(path, s),
         (Summary::Vocabulary(s), false) => print_vocabulary(path, s),
         (Summary::Model(s), false) => print_model(path, s),
+        (Summary::Activations(s), false) => print_activations(path, s),
     }
     Ok(())
 }
@@ -62,6 +63,20 @@ fn print_model(path: &Path, s: &TllmSummary) {
         &rows,
         2,
     );
+}
+
+fn print_activations(path: &Path, s: &SaevSummary) {
+    println!("{}: {} dataset {}", path.display(), s.format, s.hash);
+    for key in modelbin_format::saev::KEYS {
+        println!("  {key}: {}", s.metadata[key]);
+    }
+    println!(
+        "layers {} x tokens {} per image; {} images per shard; {} shards of {} bytes; {} vectors",
+        s.n_layers, s.tokens_per_img, s.imgs_per_shard, s.n_shards, s.shard_bytes, s.vectors
+    );
+    if s.extra_empty_shard {
+        println!("note: an extra all-zero shard (reference writer) is present");
+    }
 }
 
 fn print_vocabulary(path: &Path, s: &Bpe2Summary) {

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 invalid input or failed operation (one line on
 //! stderr naming the problem and its byte offset), 2 usage error.
 
+mod acts;
 mod convert;
 mod inspect;
 mod progress;
@@ -75,6 +76,9 @@ enum Command {
     Generate(tllm::GenerateArgs),
     /// Write a randomly initialised TLLM model.
     InitTllm(tllm::InitArgs),
+    /// Inspect, verify, read, summarise, benchmark and create SAEV activation datasets.
+    #[command(subcommand)]
+    Acts(acts::ActsCommand),
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
         Command::Tllm(command) => tllm::run(command),
         Command::Generate(args) => tllm::generate_command(&args),
         Command::InitTllm(args) => tllm::init(&args),
+        Command::Acts(command) => acts::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

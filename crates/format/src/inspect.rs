@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::file::TensorFile;
 use crate::tensor::TensorStore;
-use crate::{DType, Error, Format, Result, bpe2, detect, tllm};
+use crate::{DType, Error, Format, Result, bpe2, detect, saev, tllm};
 
 /// What `inspect` reports about a tensor file.
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +220,50 @@ impl TllmSummary {
     }
 }
 
+/// What `inspect` reports about a SAEV dataset.
+#[derive(Debug, Clone, Serialize)]
+pub struct SaevSummary {
+    /// The format.
+    pub format: Format,
+    /// The metadata as stored.
+    pub metadata: serde_json::Value,
+    /// The content hash (the directory name).
+    pub hash: String,
+    /// Layers recorded (L).
+    pub n_layers: u64,
+    /// Tokens per image (T = patches + CLS).
+    pub tokens_per_img: u64,
+    /// Images per shard (S).
+    pub imgs_per_shard: u64,
+    /// Shards the metadata implies.
+    pub n_shards: u64,
+    /// Bytes of a full shard.
+    pub shard_bytes: u64,
+    /// Activation vectors in the dataset (n_imgs × L × T).
+    pub vectors: u64,
+    /// Whether the reference writer's extra all-zero shard is present.
+    pub extra_empty_shard: bool,
+}
+
+impl SaevSummary {
+    /// Summarises a validated dataset.
+    pub fn of(dataset: &saev::Dataset) -> Self {
+        let m = dataset.metadata();
+        SaevSummary {
+            format: Format::Saev,
+            metadata: m.to_value(),
+            hash: m.hash(),
+            n_layers: m.n_layers(),
+            tokens_per_img: m.tokens_per_img(),
+            imgs_per_shard: m.imgs_per_shard(),
+            n_shards: m.n_shards(),
+            shard_bytes: m.shard_bytes(),
+            vectors: m.n_imgs * m.vectors_per_img(),
+            extra_empty_shard: dataset.has_extra_empty_shard(),
+        }
+    }
+}
+
 /// The summary of any file modelbin can read.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -230,6 +274,8 @@ pub enum Summary {
     Vocabulary(Bpe2Summary),
     /// A TLLM model.
     Model(TllmSummary),
+    /// A SAEV activation dataset.
+    Activations(SaevSummary),
 }
 
 impl Summary {
@@ -251,6 +297,7 @@ impl Summary {
             }
             Format::Bpe2 => Ok(Summary::Vocabulary(Bpe2Summary::of(&bpe2::open(path)?))),
             Format::Tllm => Ok(Summary::Model(TllmSummary::of(&tllm::open(path)?))),
+            Format::Saev => Ok(Summary::Activations(SaevSummary::of(&saev::open(path)?))),
             _ => Err(Error::UnsupportedFormat { format, operation }),
         }
     }
@@ -268,6 +315,10 @@ impl Summary {
                 s.encoding.map(|e| format!(" ({e})")).unwrap_or_default(),
                 s.present_tokens,
                 s.file_size
+            ),
+            Summary::Activations(s) => format!(
+                "{}, {} vectors of {} in {} shards",
+                s.format, s.vectors, s.metadata["d_vit"], s.n_shards
             ),
             Summary::Model(s) => format!(
                 "{}, {} parameters, {} bytes",

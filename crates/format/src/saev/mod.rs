@@ -10,12 +10,14 @@ mod dataset;
 mod loader;
 mod metadata;
 mod pyjson;
+mod stats;
 mod writer;
 
 pub use dataset::{Dataset, Example, LayerChoice, Patches, View, open};
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};
+pub use stats::LayerStats;
 pub use writer::Writer;
 
 /// The file name of shard `index`.

@@ -1,0 +1,306 @@
+//! `modelbin acts`: SAEV activation datasets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Subcommand;
+use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Writer};
+use modelbin_format::{Format, inspect::Summary};
+
+use crate::progress::Progress;
+use crate::{Failure, print_json};
+
+fn invalid(e: impl std::fmt::Display) -> Failure {
+    Failure::Invalid(e.to_string())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ActsCommand {
+    /// Summarise a dataset (same as `modelbin inspect DIR`).
+    Inspect {
+        /// The dataset directory (`<root>/<HASH>`).
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check metadata, hash and shards; `--values` also counts NaN/Inf per layer.
+    Verify {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Scan every value.
+        #[arg(long)]
+        values: bool,
+    },
+    /// Print one activation vector as JSON.
+    Get {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Image index.
+        #[arg(long)]
+        img: u64,
+        /// Layer value as recorded (e.g. -2).
+        #[arg(long, allow_negative_numbers = true)]
+        layer: i64,
+        /// Token index (0 is CLS when the dataset has one).
+        #[arg(long)]
+        token: u64,
+    },
+    /// Per-layer mean, std, NaN and Inf in one streaming pass.
+    Stats {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure loader throughput over one epoch.
+    Bench {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Examples per batch.
+        #[arg(long, default_value_t = 4096)]
+        batch_size: usize,
+        /// I/O threads.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Shuffle buffer in MiB.
+        #[arg(long, default_value_t = 256)]
+        buffer_mib: u64,
+        /// Use the ordered loader instead of the shuffled one.
+        #[arg(long)]
+        ordered: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a synthetic dataset (random normal values) under ROOT.
+    WriteSynthetic {
+        /// Where `<HASH>/` is created.
+        root: PathBuf,
+        /// Images.
+        #[arg(long)]
+        n_imgs: u64,
+        /// Layers recorded, comma-separated (e.g. -2,-1).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            allow_hyphen_values = true,
+            default_value = "-2,-1"
+        )]
+        layers: Vec<i64>,
+        /// Image patches per image.
+        #[arg(long, default_value_t = 49)]
+        patches: u64,
+        /// Leave out the CLS token.
+        #[arg(long)]
+        no_cls: bool,
+        /// Activation width.
+        #[arg(long, default_value_t = 768)]
+        d_vit: u64,
+        /// Vectors per shard budget.
+        #[arg(long, default_value_t = 2_400_000)]
+        max_patches_per_shard: u64,
+        /// Seed of the values (also recorded in the metadata).
+        #[arg(long, default_value_t = 0)]
+        seed: i64,
+    },
+}
+
+pub fn run(command: ActsCommand) -> Result<(), Failure> {
+    match command {
+        ActsCommand::Inspect { dir, json } => crate::inspect::run(&dir, Some(Format::Saev), json),
+        ActsCommand::Verify { dir, values } => verify(&dir, values),
+        ActsCommand::Get {
+            dir,
+            img,
+            layer,
+            token,
+        } => {
+            let dataset = open(&dir)?;
+            print_json(&dataset.vector(img, layer, token).map_err(invalid)?);
+            Ok(())
+        }
+        ActsCommand::Stats { dir, json } => stats(&dir, json),
+        ActsCommand::Bench {
+            dir,
+            batch_size,
+            threads,
+            buffer_mib,
+            ordered,
+            json,
+        } => {
+            let options = LoaderOptions {
+                batch_size,
+                threads,
+                buffer_bytes: buffer_mib << 20,
+                ..LoaderOptions::default()
+            };
+            bench(&dir, options, ordered, json)
+        }
+        ActsCommand::WriteSynthetic {
+            root,
+            n_imgs,
+            layers,
+            patches,
+            no_cls,
+            d_vit,
+            max_patches_per_shard,
+            seed,
+        } => {
+            let metadata = Metadata {
+                vit_family: "synthetic".into(),
+                vit_ckpt: "modelbin acts write-synthetic".into(),
+                layers,
+                n_patches_per_img: patches,
+                cls_token: !no_cls,
+                d_vit,
+                seed,
+                n_imgs,
+                max_patches_per_shard,
+                data: "synthetic normal(0, 1) values".into(),
+            };
+            write_synthetic(&root, metadata)
+        }
+    }
+}
+
+fn open(dir: &std::path::Path) -> Result<saev::Dataset, Failure> {
+    saev::open(dir).map_err(|e| Failure::Invalid(format!("{}: {e}", dir.display())))
+}
+
+fn verify(dir: &std::path::Path, values: bool) -> Result<(), Failure> {
+    let dataset = open(dir)?;
+    let summary = Summary::Activations(modelbin_format::inspect::SaevSummary::of(&dataset));
+    if dataset.has_extra_empty_shard() {
+        eprintln!(
+            "warning: {}: an extra all-zero shard past the last image (the reference writer adds one when S divides n_imgs); accepted",
+            dir.display()
+        );
+    }
+    if values {
+        let mut progress = Progress::new("scanning");
+        let stats = dataset.layer_stats(&mut |done, total| progress.update(done, total));
+        progress.finish();
+        let bad: Vec<String> = stats
+            .iter()
+            .filter(|s| s.nan + s.inf > 0)
+            .map(|s| format!("layer {}: {} NaN, {} Inf", s.layer, s.nan, s.inf))
+            .collect();
+        if !bad.is_empty() {
+            return Err(Failure::Invalid(format!(
+                "{}: {}",
+                dir.display(),
+                bad.join("; ")
+            )));
+        }
+    }
+    println!("{}: OK ({})", dir.display(), summary.one_line());
+    Ok(())
+}
+
+fn stats(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
+    let dataset = open(dir)?;
+    let mut progress = Progress::new("scanning");
+    let stats = dataset.layer_stats(&mut |done, total| progress.update(done, total));
+    progress.finish();
+    if json {
+        print_json(&stats);
+    } else {
+        println!(
+            "{:>7} {:>12} {:>12} {:>14} {:>6} {:>6}",
+            "LAYER", "MEAN", "STD", "VALUES", "NAN", "INF"
+        );
+        for s in &stats {
+            println!(
+                "{:>7} {:>12.6} {:>12.6} {:>14} {:>6} {:>6}",
+                s.layer, s.mean, s.std, s.count, s.nan, s.inf
+            );
+        }
+    }
+    Ok(())
+}
+
+fn bench(
+    dir: &std::path::Path,
+    options: LoaderOptions,
+    ordered: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let dataset = Arc::new(open(dir)?);
+    let started = Instant::now();
+    let loader = if ordered {
+        Loader::ordered(dataset.clone(), Patches::All, LayerChoice::All, options)
+    } else {
+        Loader::shuffled(dataset.clone(), Patches::All, LayerChoice::All, options)
+    }
+    .map_err(invalid)?;
+    let (mut vectors, mut checksum) = (0u64, 0.0f32);
+    for batch in loader {
+        vectors += batch.rows as u64;
+        checksum += batch.data[0];
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes = vectors * dataset.metadata().d_vit * 4;
+    #[derive(serde::Serialize)]
+    struct Report {
+        loader: &'static str,
+        vectors: u64,
+        bytes: u64,
+        seconds: f64,
+        gb_per_second: f64,
+        vectors_per_second: f64,
+        checksum: f32,
+    }
+    let report = Report {
+        loader: if ordered { "ordered" } else { "shuffled" },
+        vectors,
+        bytes,
+        seconds,
+        gb_per_second: bytes as f64 / seconds / 1e9,
+        vectors_per_second: vectors as f64 / seconds,
+        checksum,
+    };
+    if json {
+        print_json(&report);
+    } else {
+        println!(
+            "{} loader: {} vectors ({:.2} GB) in {:.3} s: {:.2} GB/s, {:.0} vectors/s",
+            report.loader,
+            vectors,
+            bytes as f64 / 1e9,
+            seconds,
+            report.gb_per_second,
+            report.vectors_per_second
+        );
+    }
+    Ok(())
+}
+
+fn write_synthetic(root: &std::path::Path, metadata: Metadata) -> Result<(), Failure> {
+    let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
+    let n_imgs = metadata.n_imgs;
+    let mut rng = modelbin_infer::rng::Rng::new(metadata.seed as u64);
+    let mut writer = Writer::create(root, metadata).map_err(invalid)?;
+    let mut progress = Progress::new("writing");
+    let mut image = vec![0.0f32; values_per_img];
+    let started = Instant::now();
+    for img in 0..n_imgs {
+        image.iter_mut().for_each(|v| *v = rng.normal(1.0) as f32);
+        writer.push(&image).map_err(invalid)?;
+        progress.update(
+            (img + 1) * values_per_img as u64 * 4,
+            n_imgs * values_per_img as u64 * 4,
+        );
+    }
+    let dir = writer.finish().map_err(invalid)?;
+    progress.finish();
+    let bytes = n_imgs * values_per_img as u64 * 4;
+    println!(
+        "{}: {n_imgs} images, {bytes} bytes in {:.2} s",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
