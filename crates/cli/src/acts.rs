@@ -66,7 +66,7 @@ pub enum ActsCommand {
         #[arg(long, default_value_t = 2)]
         threads: usize,
         /// Shuffle buffer in MiB.
-        #[arg(long, default_value_t = 256)]
+        #[arg(long, default_value_t = 64)]
         buffer_mib: u64,
         /// Use the ordered loader instead of the shuffled one.
         #[arg(long)]

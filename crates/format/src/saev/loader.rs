@@ -41,7 +41,7 @@ impl Default for LoaderOptions {
         LoaderOptions {
             batch_size: 4096,
             threads: 2,
-            buffer_bytes: 256 << 20,
+            buffer_bytes: 64 << 20,
             seed: 0,
             epoch: 0,
         }
@@ -67,8 +67,14 @@ pub struct Loader {
     chunks: usize,
     dim: usize,
     batch_size: usize,
-    /// The shuffle buffer (shuffled) or pending rows (ordered), row-major.
+    /// Pending rows of the ordered loader, row-major.
     buffer: Vec<f32>,
+    /// The shuffle buffer: resident chunks, rows left in each, and a handle
+    /// (chunk slot, row) per resident row. Rows are copied once, into the batch.
+    resident: Vec<Option<Vec<f32>>>,
+    rows_left: Vec<usize>,
+    free_slots: Vec<usize>,
+    handles: Vec<(u32, u32)>,
     capacity_rows: usize,
     rng: Option<Rng>,
 }
@@ -181,6 +187,10 @@ impl Loader {
             dim,
             batch_size: options.batch_size,
             buffer: Vec::new(),
+            resident: Vec::new(),
+            rows_left: Vec::new(),
+            free_slots: Vec::new(),
+            handles: Vec::new(),
             capacity_rows,
             rng: shuffle.then_some(rng),
         })
@@ -190,23 +200,47 @@ impl Loader {
         self.buffer.len() / self.dim
     }
 
-    /// Pulls the next chunk into the buffer; false when none are left.
-    fn refill(&mut self) -> bool {
+    /// The next chunk in the fixed order; `None` when none are left.
+    fn next_chunk(&mut self) -> Option<Vec<f32>> {
         if self.next_chunk == self.chunks {
-            return false;
+            return None;
         }
         let receiver = &self.receivers[self.next_chunk % self.receivers.len()];
-        match receiver.recv() {
-            Ok(chunk) => {
+        self.next_chunk += 1;
+        let chunk = receiver.recv().ok();
+        if chunk.is_none() {
+            self.next_chunk = self.chunks;
+        }
+        chunk
+    }
+
+    /// Pulls the next chunk into the ordered buffer; false when none are left.
+    fn refill(&mut self) -> bool {
+        match self.next_chunk() {
+            Some(chunk) => {
                 self.buffer.extend_from_slice(&chunk);
-                self.next_chunk += 1;
                 true
             }
-            Err(_) => {
-                self.next_chunk = self.chunks;
-                false
-            }
+            None => false,
         }
+    }
+
+    /// Makes the next chunk resident in the shuffle buffer; false when none are left.
+    fn admit(&mut self) -> bool {
+        let Some(chunk) = self.next_chunk() else {
+            return false;
+        };
+        let rows = chunk.len() / self.dim;
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.resident.push(None);
+            self.rows_left.push(0);
+            self.resident.len() - 1
+        });
+        self.resident[slot] = Some(chunk);
+        self.rows_left[slot] = rows;
+        self.handles
+            .extend((0..rows as u32).map(|r| (slot as u32, r)));
+        true
     }
 }
 
@@ -265,8 +299,8 @@ impl Loader {
 
     /// Fills the shuffle buffer, then takes `batch_size` random rows out of it.
     fn next_shuffled(&mut self) -> Option<Batch> {
-        while self.rows() < self.capacity_rows && self.refill() {}
-        let rows = self.rows().min(self.batch_size);
+        while self.handles.len() < self.capacity_rows && self.admit() {}
+        let rows = self.handles.len().min(self.batch_size);
         if rows == 0 {
             return None;
         }
@@ -277,15 +311,18 @@ impl Loader {
             .as_mut()
             .expect("shuffled loaders have a generator");
         for _ in 0..rows {
-            let n = self.buffer.len() / dim;
-            let pick = rng.below(n);
-            data.extend_from_slice(&self.buffer[pick * dim..(pick + 1) * dim]);
-            // Swap-remove the picked row.
-            let last = (n - 1) * dim;
-            if pick * dim != last {
-                self.buffer.copy_within(last..last + dim, pick * dim);
+            let pick = rng.below(self.handles.len());
+            let (slot, row) = self.handles.swap_remove(pick);
+            let (slot, row) = (slot as usize, row as usize);
+            let chunk = self.resident[slot]
+                .as_ref()
+                .expect("a handle's chunk is resident");
+            data.extend_from_slice(&chunk[row * dim..(row + 1) * dim]);
+            self.rows_left[slot] -= 1;
+            if self.rows_left[slot] == 0 {
+                self.resident[slot] = None;
+                self.free_slots.push(slot);
             }
-            self.buffer.truncate(last);
         }
         Some(Batch { data, rows, dim })
     }
