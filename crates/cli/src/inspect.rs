@@ -21,15 +21,17 @@ pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failur
     Ok(())
 }
 
+/// `PATH: FORMAT version V, N bytes`.
+fn print_title(path: &Path, format: Format, version: u32, size: u64) {
+    println!(
+        "{}: {format} version {version}, {size} bytes",
+        path.display()
+    );
+}
+
 fn print_model(path: &Path, s: &TllmSummary) {
     let c = &s.config;
-    println!(
-        "{}: {} version {}, {} bytes",
-        path.display(),
-        s.format,
-        s.version,
-        s.file_size
-    );
+    print_title(path, s.format, s.version, s.file_size);
     println!(
         "config: model_dim {}, n_layers {}, n_heads {}, ffn_hidden_dim {}, max_seq_len {}, vocab_size {}, dropout {}",
         c.model_dim,
@@ -80,13 +82,7 @@ fn print_activations(path: &Path, s: &SaevSummary) {
 }
 
 fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
-    println!(
-        "{}: {} version {}, {} bytes",
-        path.display(),
-        s.format,
-        s.version,
-        s.file_size
-    );
+    print_title(path, s.format, s.version, s.file_size);
     println!(
         "encoding: {}",
         s.encoding

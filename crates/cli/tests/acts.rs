@@ -8,24 +8,22 @@ use common::{fails, ok};
 fn write_inspect_verify_get_stats_bench() {
     let root = tempfile::tempdir().unwrap();
     let r = root.path().to_str().unwrap();
-    let out = ok(
-        &[
-            "acts",
-            "write-synthetic",
-            r,
-            "--n-imgs",
-            "9",
-            "--patches",
-            "3",
-            "--d-vit",
-            "4",
-            "--max-patches-per-shard",
-            "32",
-            "--layers",
-            "-2,3",
-        ],
-        "",
-    );
+    let write = [
+        "acts",
+        "write-synthetic",
+        r,
+        "--n-imgs",
+        "9",
+        "--patches",
+        "3",
+        "--d-vit",
+        "4",
+        "--max-patches-per-shard",
+        "32",
+        "--layers",
+        "-2,3",
+    ];
+    let out = ok(&write, "");
     let dir = out.split(':').next().unwrap().to_owned();
     assert!(
         ok(&["acts", "verify", "--values", &dir], "")
@@ -71,24 +69,7 @@ fn write_inspect_verify_get_stats_bench() {
         )
         .contains("not recorded")
     );
-    let again = fails(
-        &[
-            "acts",
-            "write-synthetic",
-            r,
-            "--n-imgs",
-            "9",
-            "--patches",
-            "3",
-            "--d-vit",
-            "4",
-            "--max-patches-per-shard",
-            "32",
-            "--layers",
-            "-2,3",
-        ],
-        "",
-    );
+    let again = fails(&write, "");
     assert!(again.contains("already written"), "{again}");
 
     // A NaN in the data fails `verify --values`, naming the layer.
