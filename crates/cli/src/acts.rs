@@ -105,6 +105,10 @@ pub enum ActsCommand {
         /// Seed of the values (also recorded in the metadata).
         #[arg(long, default_value_t = 0)]
         seed: i64,
+        /// Draw one random image and write it for every image, so the time
+        /// measured is the writer's, not the random generator's.
+        #[arg(long)]
+        repeat: bool,
     },
 }
 
@@ -148,6 +152,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
             d_vit,
             max_patches_per_shard,
             seed,
+            repeat,
         } => {
             let metadata = Metadata {
                 vit_family: "synthetic".into(),
@@ -161,7 +166,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
                 max_patches_per_shard,
                 data: "synthetic normal(0, 1) values".into(),
             };
-            write_synthetic(&root, metadata)
+            write_synthetic(&root, metadata, repeat)
         }
     }
 }
@@ -278,7 +283,11 @@ fn bench(
     Ok(())
 }
 
-fn write_synthetic(root: &std::path::Path, metadata: Metadata) -> Result<(), Failure> {
+fn write_synthetic(
+    root: &std::path::Path,
+    metadata: Metadata,
+    repeat: bool,
+) -> Result<(), Failure> {
     let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
     let n_imgs = metadata.n_imgs;
     let mut rng = modelbin_infer::rng::Rng::new(metadata.seed as u64);
@@ -287,7 +296,9 @@ fn write_synthetic(root: &std::path::Path, metadata: Metadata) -> Result<(), Fai
     let mut image = vec![0.0f32; values_per_img];
     let started = Instant::now();
     for img in 0..n_imgs {
-        image.iter_mut().for_each(|v| *v = rng.normal(1.0) as f32);
+        if img == 0 || !repeat {
+            image.iter_mut().for_each(|v| *v = rng.normal(1.0) as f32);
+        }
         writer.push(&image).map_err(invalid)?;
         progress.update(
             (img + 1) * values_per_img as u64 * 4,
@@ -297,10 +308,11 @@ fn write_synthetic(root: &std::path::Path, metadata: Metadata) -> Result<(), Fai
     let dir = writer.finish().map_err(invalid)?;
     progress.finish();
     let bytes = n_imgs * values_per_img as u64 * 4;
+    let seconds = started.elapsed().as_secs_f64();
     println!(
-        "{}: {n_imgs} images, {bytes} bytes in {:.2} s",
+        "{}: {n_imgs} images, {bytes} bytes in {seconds:.2} s ({:.2} GB/s)",
         dir.display(),
-        started.elapsed().as_secs_f64()
+        bytes as f64 / seconds / 1e9
     );
     Ok(())
 }
