@@ -20,6 +20,7 @@ mod dtype;
 mod error;
 pub mod file;
 pub mod inspect;
+pub mod rng;
 pub mod saev;
 pub mod safetensors;
 pub mod source;

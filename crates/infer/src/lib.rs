@@ -6,7 +6,8 @@
 
 mod error;
 mod kernels;
-pub mod rng;
 pub mod tllm;
 
 pub use error::{Error, Result};
+/// The seed-stable random number generator (from modelbin-format).
+pub use modelbin_format::rng;

@@ -16,6 +16,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use super::dataset::{Dataset, LayerChoice, Patches};
+use crate::rng::Rng;
 use crate::{Error, Result};
 
 /// Bytes of examples per chunk, roughly.
@@ -90,24 +91,6 @@ impl std::fmt::Debug for Loader {
     }
 }
 
-/// SplitMix64, for a permutation and picks that are stable across versions.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 impl Loader {
     /// The shuffled loader over the view (`patches`, `layer`) of `dataset`.
     pub fn shuffled(
@@ -157,7 +140,7 @@ impl Loader {
             chunks.push((start, end));
             start = end;
         }
-        let mut rng = Rng(options.seed ^ options.epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng = Rng::new(options.seed ^ options.epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
         if shuffle {
             for i in (1..chunks.len()).rev() {
                 chunks.swap(i, rng.below(i + 1));

@@ -22,6 +22,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// Uniform in `0..n` (`n` ≥ 1).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
