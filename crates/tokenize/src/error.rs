@@ -59,4 +59,7 @@ pub enum Error {
     /// A token id outside the vocabulary.
     #[error("token id {0} is not in the vocabulary")]
     UnknownToken(u32),
+    /// A WordPiece vocabulary that cannot be used.
+    #[error("invalid WordPiece vocabulary: {0}")]
+    InvalidWordPiece(String),
 }

@@ -4,6 +4,8 @@
 //! o200k_base, p50k_base and r50k_base over a BPE2 vocabulary, with
 //! pre-tokenizers that run in linear time and BPE merging that stays
 //! O(n log n) on one huge piece. cl100k_base and o200k_base are compiled in.
+//!
+//! [`WordPiece`] gives exactly Hugging Face's BERT WordPiece ids.
 
 mod bpe;
 mod classify;
@@ -14,8 +16,10 @@ mod parallel;
 pub mod pretokenize;
 mod tokenizer;
 mod vocab;
+pub mod wordpiece;
 
 pub use error::{Error, Result};
 pub use pretokenize::Pattern;
 pub use tokenizer::{Specials, Tokenizer};
 pub use vocab::Source;
+pub use wordpiece::{SpecialIds, WordPiece};
