@@ -4,7 +4,9 @@ use std::path::Path;
 
 use modelbin_format::Format;
 use modelbin_format::checksum::hex;
-use modelbin_format::inspect::{Bpe2Summary, SaevSummary, Summary, TensorFileSummary, TllmSummary};
+use modelbin_format::inspect::{
+    Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
+};
 
 use crate::{Failure, print_json};
 
@@ -17,6 +19,7 @@ pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failur
         (Summary::Vocabulary(s), false) => print_vocabulary(path, s),
         (Summary::Model(s), false) => print_model(path, s),
         (Summary::Activations(s), false) => print_activations(path, s),
+        (Summary::Embeddings(s), false) => print_embeddings(path, s),
     }
     Ok(())
 }
@@ -103,6 +106,49 @@ fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
     }
 }
 
+fn print_embeddings(path: &Path, s: &EmbdSummary) {
+    let h = &s.header;
+    println!(
+        "{}: {} version {}.{}, {} bytes",
+        path.display(),
+        s.format,
+        h.version_major,
+        h.version_minor,
+        s.file_size
+    );
+    println!("flags: {}", s.flags.join(", "));
+    println!("metadata:");
+    for (key, value) in &s.metadata {
+        println!("  {key} = {value}");
+    }
+    match &s.special_tokens {
+        Some(t) => println!(
+            "vocabulary: {} tokens; [PAD] {}, [UNK] {}, [CLS] {}, [SEP] {}, [MASK] {}",
+            s.token_count, t.pad, t.unk, t.cls, t.sep, t.mask
+        ),
+        None => println!("vocabulary: none"),
+    }
+    match (&s.model, &s.model_error) {
+        (Some(m), _) => println!(
+            "model: BERT, {} layers, hidden {}, {} heads, FFN {}, max {} tokens, {} pooling{}",
+            m.num_layers,
+            m.hidden_size,
+            m.num_heads,
+            m.intermediate_size,
+            m.max_seq_length,
+            m.pooling.name(),
+            if m.normalize { ", L2-normalised" } else { "" }
+        ),
+        (None, Some(e)) => println!("model: not usable: {e}"),
+        (None, None) => {}
+    }
+    println!(
+        "checksums: data 0x{:08X}, file 0x{:08X} (run `modelbin verify` to check them)",
+        s.footer.data_checksum, s.footer.file_checksum
+    );
+    print_tensors(s.tensor_count, &s.tensors);
+}
+
 fn print_text(path: &Path, s: &TensorFileSummary) {
     println!("{}: {}, {} bytes", path.display(), s.format, s.file_size);
     println!(
@@ -119,12 +165,15 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
             }
         }
     }
-    println!("tensors: {}", s.tensor_count);
-    if s.tensors.is_empty() {
+    print_tensors(s.tensor_count, &s.tensors);
+}
+
+fn print_tensors(count: usize, tensors: &[TensorSummary]) {
+    println!("tensors: {count}");
+    if tensors.is_empty() {
         return;
     }
-    let rows: Vec<Vec<String>> = s
-        .tensors
+    let rows: Vec<Vec<String>> = tensors
         .iter()
         .map(|t| {
             vec![

@@ -65,6 +65,9 @@ enum Command {
         /// `.tiktoken` -> BPE2: leave the special tokens out (as llm-cost's files do).
         #[arg(long)]
         no_special_tokens: bool,
+        /// -> EMBD: store the weights as f32, f16 or bf16 (half-size files).
+        #[arg(long, value_parser = parse_weight_dtype)]
+        dtype: Option<modelbin_format::DType>,
     },
     /// Encode, decode, count and price text with tiktoken-exact tokenizers.
     #[command(subcommand)]
@@ -86,6 +89,18 @@ fn parse_format(name: &str) -> Result<Format, String> {
         let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         format!("unknown format `{name}` (known: {})", known.join(", "))
     })
+}
+
+fn parse_weight_dtype(name: &str) -> Result<modelbin_format::DType, String> {
+    use modelbin_format::DType;
+    match name.to_ascii_lowercase().as_str() {
+        "f32" => Ok(DType::F32),
+        "f16" => Ok(DType::F16),
+        "bf16" => Ok(DType::BF16),
+        _ => Err(format!(
+            "unknown weight dtype `{name}` (known: f32, f16, bf16)"
+        )),
+    }
 }
 
 /// How a command failed.
@@ -126,9 +141,11 @@ fn main() -> ExitCode {
             to,
             json,
             no_special_tokens,
+            dtype,
         } => {
             let options = modelbin_format::convert::ConvertOptions {
                 include_special_tokens: !no_special_tokens,
+                dtype,
             };
             convert::run(&input, &output, to, options, json)
         }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use modelbin_format::Format;
-use modelbin_format::inspect::Summary;
+use modelbin_format::inspect::{Summary, VERIFY};
 use serde::Serialize;
 
 use crate::{Failure, print_json};
@@ -19,7 +19,7 @@ struct Verdict<'a> {
 }
 
 pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let outcome = Summary::of_path(path, format, "verify")
+    let outcome = Summary::of_path(path, format, VERIFY)
         .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
     if json {
         let verdict = match &outcome {

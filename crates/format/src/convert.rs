@@ -9,7 +9,7 @@ use crate::file::TensorFile;
 use crate::source::MappedFile;
 use crate::tensor::TensorStore;
 use crate::tensor::TensorView;
-use crate::{DType, Error, Format, Result, bintensors, bpe2, detect, safetensors, tllm};
+use crate::{DType, Error, Format, Result, bintensors, bpe2, detect, embd, safetensors, tllm};
 
 /// What a conversion did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -29,12 +29,15 @@ pub struct ConvertReport {
 pub struct ConvertOptions {
     /// `.tiktoken` → BPE2: write the encoding's special tokens at their ranks.
     pub include_special_tokens: bool,
+    /// → EMBD: store float tensors as this dtype (F32, F16 or BF16).
+    pub dtype: Option<DType>,
 }
 
 impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {
             include_special_tokens: true,
+            dtype: None,
         }
     }
 }
@@ -44,7 +47,11 @@ const OPERATION: &str = "convert";
 /// Converts `input` (format detected from its content) to `output` in format
 /// `to`, atomically. Tensor files: bytes stream from the mapped input; nothing
 /// is cast, so a dtype the target lacks is an error. Vocabularies:
-/// `.tiktoken` ↔ BPE2. `progress` gets (bytes written, total bytes).
+/// `.tiktoken` ↔ BPE2. Sentence-embedding models: a Hugging Face model
+/// directory → EMBD (reported as from safetensors, its weights' format),
+/// EMBD → EMBD (to change the dtype), EMBD → BinTensors or safetensors (the
+/// tensors and metadata; the vocabulary stays behind). `progress` gets
+/// (bytes written, total bytes).
 pub fn convert(
     input: &Path,
     output: &Path,
@@ -52,7 +59,13 @@ pub fn convert(
     options: ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
+    if input.is_dir() && embd::is_hf_model_dir(input) {
+        return hf_to_embd(input, output, to, options, progress);
+    }
     let from = detect::detect(input)?;
+    if from == Format::Embd {
+        return embd_to_tensors(input, output, to, options, progress);
+    }
     if matches!(from, Format::Tiktoken | Format::Bpe2) {
         return convert_vocabulary(input, from, output, to, options);
     }
@@ -66,6 +79,14 @@ pub fn convert(
         Format::BinTensors => bintensors::write_file(output, tensors, metadata, progress)?,
         Format::Safetensors => safetensors::write_file(output, tensors, metadata, progress)?,
         Format::Tllm => tensors_to_tllm(&source, output)?,
+        Format::Embd => {
+            return Err(Error::Unrepresentable {
+                format: "EMBD",
+                reason: "an EMBD file needs a vocabulary: convert a model directory \
+                         (config.json, model.safetensors, vocab.txt) instead"
+                    .into(),
+            });
+        }
         _ => {
             return Err(Error::UnsupportedFormat {
                 format: to,
@@ -196,4 +217,61 @@ fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
         });
     }
     tllm::write_file(output, &config, &data)
+}
+
+/// A Hugging Face / sentence-transformers model directory → EMBD.
+fn hf_to_embd(
+    input: &Path,
+    output: &Path,
+    to: Format,
+    options: ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ConvertReport> {
+    if to != Format::Embd {
+        return Err(Error::UnsupportedFormat {
+            format: to,
+            operation: "convert from a model directory",
+        });
+    }
+    let hf_options = embd::HfOptions {
+        dtype: options.dtype,
+    };
+    let (tensors, bytes_written) = embd::from_hf_dir(input, output, hf_options, progress)?;
+    Ok(ConvertReport {
+        from: Format::Safetensors,
+        to,
+        tensors,
+        bytes_written,
+    })
+}
+
+/// EMBD → BinTensors or safetensors (tensors and metadata), or → EMBD with
+/// the float tensors recast to `options.dtype`.
+fn embd_to_tensors(
+    input: &Path,
+    output: &Path,
+    to: Format,
+    options: ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ConvertReport> {
+    let file = embd::open(input)?;
+    let tensors: Vec<TensorView<'_>> = file.tensors().collect();
+    let metadata = file.metadata_map();
+    let bytes_written = match to {
+        Format::BinTensors => bintensors::write_file(output, tensors, Some(metadata), progress)?,
+        Format::Safetensors => safetensors::write_file(output, tensors, Some(metadata), progress)?,
+        Format::Embd => embd::recast(&file, output, options.dtype, progress)?,
+        _ => {
+            return Err(Error::UnsupportedFormat {
+                format: to,
+                operation: OPERATION,
+            });
+        }
+    };
+    Ok(ConvertReport {
+        from: Format::Embd,
+        to,
+        tensors: file.len(),
+        bytes_written,
+    })
 }

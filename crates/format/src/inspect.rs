@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::embd::{self, Embd, SpecialTokens, bert::BertConfig};
 use crate::file::TensorFile;
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Format, Result, bpe2, detect, saev, tllm};
@@ -45,22 +46,29 @@ pub struct TensorSummary {
     pub bytes: u64,
 }
 
-impl TensorFileSummary {
-    /// Summarises an opened tensor file.
-    pub fn of(file: &TensorFile) -> Self {
-        let data_offset = file.data_offset();
-        let file_size = file.file_bytes().len() as u64;
-        let tensors: Vec<TensorSummary> = file
+impl TensorSummary {
+    /// Every tensor of `store`, in file order.
+    pub fn all(store: &impl TensorStore) -> Vec<TensorSummary> {
+        store
             .tensors()
             .enumerate()
             .map(|(index, view)| TensorSummary {
                 name: view.name().to_owned(),
                 dtype: view.dtype(),
                 shape: view.shape().to_vec(),
-                offset: file.table().data_start(index),
+                offset: store.table().data_start(index),
                 bytes: view.data().len() as u64,
             })
-            .collect();
+            .collect()
+    }
+}
+
+impl TensorFileSummary {
+    /// Summarises an opened tensor file.
+    pub fn of(file: &TensorFile) -> Self {
+        let data_offset = file.data_offset();
+        let file_size = file.file_bytes().len() as u64;
+        let tensors = TensorSummary::all(file);
         TensorFileSummary {
             format: file.format(),
             file_size,
@@ -264,6 +272,74 @@ impl SaevSummary {
     }
 }
 
+/// What `inspect` reports about an EMBD sentence-embedding model.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbdSummary {
+    /// The format.
+    pub format: Format,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// The header, as stored.
+    pub header: embd::Header,
+    /// Names of the flags that are set.
+    pub flags: Vec<&'static str>,
+    /// The footer's checksums.
+    pub footer: embd::Footer,
+    /// The metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// Vocabulary tokens (0 without a vocabulary).
+    pub token_count: usize,
+    /// The special token ids, with a vocabulary.
+    pub special_tokens: Option<SpecialTokens>,
+    /// The BERT configuration, when the tensors make a usable model.
+    pub model: Option<BertConfig>,
+    /// Why the tensors do not make a usable model, otherwise.
+    pub model_error: Option<String>,
+    /// Number of tensors.
+    pub tensor_count: usize,
+    /// Every tensor, in data order.
+    pub tensors: Vec<TensorSummary>,
+}
+
+impl EmbdSummary {
+    /// Summarises a validated EMBD file.
+    pub fn of<B: AsRef<[u8]>>(file: &Embd<B>) -> Self {
+        let header = *file.header();
+        let flags = [
+            (embd::flags::VOCAB_EMBEDDED, "VOCAB_EMBEDDED"),
+            (embd::flags::TENSORS_ALIGNED, "TENSORS_ALIGNED"),
+            (embd::flags::CHECKSUM_ENABLED, "CHECKSUM_ENABLED"),
+        ]
+        .into_iter()
+        .filter(|&(bit, _)| header.has(bit))
+        .map(|(_, name)| name)
+        .collect();
+        let (model, model_error) = match BertConfig::check(file) {
+            Ok(config) => (Some(config), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let tensors = TensorSummary::all(file);
+        EmbdSummary {
+            format: Format::Embd,
+            file_size: file.as_bytes().len() as u64,
+            header,
+            flags,
+            footer: *file.footer(),
+            metadata: file.metadata_map().clone(),
+            token_count: file.token_count(),
+            special_tokens: file.special_tokens(),
+            model,
+            model_error,
+            tensor_count: tensors.len(),
+            tensors,
+        }
+    }
+}
+
+/// The operation name under which [`Summary::of_path`] runs every check,
+/// checksums included.
+pub const VERIFY: &str = "verify";
+
 /// The summary of any file modelbin can read.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -276,11 +352,14 @@ pub enum Summary {
     Model(TllmSummary),
     /// A SAEV activation dataset.
     Activations(SaevSummary),
+    /// An EMBD sentence-embedding model.
+    Embeddings(EmbdSummary),
 }
 
 impl Summary {
-    /// Opens `path` (as `format`, or as detected), validating it fully, and
-    /// summarises it.
+    /// Opens `path` (as `format`, or as detected), validates it and
+    /// summarises it. Under [`VERIFY`], also checks what opening skips: the
+    /// EMBD data and file checksums and that its tensors make a BERT model.
     pub fn of_path(
         path: &Path,
         format: Option<Format>,
@@ -298,6 +377,14 @@ impl Summary {
             Format::Bpe2 => Ok(Summary::Vocabulary(Bpe2Summary::of(&bpe2::open(path)?))),
             Format::Tllm => Ok(Summary::Model(TllmSummary::of(&tllm::open(path)?))),
             Format::Saev => Ok(Summary::Activations(SaevSummary::of(&saev::open(path)?))),
+            Format::Embd => {
+                let file = embd::open(path)?;
+                if operation == VERIFY {
+                    file.verify()?;
+                    BertConfig::check(&file)?;
+                }
+                Ok(Summary::Embeddings(EmbdSummary::of(&file)))
+            }
             _ => Err(Error::UnsupportedFormat { format, operation }),
         }
     }
@@ -323,6 +410,14 @@ impl Summary {
             Summary::Model(s) => format!(
                 "{}, {} parameters, {} bytes",
                 s.format, s.parameter_count, s.file_size
+            ),
+            Summary::Embeddings(s) => format!(
+                "{} ({}), {} tensors, {} tokens, {} bytes",
+                s.format,
+                s.metadata.get("model_name").map_or("?", String::as_str),
+                s.tensor_count,
+                s.token_count,
+                s.file_size
             ),
         }
     }

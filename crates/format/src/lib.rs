@@ -17,6 +17,7 @@ pub mod checksum;
 pub mod convert;
 pub mod detect;
 mod dtype;
+pub mod embd;
 mod error;
 pub mod file;
 pub mod inspect;

@@ -36,6 +36,8 @@ pub struct TableBuilder {
     entries: Vec<Entry>,
     names: String,
     dims: Vec<usize>,
+    /// Each tensor starts at the previous end rounded up to this (1: packed).
+    alignment: u64,
 }
 
 impl TableBuilder {
@@ -46,7 +48,31 @@ impl TableBuilder {
             entries: Vec::with_capacity(entries),
             names: String::with_capacity(name_bytes),
             dims: Vec::with_capacity(entries * 2),
+            alignment: 1,
         }
+    }
+
+    /// Like [`TableBuilder::with_capacity`], for a format that starts each
+    /// tensor at a multiple of `alignment` (a power of two) with padding
+    /// between tensors.
+    pub fn aligned(entries: usize, name_bytes: usize, alignment: u64) -> Self {
+        TableBuilder {
+            alignment,
+            ..TableBuilder::with_capacity(entries, name_bytes)
+        }
+    }
+
+    /// Where the next tensor must start: the end of the last one, rounded up
+    /// to the alignment.
+    pub fn next_start(&self) -> u64 {
+        let end = self.entries.last().map_or(0, |e| e.end);
+        end.checked_next_multiple_of(self.alignment)
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Where the last tensor pushed ends (0 before the first).
+    pub fn end(&self) -> u64 {
+        self.entries.last().map_or(0, |e| e.end)
     }
 
     /// Adds the next tensor in data order. `at` is the file offset reported
@@ -59,7 +85,7 @@ impl TableBuilder {
         (start, end): (u64, u64),
         at: u64,
     ) -> Result<()> {
-        let expected_start = self.entries.last().map_or(0, |e| e.end);
+        let expected_start = self.next_start();
         if start != expected_start {
             return Err(Error::NonContiguousData {
                 name: name.to_owned(),

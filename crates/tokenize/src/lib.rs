@@ -19,7 +19,8 @@ mod vocab;
 pub mod wordpiece;
 
 pub use error::{Error, Result};
+pub use modelbin_format::embd::SpecialTokens;
 pub use pretokenize::Pattern;
 pub use tokenizer::{Specials, Tokenizer};
 pub use vocab::Source;
-pub use wordpiece::{SpecialIds, WordPiece};
+pub use wordpiece::WordPiece;

@@ -23,6 +23,8 @@ use rustc_hash::FxHashMap;
 use unicode_categories::UnicodeCategories;
 use unicode_normalization::UnicodeNormalization;
 
+use modelbin_format::embd::{Embd, SpecialTokens};
+
 use crate::{Error, Result};
 
 /// The prefix that marks a piece continuing a word.
@@ -30,28 +32,6 @@ const CONTINUATION: &str = "##";
 
 /// Words longer than this many characters become one `[UNK]`.
 pub const MAX_CHARS_PER_WORD: usize = 100;
-
-/// The ids of BERT's five special tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpecialIds {
-    /// `[PAD]`.
-    pub pad: u32,
-    /// `[UNK]`: words the vocabulary cannot spell.
-    pub unk: u32,
-    /// `[CLS]`: first token of every sequence.
-    pub cls: u32,
-    /// `[SEP]`: last token of every sequence.
-    pub sep: u32,
-    /// `[MASK]`.
-    pub mask: u32,
-}
-
-impl SpecialIds {
-    /// The ids in the order of the EMBD special block.
-    pub fn all(&self) -> [u32; 5] {
-        [self.pad, self.unk, self.cls, self.sep, self.mask]
-    }
-}
 
 /// A WordPiece tokenizer over a BERT vocabulary.
 #[derive(Debug, Clone)]
@@ -61,7 +41,7 @@ pub struct WordPiece {
     continuation: FxHashMap<Box<str>, u32>,
     /// Longest piece, in bytes (bounds the longest-match search).
     longest_piece: usize,
-    specials: SpecialIds,
+    specials: SpecialTokens,
     literal_specials: AhoCorasick,
     literal_ids: Vec<u32>,
     uncased: bool,
@@ -71,7 +51,7 @@ impl WordPiece {
     /// A tokenizer over `tokens` (the token with id `i` at index `i`). An
     /// uncased vocabulary lowercases and strips accents. A token that occurs
     /// twice maps to its later id, as in Hugging Face.
-    pub fn new(tokens: Vec<Box<str>>, specials: SpecialIds, uncased: bool) -> Result<Self> {
+    pub fn new(tokens: Vec<Box<str>>, specials: SpecialTokens, uncased: bool) -> Result<Self> {
         let count = tokens.len();
         let special_strings = specials
             .all()
@@ -122,25 +102,22 @@ impl WordPiece {
             .lines()
             .map(|line| line.trim_end_matches('\r').into())
             .collect();
-        let find = |name: &str| {
-            tokens
-                .iter()
-                .rposition(|t| &**t == name)
-                .map(|i| i as u32)
-                .ok_or_else(|| Error::InvalidWordPiece(format!("vocab.txt has no {name} token")))
-        };
-        let specials = SpecialIds {
-            pad: find("[PAD]")?,
-            unk: find("[UNK]")?,
-            cls: find("[CLS]")?,
-            sep: find("[SEP]")?,
-            mask: find("[MASK]")?,
-        };
+        let specials = SpecialTokens::find(&tokens)?;
         WordPiece::new(tokens, specials, uncased)
     }
 
+    /// The tokenizer for an EMBD file's vocabulary (uncased unless its
+    /// `do_lower_case` metadata is `false`).
+    pub fn from_embd<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
+        let specials = embd
+            .special_tokens()
+            .ok_or_else(|| Error::InvalidWordPiece("the EMBD file has no vocabulary".into()))?;
+        let uncased = !matches!(embd.meta("do_lower_case"), Some("false" | "0"));
+        WordPiece::new(embd.tokens().map(Box::from).collect(), specials, uncased)
+    }
+
     /// The special token ids.
-    pub fn specials(&self) -> SpecialIds {
+    pub fn specials(&self) -> SpecialTokens {
         self.specials
     }
 
