@@ -10,6 +10,9 @@ pub enum Error {
     /// The weight file is invalid.
     #[error(transparent)]
     Format(#[from] modelbin_format::Error),
+    /// The vocabulary cannot make a tokenizer.
+    #[error(transparent)]
+    Tokenize(#[from] modelbin_tokenize::Error),
     /// A token id outside the vocabulary.
     #[error("token id {id} at position {position} is not below vocab_size {vocab_size}")]
     TokenOutOfRange {

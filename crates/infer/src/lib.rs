@@ -2,12 +2,16 @@
 //!
 //! [`tllm`] runs the TLLM tiny GPT-style transformer: full forward passes
 //! with logits at every position, incremental decoding with a KV cache, and
-//! sampling-based generation.
+//! sampling-based generation. [`Embedder`] computes sentence embeddings with
+//! the BERT encoder of an EMBD file, equal to sentence-transformers'.
 
+pub mod bert;
+pub mod embedder;
 mod error;
 mod kernels;
 pub mod tllm;
 
+pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result};
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;

@@ -16,6 +16,9 @@ use crate::kernels::{gelu_tanh, layer_norm, matmul, softmax};
 use crate::rng::Rng;
 use crate::{Error, Result};
 
+/// LayerNorm epsilon of the TLLM architecture.
+const LN_EPS: f32 = 1e-5;
+
 /// One block's weights.
 #[derive(Debug, Clone)]
 struct Layer {
@@ -254,7 +257,7 @@ impl Session<'_> {
         let scale = 1.0 / (hd as f32).sqrt();
         for (l, layer) in model.layers.iter().enumerate() {
             let cache = l * s_max * d;
-            layer_norm(&x, &layer.ln1_w, &layer.ln1_b, &mut a, d);
+            layer_norm(&x, &layer.ln1_w, &layer.ln1_b, &mut a, d, LN_EPS);
             matmul(&a, &layer.q, &mut q, (t, d, d), false);
             let new_k = &mut self.keys[cache + start * d..cache + (start + t) * d];
             matmul(&a, &layer.k, new_k, (t, d, d), false);
@@ -282,7 +285,7 @@ impl Session<'_> {
                 }
             }
             matmul(&att, &layer.o, &mut x, (t, d, d), true);
-            layer_norm(&x, &layer.ln2_w, &layer.ln2_b, &mut a, d);
+            layer_norm(&x, &layer.ln2_w, &layer.ln2_b, &mut a, d, LN_EPS);
             matmul(&a, &layer.w1, &mut hidden, (t, d, f), false);
             for row in hidden.chunks_exact_mut(f) {
                 for (h, b) in row.iter_mut().zip(&layer.b1) {

@@ -1,0 +1,328 @@
+//! The BERT encoder of an EMBD file: post-LayerNorm transformer layers with
+//! biased attention and exact-erf GELU, run over packed batches.
+//!
+//! A batch is the token rows of several sequences laid end to end, with no
+//! padding: the linear layers see one tall matrix (rows split across the
+//! rayon pool), attention runs per sequence and head.
+
+use modelbin_format::DType;
+use modelbin_format::embd::Embd;
+use modelbin_format::embd::bert::BertConfig;
+use modelbin_format::tensor::TensorStore;
+use rayon::prelude::*;
+
+use crate::kernels::{gelu_erf, layer_norm, matmul_bt, sgemm, softmax};
+use crate::{Error, Result};
+
+/// Rows of an element-wise pass handed to one rayon task.
+const ROWS_PER_TASK: usize = 32;
+
+/// Fewest rows of a matrix product worth a rayon task of their own.
+const MIN_GEMM_ROWS: usize = 16;
+
+/// One encoder layer's weights, f32, PyTorch layout (`[out, in]`).
+#[derive(Debug, Clone)]
+struct Layer {
+    /// Query, key and value weights stacked: `[3h, h]`.
+    qkv_w: Vec<f32>,
+    qkv_b: Vec<f32>,
+    attn_out_w: Vec<f32>,
+    attn_out_b: Vec<f32>,
+    ln1_w: Vec<f32>,
+    ln1_b: Vec<f32>,
+    ffn_in_w: Vec<f32>,
+    ffn_in_b: Vec<f32>,
+    ffn_out_w: Vec<f32>,
+    ffn_out_b: Vec<f32>,
+    ln2_w: Vec<f32>,
+    ln2_b: Vec<f32>,
+}
+
+/// A BERT encoder with its weights in memory as f32.
+#[derive(Debug, Clone)]
+pub struct Bert {
+    config: BertConfig,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    emb_ln_w: Vec<f32>,
+    emb_ln_b: Vec<f32>,
+    layers: Vec<Layer>,
+}
+
+/// A tensor as f32 values (F32, F16 or BF16 in the file).
+fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
+    let view = embd.tensor(name)?;
+    let data = view.data();
+    Ok(match view.dtype() {
+        DType::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        DType::F16 => data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        DType::BF16 => data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        dtype => {
+            return Err(modelbin_format::Error::WrongDtype {
+                name: name.to_owned(),
+                dtype,
+                expected: "model weights must be F32, F16 or BF16",
+            }
+            .into());
+        }
+    })
+}
+
+impl Bert {
+    /// Loads the encoder of a validated EMBD file, checking that its tensors
+    /// make the model its metadata describes.
+    pub fn load<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
+        let config = BertConfig::check(embd)?;
+        let layers = (0..config.num_layers)
+            .map(|i| {
+                let t = |suffix: &str| load(embd, &format!("encoder.layer.{i}.{suffix}"));
+                let mut qkv_w = t("attention.self.query.weight")?;
+                qkv_w.extend(t("attention.self.key.weight")?);
+                qkv_w.extend(t("attention.self.value.weight")?);
+                let mut qkv_b = t("attention.self.query.bias")?;
+                qkv_b.extend(t("attention.self.key.bias")?);
+                qkv_b.extend(t("attention.self.value.bias")?);
+                Ok(Layer {
+                    qkv_w,
+                    qkv_b,
+                    attn_out_w: t("attention.output.dense.weight")?,
+                    attn_out_b: t("attention.output.dense.bias")?,
+                    ln1_w: t("attention.output.LayerNorm.weight")?,
+                    ln1_b: t("attention.output.LayerNorm.bias")?,
+                    ffn_in_w: t("intermediate.dense.weight")?,
+                    ffn_in_b: t("intermediate.dense.bias")?,
+                    ffn_out_w: t("output.dense.weight")?,
+                    ffn_out_b: t("output.dense.bias")?,
+                    ln2_w: t("output.LayerNorm.weight")?,
+                    ln2_b: t("output.LayerNorm.bias")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Bert {
+            config,
+            word: load(embd, "embeddings.word_embeddings.weight")?,
+            position: load(embd, "embeddings.position_embeddings.weight")?,
+            token_type: load(embd, "embeddings.token_type_embeddings.weight")?,
+            emb_ln_w: load(embd, "embeddings.LayerNorm.weight")?,
+            emb_ln_b: load(embd, "embeddings.LayerNorm.bias")?,
+            layers,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
+    }
+
+    /// Final hidden states of a packed batch: `sequences` (token ids, each
+    /// at most `max_position` long, all with token type 0) laid end to end,
+    /// `[total tokens, hidden]` row-major.
+    pub fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<f32>> {
+        let h = self.config.hidden_size;
+        let mut x = self.embed(sequences)?;
+        let rows = x.len() / h;
+        let mut scratch = Scratch::new(rows, &self.config);
+        for layer in &self.layers {
+            self.layer(layer, sequences, &mut x, &mut scratch);
+        }
+        Ok(x)
+    }
+
+    /// Word + position + token-type embeddings, then LayerNorm.
+    fn embed(&self, sequences: &[&[u32]]) -> Result<Vec<f32>> {
+        let c = &self.config;
+        let h = c.hidden_size;
+        let rows: usize = sequences.iter().map(|s| s.len()).sum();
+        let mut sum = vec![0.0f32; rows * h];
+        let mut row = 0;
+        for seq in sequences {
+            if seq.len() > c.max_position {
+                return Err(Error::SequenceTooLong {
+                    len: seq.len(),
+                    max: c.max_position as u32,
+                });
+            }
+            for (position, &id) in seq.iter().enumerate() {
+                if id as usize >= c.vocab_size {
+                    return Err(Error::TokenOutOfRange {
+                        id,
+                        position,
+                        vocab_size: c.vocab_size as u32,
+                    });
+                }
+                let out = &mut sum[row * h..(row + 1) * h];
+                let word = &self.word[id as usize * h..(id as usize + 1) * h];
+                let pos = &self.position[position * h..(position + 1) * h];
+                for i in 0..h {
+                    out[i] = word[i] + pos[i] + self.token_type[i];
+                }
+                row += 1;
+            }
+        }
+        let mut x = vec![0.0f32; rows * h];
+        self.norm_rows(&sum, &self.emb_ln_w, &self.emb_ln_b, &mut x);
+        Ok(x)
+    }
+
+    fn norm_rows(&self, input: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
+        let h = self.config.hidden_size;
+        let eps = self.config.layer_norm_eps;
+        out.par_chunks_mut(h * ROWS_PER_TASK)
+            .zip(input.par_chunks(h * ROWS_PER_TASK))
+            .for_each(|(out, input)| layer_norm(input, w, b, out, h, eps));
+    }
+
+    /// One post-LN encoder layer, in place on `x`.
+    fn layer(&self, l: &Layer, sequences: &[&[u32]], x: &mut [f32], s: &mut Scratch) {
+        let c = &self.config;
+        let h = c.hidden_size;
+        let f = c.intermediate_size;
+        linear(x, &l.qkv_w, &l.qkv_b, &mut s.qkv, (h, 3 * h));
+        self.attention(sequences, &s.qkv, &mut s.context);
+        linear(
+            &s.context,
+            &l.attn_out_w,
+            &l.attn_out_b,
+            &mut s.hidden,
+            (h, h),
+        );
+        add_in_place(&mut s.hidden, x);
+        self.norm_rows(&s.hidden, &l.ln1_w, &l.ln1_b, x);
+        linear(x, &l.ffn_in_w, &l.ffn_in_b, &mut s.intermediate, (h, f));
+        s.intermediate
+            .par_chunks_mut(f * ROWS_PER_TASK)
+            .for_each(gelu_erf);
+        linear(
+            &s.intermediate,
+            &l.ffn_out_w,
+            &l.ffn_out_b,
+            &mut s.hidden,
+            (f, h),
+        );
+        add_in_place(&mut s.hidden, x);
+        self.norm_rows(&s.hidden, &l.ln2_w, &l.ln2_b, x);
+    }
+
+    /// Scaled dot-product attention of every sequence and head; `qkv` rows
+    /// are `[q | k | v]`, the context rows are written to `context`.
+    fn attention(&self, sequences: &[&[u32]], qkv: &[f32], context: &mut [f32]) {
+        let c = &self.config;
+        let (h, heads) = (c.hidden_size, c.num_heads);
+        let d = h / heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let mut starts = Vec::with_capacity(sequences.len());
+        let mut row = 0;
+        for seq in sequences {
+            starts.push((row, seq.len()));
+            row += seq.len();
+        }
+        let outputs: Vec<Vec<f32>> = starts
+            .par_iter()
+            .flat_map(|&(start, len)| {
+                (0..heads)
+                    .into_par_iter()
+                    .map(move |head| (start, len, head))
+            })
+            .map(|(start, len, head)| {
+                let q = &qkv[start * 3 * h + head * d..];
+                let k = &q[h..];
+                let v = &q[2 * h..];
+                let mut scores = vec![0.0f32; len * len];
+                // SAFETY: q, k and v address `len` rows of `d` columns with
+                // row stride 3h inside this sequence's rows of `qkv`;
+                // `scores` is len × len.
+                unsafe {
+                    sgemm(
+                        (len, d, len),
+                        (q, [3 * h, 1]),
+                        (k, [1, 3 * h]),
+                        (&mut scores, len),
+                        false,
+                    );
+                }
+                for row in scores.chunks_exact_mut(len) {
+                    row.iter_mut().for_each(|s| *s *= scale);
+                    softmax(row);
+                }
+                let mut out = vec![0.0f32; len * d];
+                // SAFETY: `scores` is len × len, v is len × d with row stride
+                // 3h inside `qkv`, `out` is len × d.
+                unsafe {
+                    sgemm(
+                        (len, len, d),
+                        (&scores, [len, 1]),
+                        (v, [3 * h, 1]),
+                        (&mut out, d),
+                        false,
+                    );
+                }
+                out
+            })
+            .collect();
+        let mut outputs = outputs.into_iter();
+        for &(start, len) in &starts {
+            for head in 0..heads {
+                let out = outputs.next().unwrap_or_default();
+                for (r, values) in out.chunks_exact(d).enumerate().take(len) {
+                    let at = (start + r) * h + head * d;
+                    context[at..at + d].copy_from_slice(values);
+                }
+            }
+        }
+    }
+}
+
+/// Buffers reused across the layers of one forward pass.
+struct Scratch {
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    hidden: Vec<f32>,
+    intermediate: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(rows: usize, c: &BertConfig) -> Self {
+        let h = c.hidden_size;
+        Scratch {
+            qkv: vec![0.0; rows * 3 * h],
+            context: vec![0.0; rows * h],
+            hidden: vec![0.0; rows * h],
+            intermediate: vec![0.0; rows * c.intermediate_size],
+        }
+    }
+}
+
+/// `out[rows, n] = x[rows, k] · w[n, k]ᵀ + b`, rows split evenly across
+/// the pool (one product per thread, so each packs the weights once).
+fn linear(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], (k, n): (usize, usize)) {
+    let rows = x.len() / k;
+    let per_task = rows
+        .div_ceil(rayon::current_num_threads())
+        .max(MIN_GEMM_ROWS);
+    out.par_chunks_mut(n * per_task)
+        .zip(x.par_chunks(k * per_task))
+        .for_each(|(out, x)| {
+            let rows = x.len() / k;
+            for row in out.chunks_exact_mut(n) {
+                row.copy_from_slice(b);
+            }
+            matmul_bt(x, w, out, (rows, k, n), true);
+        });
+}
+
+/// `a += b`, element-wise.
+fn add_in_place(a: &mut [f32], b: &[f32]) {
+    a.par_chunks_mut(4096)
+        .zip(b.par_chunks(4096))
+        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(a, b)| *a += b));
+}

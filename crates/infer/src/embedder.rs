@@ -1,0 +1,179 @@
+//! Sentence embeddings: WordPiece tokens → BERT → pooling → L2 norm, as
+//! sentence-transformers computes them.
+
+use std::path::Path;
+
+use modelbin_format::embd::bert::{BertConfig, Pooling};
+use modelbin_format::embd::{self, Embd};
+use modelbin_tokenize::WordPiece;
+use rayon::prelude::*;
+
+use crate::Result;
+use crate::bert::Bert;
+
+/// Tokens packed into one forward pass by default.
+pub const DEFAULT_BATCH_TOKENS: usize = 4096;
+
+/// A sentence embedder: an EMBD model with its tokenizer. Thread-safe
+/// (`Send + Sync`); calls use the current rayon pool.
+#[derive(Debug, Clone)]
+pub struct Embedder {
+    bert: Bert,
+    tokenizer: WordPiece,
+    batch_tokens: usize,
+}
+
+impl Embedder {
+    /// Opens an EMBD file and loads its model and vocabulary.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Embedder::from_embd(&embd::open(path)?)
+    }
+
+    /// Loads the model and vocabulary of a validated EMBD file.
+    pub fn from_embd<B: AsRef<[u8]>>(file: &Embd<B>) -> Result<Self> {
+        let bert = Bert::load(file)?;
+        let specials = file
+            .special_tokens()
+            .expect("BertConfig::check requires a vocabulary");
+        let tokens = file.tokens().map(Box::from).collect();
+        let tokenizer = WordPiece::new(tokens, specials, bert.config().lowercase)?;
+        Ok(Embedder {
+            bert,
+            tokenizer,
+            batch_tokens: DEFAULT_BATCH_TOKENS,
+        })
+    }
+
+    /// Packs at most `tokens` tokens into one forward pass (at least one
+    /// sequence always goes in).
+    pub fn with_batch_tokens(mut self, tokens: usize) -> Self {
+        self.batch_tokens = tokens.max(1);
+        self
+    }
+
+    /// The model configuration.
+    pub fn config(&self) -> &BertConfig {
+        self.bert.config()
+    }
+
+    /// Width of the embeddings.
+    pub fn dim(&self) -> usize {
+        self.config().embedding_dim
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &WordPiece {
+        &self.tokenizer
+    }
+
+    /// The model input for `text`: `[CLS]` … `[SEP]`, truncated to
+    /// `max_seq_length`.
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text, self.config().max_seq_length)
+    }
+
+    /// One embedding per text, in order.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let ids: Vec<Vec<u32>> = texts.par_iter().map(|t| self.tokenize(t)).collect();
+        self.embed_ids(&ids)
+    }
+
+    /// One embedding per token sequence (model inputs with `[CLS]`/`[SEP]`).
+    /// Sequences are sorted by length and packed into batches of about
+    /// `batch_tokens` tokens without padding.
+    pub fn embed_ids(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<usize> = (0..sequences.len()).collect();
+        order.sort_by_key(|&i| sequences[i].len());
+        let mut out = vec![Vec::new(); sequences.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            let mut tokens = sequences[order[start]].len();
+            while end < order.len() && tokens + sequences[order[end]].len() <= self.batch_tokens {
+                tokens += sequences[order[end]].len();
+                end += 1;
+            }
+            let batch: Vec<&[u32]> = order[start..end]
+                .iter()
+                .map(|&i| sequences[i].as_slice())
+                .collect();
+            let pooled = self.embed_batch(&batch)?;
+            for (&i, vector) in order[start..end].iter().zip(pooled) {
+                out[i] = vector;
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let hidden = self.bert.forward(batch)?;
+        let c = self.config();
+        let h = c.hidden_size;
+        let mut row = 0;
+        let mut out = Vec::with_capacity(batch.len());
+        for seq in batch {
+            let rows = &hidden[row * h..(row + seq.len()) * h];
+            row += seq.len();
+            let mut vector = pool(rows, h, c.pooling);
+            if c.normalize {
+                l2_normalize(&mut vector);
+            }
+            out.push(vector);
+        }
+        Ok(out)
+    }
+}
+
+/// Pools the `h`-wide token rows of one sequence into one vector.
+fn pool(rows: &[f32], h: usize, pooling: Pooling) -> Vec<f32> {
+    let count = rows.len() / h;
+    match pooling {
+        Pooling::Cls => rows[..h].to_vec(),
+        Pooling::Mean => {
+            let mut sum = vec![0.0f64; h];
+            for row in rows.chunks_exact(h) {
+                sum.iter_mut()
+                    .zip(row)
+                    .for_each(|(s, &v)| *s += f64::from(v));
+            }
+            sum.iter().map(|s| (s / count as f64) as f32).collect()
+        }
+        Pooling::Max => {
+            let mut max = vec![f32::NEG_INFINITY; h];
+            for row in rows.chunks_exact(h) {
+                max.iter_mut().zip(row).for_each(|(m, &v)| *m = m.max(v));
+            }
+            max
+        }
+    }
+}
+
+/// Scales `v` to unit length (sentence-transformers' `Normalize`, which
+/// divides by max(‖v‖, 1e-12)).
+fn l2_normalize(v: &mut [f32]) {
+    let norm = v
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    let scale = 1.0 / norm.max(1e-12);
+    v.iter_mut()
+        .for_each(|x| *x = (f64::from(*x) * scale) as f32);
+}
+
+/// Cosine similarity of two vectors (0 when either is all zeros).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(x), f64::from(y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        (dot / (na.sqrt() * nb.sqrt())) as f32
+    }
+}
