@@ -6,6 +6,7 @@
 
 mod acts;
 mod convert;
+mod embed;
 mod inspect;
 mod progress;
 mod tllm;
@@ -79,6 +80,10 @@ enum Command {
     Generate(tllm::GenerateArgs),
     /// Write a randomly initialised TLLM model.
     InitTllm(tllm::InitArgs),
+    /// Sentence embeddings with an EMBD model: one JSON array per text, per line.
+    Embed(embed::EmbedArgs),
+    /// Cosine similarity of two texts' sentence embeddings.
+    Similarity(embed::SimilarityArgs),
     /// Inspect, verify, read, summarise, benchmark and create SAEV activation datasets.
     #[command(subcommand)]
     Acts(acts::ActsCommand),
@@ -153,6 +158,8 @@ fn main() -> ExitCode {
         Command::Tllm(command) => tllm::run(command),
         Command::Generate(args) => tllm::generate_command(&args),
         Command::InitTllm(args) => tllm::init(&args),
+        Command::Embed(args) => embed::embed(&args),
+        Command::Similarity(args) => embed::similarity(&args),
         Command::Acts(command) => acts::run(command),
     };
     match result {

@@ -1,0 +1,175 @@
+//! Sentence-embedding throughput of our EMBD embedder against onnxruntime
+//! running the same all-MiniLM-L6-v2 weights, in the same run, on the same
+//! token ids: short (~20-token) and long (256-token) sentences, 1 and 2
+//! threads. Also reports the FLOP rate and its fraction of the machine's
+//! peak.
+//!
+//! Run: `scripts/fetch-test-data.sh && cargo bench -p modelbin-infer --bench embed`
+//! (the onnxruntime side needs `python3 -m pip install -r scripts/bench/requirements.txt`;
+//! without it only our figures are printed). Set `EMBED_BENCH_SECONDS` to
+//! change the measuring time per case (default 5).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use modelbin_format::embd::{self, HfOptions};
+use modelbin_infer::Embedder;
+use modelbin_infer::embedder::DEFAULT_BATCH_TOKENS;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Sentences of real text: the repository's documentation, split into runs
+/// of `words` words.
+fn sentences(words: usize, count: usize) -> Vec<String> {
+    let mut text = String::new();
+    for doc in [
+        "README.md",
+        "docs/benchmarks.md",
+        "docs/formats/bintensors.md",
+        "docs/formats/saev.md",
+    ] {
+        text.push_str(&std::fs::read_to_string(repo().join(doc)).unwrap_or_default());
+    }
+    let all: Vec<&str> = text.split_whitespace().collect();
+    (0..count)
+        .map(|i| {
+            let start = (i * 7 * words) % all.len().saturating_sub(words).max(1);
+            all[start..(start + words).min(all.len())].join(" ")
+        })
+        .collect()
+}
+
+/// Sentences per second embedding `ids` repeatedly for at least `seconds`.
+fn measure(
+    embedder: &Embedder,
+    ids: &[Vec<u32>],
+    threads: usize,
+    batch: usize,
+    seconds: Duration,
+) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let run = |count: &mut usize| {
+            for chunk in ids.chunks(batch) {
+                embedder.embed_ids(chunk).unwrap();
+                *count += chunk.len();
+            }
+        };
+        run(&mut 0);
+        let (start, mut count) = (Instant::now(), 0);
+        while start.elapsed() < seconds {
+            run(&mut count);
+        }
+        count as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+/// onnxruntime's sentences per second on the same ids, or why not.
+fn onnxruntime(
+    model_dir: &Path,
+    ids_file: &Path,
+    threads: usize,
+    batch: usize,
+    seconds: Duration,
+) -> Result<f64, String> {
+    let output = Command::new("python3")
+        .arg(repo().join("scripts/bench/minilm_onnx.py"))
+        .args(["--model-dir".as_ref(), model_dir.as_os_str()])
+        .args([
+            "--onnx".as_ref(),
+            repo()
+                .join("target/bench-data/all-MiniLM-L6-v2.onnx")
+                .as_os_str(),
+        ])
+        .args(["--ids".as_ref(), ids_file.as_os_str()])
+        .args([
+            "--threads",
+            &threads.to_string(),
+            "--batch-size",
+            &batch.to_string(),
+        ])
+        .args(["--seconds", &seconds.as_secs_f64().to_string()])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        return Err(err.lines().last().unwrap_or("failed").to_owned());
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+    json["sentences_per_s"]
+        .as_f64()
+        .ok_or_else(|| "no sentences_per_s".into())
+}
+
+/// FLOPs of one forward pass over a `tokens`-token sequence.
+fn flops(embedder: &Embedder, tokens: usize) -> f64 {
+    let c = embedder.config();
+    let (h, f, t) = (
+        c.hidden_size as f64,
+        c.intermediate_size as f64,
+        tokens as f64,
+    );
+    let linear = 2.0 * t * (4.0 * h * h + 2.0 * h * f);
+    let attention = 4.0 * t * t * h;
+    c.num_layers as f64 * (linear + attention)
+}
+
+fn main() {
+    let model_dir = repo().join("target/test-data/all-MiniLM-L6-v2");
+    assert!(model_dir.is_dir(), "run scripts/fetch-test-data.sh first");
+    let bench_dir = repo().join("target/bench-data");
+    std::fs::create_dir_all(&bench_dir).unwrap();
+    let model = bench_dir.join("all-MiniLM-L6-v2.embd");
+    if !model.is_file() {
+        embd::from_hf_dir(&model_dir, &model, HfOptions::default(), &mut |_, _| {}).unwrap();
+    }
+    let embedder = Embedder::open(&model).unwrap();
+    let seconds = Duration::from_secs_f64(
+        std::env::var("EMBED_BENCH_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(5.0),
+    );
+    println!(
+        "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  onnxruntime sent/s  ratio"
+    );
+    for (name, words, count) in [("short", 9, 256), ("long", 400, 32)] {
+        let ids: Vec<Vec<u32>> = sentences(words, count)
+            .iter()
+            .map(|s| embedder.tokenize(s))
+            .collect();
+        let mean_tokens = ids.iter().map(Vec::len).sum::<usize>() as f64 / ids.len() as f64;
+        let ids_file = bench_dir.join(format!("embed-{name}.jsonl"));
+        let lines: Vec<String> = ids
+            .iter()
+            .map(|s| serde_json::to_string(s).unwrap())
+            .collect();
+        std::fs::write(&ids_file, lines.join("\n") + "\n").unwrap();
+        let flops_per_sentence =
+            ids.iter().map(|s| flops(&embedder, s.len())).sum::<f64>() / ids.len() as f64;
+        for threads in [1, 2] {
+            for batch in [1, 32] {
+                let ours = measure(&embedder, &ids, threads, batch, seconds);
+                let gflops = ours * flops_per_sentence / 1e9;
+                let (theirs, ratio) =
+                    match onnxruntime(&model_dir, &ids_file, threads, batch, seconds) {
+                        Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
+                        Err(e) => (format!("n/a ({e})"), "-".into()),
+                    };
+                println!(
+                    "{name:<21} {threads:>7} {batch:>5} {mean_tokens:>12.1} {ours:>12.1} {gflops:>8.1} {theirs:>19} {ratio:>6}"
+                );
+            }
+        }
+    }
+    println!(
+        "(ours packs each batch without padding, at most {DEFAULT_BATCH_TOKENS} tokens per pass; onnxruntime pads each batch to its longest sentence)"
+    );
+}
