@@ -1,0 +1,201 @@
+//! `modelbin convert` of a model directory to EMBD, `inspect`/`verify` of
+//! EMBD files, `embed` and `similarity`, on the real all-MiniLM-L6-v2.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{fails, ok};
+
+fn model_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-data/all-MiniLM-L6-v2");
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "run scripts/fetch-test-data.sh first"
+    );
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The model converted to EMBD in `dir`.
+fn convert(dir: &Path) -> PathBuf {
+    let out = dir.join("minilm.embd");
+    let report = ok(&["convert", "--json", s(&model_dir()), s(&out)], "");
+    let json: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(json["to"], "embd");
+    assert_eq!(json["tensors"], 103);
+    out
+}
+
+fn golden(name: &str) -> Vec<String> {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/minilm")
+            .join(name),
+    )
+    .unwrap()
+    .split('\n')
+    .filter(|l| !l.is_empty())
+    .map(str::to_owned)
+    .collect()
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+#[test]
+fn convert_inspect_verify_and_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = convert(dir.path());
+    assert!(
+        ok(&["verify", s(&model)], "")
+            .contains("OK (embd (all-MiniLM-L6-v2), 103 tensors, 30522 tokens")
+    );
+    let text = ok(&["inspect", s(&model)], "");
+    assert!(text.contains("model: BERT, 6 layers, hidden 384, 12 heads, FFN 1536, max 256 tokens, mean pooling, L2-normalised"));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--json", s(&model)], "")).unwrap();
+    assert_eq!(json["token_count"], 30522);
+    assert_eq!(json["special_tokens"]["cls"], 101);
+    assert_eq!(json["model"]["num_layers"], 6);
+    assert_eq!(json["metadata"]["max_seq_length"], "256");
+
+    // One flipped bit in the tensor data: inspect still works, verify names the section.
+    let mut bytes = std::fs::read(&model).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    let bad = dir.path().join("bad.embd");
+    std::fs::write(&bad, &bytes).unwrap();
+    ok(&["inspect", s(&bad)], "");
+    let err = fails(&["verify", s(&bad)], "");
+    assert!(err.contains("tensor data checksum mismatch"), "{err}");
+    let json: serde_json::Value = serde_json::from_str(
+        &String::from_utf8(common::run(&["verify", "--json", s(&bad)], "").stdout).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["valid"], false);
+
+    // Truncated: a clear error naming the section.
+    std::fs::write(&bad, &bytes[..1000]).unwrap();
+    let err = fails(&["inspect", s(&bad)], "");
+    assert!(err.contains("truncated vocabulary section"), "{err}");
+
+    // Half-size weights, and back to safetensors.
+    let half = dir.path().join("half.embd");
+    ok(&["convert", "--dtype", "f16", s(&model), s(&half)], "");
+    assert!(
+        std::fs::metadata(&half).unwrap().len()
+            < std::fs::metadata(&model).unwrap().len() / 2 + 1_000_000
+    );
+    ok(&["verify", s(&half)], "");
+    let st = dir.path().join("back.safetensors");
+    assert!(ok(&["convert", s(&model), s(&st)], "").contains("103 tensors"));
+    let out = common::run(&["convert", "--dtype", "i8", s(&model), s(&half)], "");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "unknown weight dtype is a usage error"
+    );
+    let err = fails(&["convert", s(&st), s(&dir.path().join("x.embd"))], "");
+    assert!(err.contains("needs a vocabulary"), "{err}");
+}
+
+#[test]
+fn embed_matches_the_golden_embeddings_and_streams_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = convert(dir.path());
+    let sentences = golden("sentences.jsonl");
+    let want: Vec<Vec<f64>> = golden("embeddings.jsonl")
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let input = sentences.join("\n") + "\n";
+    let out = ok(
+        &[
+            "embed",
+            "--model",
+            s(&model),
+            "--jsonl",
+            "--batch-size",
+            "7",
+            "--threads",
+            "2",
+        ],
+        &input,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), sentences.len());
+    for (i, (line, want)) in lines.iter().zip(&want).enumerate() {
+        let ours: Vec<f64> = serde_json::from_str(line).unwrap();
+        assert!(cosine(&ours, want) >= 0.9999, "sentence {i}");
+    }
+    // Texts as arguments, and from a file.
+    let args = ok(
+        &["embed", "--model", s(&model), "A man is eating food.", ""],
+        "",
+    );
+    assert_eq!(args.lines().count(), 2);
+    let file = dir.path().join("in.txt");
+    std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
+    assert_eq!(
+        ok(&["embed", "--model", s(&model), "--input", s(&file)], "")
+            .lines()
+            .count(),
+        3
+    );
+    let err = fails(&["embed", "--model", s(&model), "--jsonl"], "not json\n");
+    assert!(err.contains("line 1: not a JSON string"), "{err}");
+    let err = fails(
+        &["embed", "--model", s(&dir.path().join("missing.embd")), "x"],
+        "",
+    );
+    assert!(err.contains("missing.embd"), "{err}");
+}
+
+#[test]
+fn similarity_ranks_paraphrases_above_unrelated_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = convert(dir.path());
+    let close: f64 = ok(
+        &[
+            "similarity",
+            "--model",
+            s(&model),
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+        ],
+        "",
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    let far: f64 = ok(
+        &[
+            "similarity",
+            "--model",
+            s(&model),
+            "A man is eating food.",
+            "The stock market fell sharply today.",
+        ],
+        "",
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    assert!(
+        close > 0.6 && far < 0.2 && close > far,
+        "close {close}, far {far}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &["similarity", "--json", "--model", s(&model), "a", "a"],
+        "",
+    ))
+    .unwrap();
+    assert!((json["cosine"].as_f64().unwrap() - 1.0).abs() < 1e-5);
+}
