@@ -430,6 +430,12 @@ fn header_rules() {
     ));
     let b = edited(|b| b[40..48].copy_from_slice(&u64::MAX.to_le_bytes()));
     assert!(matches!(open_err(&b), Error::Overflow { .. }));
+    // Found by fuzzing: data offset + size fits, adding the footer does not.
+    let b = edited(|b| {
+        let size = u64::MAX - u64::from(u32_at(b, 36)) - 3;
+        b[40..48].copy_from_slice(&size.to_le_bytes())
+    });
+    assert!(matches!(open_err(&b), Error::Overflow { .. }));
     let b = edited(|b| put_u32(b, 32, u32::MAX));
     assert!(matches!(
         open_err(&b),

@@ -460,14 +460,14 @@ impl Sections {
                 found: data_offset,
             });
         }
-        let footer_at =
-            data_offset
-                .checked_add(h.tensor_data_size)
-                .ok_or_else(|| Error::Overflow {
-                    what: "tensor_data_offset + tensor_data_size".into(),
-                    at: At(Some(40)),
-                })?;
-        let expected_total = footer_at + FOOTER_LEN;
+        let overflow = || Error::Overflow {
+            what: "tensor_data_offset + tensor_data_size + 16".into(),
+            at: At(Some(40)),
+        };
+        let footer_at = data_offset
+            .checked_add(h.tensor_data_size)
+            .ok_or_else(overflow)?;
+        let expected_total = footer_at.checked_add(FOOTER_LEN).ok_or_else(overflow)?;
         if h.total_file_size != expected_total {
             return Err(Error::InvalidHeader {
                 format: "EMBD",
