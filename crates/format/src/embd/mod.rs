@@ -271,7 +271,7 @@ impl<B: AsRef<[u8]>> Embd<B> {
         let &(start, len) = self.vocabulary.as_ref()?.tokens.get(id as usize)?;
         let start = start as usize;
         // Validated as UTF-8 when the file was opened.
-        std::str::from_utf8(&self.as_bytes()[start..start + usize::from(len)]).ok()
+        std::str::from_utf8(&self.buf.as_ref()[start..start + usize::from(len)]).ok()
     }
 
     /// Every token, by id.
