@@ -17,7 +17,7 @@ Setup:  python3 -m pip install -r scripts/bench/requirements.txt
         add --break-system-packages)
 
 Usage (paths relative to the repository root are the defaults):
-  python3 scripts/bench/minilm_onnx.py --check /work/shared/golden/minilm
+  python3 scripts/bench/minilm_onnx.py --check tests/data/minilm
   python3 scripts/bench/minilm_onnx.py --ids ids.jsonl --threads 2 \
       [--batch-size 1] [--seconds 3] [--model-dir DIR] [--onnx FILE]
 

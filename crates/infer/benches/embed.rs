@@ -121,6 +121,44 @@ fn flops(embedder: &Embedder, tokens: usize) -> f64 {
     c.num_layers as f64 * (linear + attention)
 }
 
+/// The machine's peak f32 FLOP rate on one core: twelve independent AVX2
+/// FMA chains (enough to fill both FMA pipes), in GFLOP/s.
+#[cfg(target_arch = "x86_64")]
+fn peak_gflops_per_core() -> Option<f64> {
+    use std::arch::x86_64::*;
+    #[target_feature(enable = "avx2,fma")]
+    fn chains(iterations: u64) -> f32 {
+        let mut acc = [_mm256_set1_ps(1.0); 12];
+        let (b, c) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-7));
+        for _ in 0..iterations {
+            for a in acc.iter_mut() {
+                *a = _mm256_fmadd_ps(*a, b, c);
+            }
+        }
+        let mut total = 0.0;
+        for a in acc {
+            let mut lanes = [0.0f32; 8];
+            // SAFETY: `lanes` holds 8 floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), a) };
+            total += lanes.iter().sum::<f32>();
+        }
+        total
+    }
+    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+        return None;
+    }
+    let iterations = 100_000_000;
+    let start = Instant::now();
+    // SAFETY: AVX2 and FMA were detected above.
+    std::hint::black_box(unsafe { chains(iterations) });
+    Some(iterations as f64 * 12.0 * 8.0 * 2.0 / start.elapsed().as_secs_f64() / 1e9)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn peak_gflops_per_core() -> Option<f64> {
+    None
+}
+
 fn main() {
     let model_dir = repo().join("target/test-data/all-MiniLM-L6-v2");
     assert!(model_dir.is_dir(), "run scripts/fetch-test-data.sh first");
@@ -137,8 +175,13 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(5.0),
     );
+    let peak = peak_gflops_per_core();
+    match peak {
+        Some(p) => println!("peak f32 FMA rate: {p:.1} GFLOP/s per core (AVX2 FMA loop)"),
+        None => println!("peak f32 FMA rate: not measured (needs x86-64 AVX2 + FMA)"),
+    }
     println!(
-        "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  onnxruntime sent/s  ratio"
+        "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  % peak  onnxruntime sent/s  ratio"
     );
     for (name, words, count) in [("short", 9, 256), ("long", 400, 32)] {
         let ids: Vec<Vec<u32>> = sentences(words, count)
@@ -163,8 +206,11 @@ fn main() {
                         Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
                         Err(e) => (format!("n/a ({e})"), "-".into()),
                     };
+                let fraction = peak.map_or("-".into(), |p| {
+                    format!("{:.0}%", 100.0 * gflops / (p * threads as f64))
+                });
                 println!(
-                    "{name:<21} {threads:>7} {batch:>5} {mean_tokens:>12.1} {ours:>12.1} {gflops:>8.1} {theirs:>19} {ratio:>6}"
+                    "{name:<21} {threads:>7} {batch:>5} {mean_tokens:>12.1} {ours:>12.1} {gflops:>8.1} {fraction:>7} {theirs:>19} {ratio:>6}"
                 );
             }
         }

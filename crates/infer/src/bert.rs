@@ -11,28 +11,26 @@ use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
-use crate::kernels::{gelu_erf, layer_norm, matmul_bt, sgemm, softmax};
+use crate::kernels::{gelu_erf, layer_norm, sgemm, softmax};
+use crate::packed::PackedWeights;
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task.
 const ROWS_PER_TASK: usize = 32;
 
-/// Fewest rows of a matrix product worth a rayon task of their own.
-const MIN_GEMM_ROWS: usize = 16;
-
-/// One encoder layer's weights, f32, PyTorch layout (`[out, in]`).
+/// One encoder layer's weights, f32; matrices packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
 struct Layer {
     /// Query, key and value weights stacked: `[3h, h]`.
-    qkv_w: Vec<f32>,
+    qkv_w: PackedWeights,
     qkv_b: Vec<f32>,
-    attn_out_w: Vec<f32>,
+    attn_out_w: PackedWeights,
     attn_out_b: Vec<f32>,
     ln1_w: Vec<f32>,
     ln1_b: Vec<f32>,
-    ffn_in_w: Vec<f32>,
+    ffn_in_w: PackedWeights,
     ffn_in_b: Vec<f32>,
-    ffn_out_w: Vec<f32>,
+    ffn_out_w: PackedWeights,
     ffn_out_b: Vec<f32>,
     ln2_w: Vec<f32>,
     ln2_b: Vec<f32>,
@@ -83,6 +81,7 @@ impl Bert {
     /// make the model its metadata describes.
     pub fn load<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         let config = BertConfig::check(embd)?;
+        let (h, f) = (config.hidden_size, config.intermediate_size);
         let layers = (0..config.num_layers)
             .map(|i| {
                 let t = |suffix: &str| load(embd, &format!("encoder.layer.{i}.{suffix}"));
@@ -93,15 +92,15 @@ impl Bert {
                 qkv_b.extend(t("attention.self.key.bias")?);
                 qkv_b.extend(t("attention.self.value.bias")?);
                 Ok(Layer {
-                    qkv_w,
+                    qkv_w: PackedWeights::new(qkv_w, 3 * h, h),
                     qkv_b,
-                    attn_out_w: t("attention.output.dense.weight")?,
+                    attn_out_w: PackedWeights::new(t("attention.output.dense.weight")?, h, h),
                     attn_out_b: t("attention.output.dense.bias")?,
                     ln1_w: t("attention.output.LayerNorm.weight")?,
                     ln1_b: t("attention.output.LayerNorm.bias")?,
-                    ffn_in_w: t("intermediate.dense.weight")?,
+                    ffn_in_w: PackedWeights::new(t("intermediate.dense.weight")?, f, h),
                     ffn_in_b: t("intermediate.dense.bias")?,
-                    ffn_out_w: t("output.dense.weight")?,
+                    ffn_out_w: PackedWeights::new(t("output.dense.weight")?, h, f),
                     ffn_out_b: t("output.dense.bias")?,
                     ln2_w: t("output.LayerNorm.weight")?,
                     ln2_b: t("output.LayerNorm.bias")?,
@@ -184,31 +183,19 @@ impl Bert {
 
     /// One post-LN encoder layer, in place on `x`.
     fn layer(&self, l: &Layer, sequences: &[&[u32]], x: &mut [f32], s: &mut Scratch) {
-        let c = &self.config;
-        let h = c.hidden_size;
-        let f = c.intermediate_size;
-        linear(x, &l.qkv_w, &l.qkv_b, &mut s.qkv, (h, 3 * h));
+        let f = self.config.intermediate_size;
+        l.qkv_w.linear(x, &l.qkv_b, &mut s.qkv);
         self.attention(sequences, &s.qkv, &mut s.context);
-        linear(
-            &s.context,
-            &l.attn_out_w,
-            &l.attn_out_b,
-            &mut s.hidden,
-            (h, h),
-        );
+        l.attn_out_w
+            .linear(&s.context, &l.attn_out_b, &mut s.hidden);
         add_in_place(&mut s.hidden, x);
         self.norm_rows(&s.hidden, &l.ln1_w, &l.ln1_b, x);
-        linear(x, &l.ffn_in_w, &l.ffn_in_b, &mut s.intermediate, (h, f));
+        l.ffn_in_w.linear(x, &l.ffn_in_b, &mut s.intermediate);
         s.intermediate
             .par_chunks_mut(f * ROWS_PER_TASK)
             .for_each(gelu_erf);
-        linear(
-            &s.intermediate,
-            &l.ffn_out_w,
-            &l.ffn_out_b,
-            &mut s.hidden,
-            (f, h),
-        );
+        l.ffn_out_w
+            .linear(&s.intermediate, &l.ffn_out_b, &mut s.hidden);
         add_in_place(&mut s.hidden, x);
         self.norm_rows(&s.hidden, &l.ln2_w, &l.ln2_b, x);
     }
@@ -300,24 +287,6 @@ impl Scratch {
             intermediate: vec![0.0; rows * c.intermediate_size],
         }
     }
-}
-
-/// `out[rows, n] = x[rows, k] · w[n, k]ᵀ + b`, rows split evenly across
-/// the pool (one product per thread, so each packs the weights once).
-fn linear(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], (k, n): (usize, usize)) {
-    let rows = x.len() / k;
-    let per_task = rows
-        .div_ceil(rayon::current_num_threads())
-        .max(MIN_GEMM_ROWS);
-    out.par_chunks_mut(n * per_task)
-        .zip(x.par_chunks(k * per_task))
-        .for_each(|(out, x)| {
-            let rows = x.len() / k;
-            for row in out.chunks_exact_mut(n) {
-                row.copy_from_slice(b);
-            }
-            matmul_bt(x, w, out, (rows, k, n), true);
-        });
 }
 
 /// `a += b`, element-wise.

@@ -9,6 +9,7 @@ pub mod bert;
 pub mod embedder;
 mod error;
 mod kernels;
+mod packed;
 pub mod tllm;
 
 pub use embedder::{Embedder, cosine};
