@@ -280,23 +280,36 @@ fn safetensors_rejections() {
 }
 
 #[test]
-fn conversion_to_a_format_without_tensors_is_refused() {
+fn conversion_to_formats_that_need_more_than_tensors_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("w.bt");
     std::fs::write(&src, common::WORKED_EXAMPLE).unwrap();
-    let err = convert(
-        &src,
-        Path::new("/nonexistent/out.embd"),
-        Format::Embd,
-        Default::default(),
-        &mut no_progress(),
-    )
-    .unwrap_err();
-    assert!(matches!(
-        err,
-        Error::UnsupportedFormat {
-            format: Format::Embd,
-            ..
-        }
-    ));
+    let attempt = |to| {
+        convert(
+            &src,
+            Path::new("/nonexistent/out"),
+            to,
+            Default::default(),
+            &mut no_progress(),
+        )
+    };
+    // EMBD carries a vocabulary that a tensor file does not have.
+    let err = attempt(Format::Embd).unwrap_err();
+    assert!(
+        matches!(err, Error::Unrepresentable { format: "EMBD", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("needs a vocabulary"));
+    // A SAEV dataset is not a tensor file at all.
+    let err = attempt(Format::Saev).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::UnsupportedFormat {
+                format: Format::Saev,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

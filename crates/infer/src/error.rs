@@ -37,4 +37,7 @@ pub enum Error {
     /// A sampling parameter out of range.
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),
+    /// A training run that cannot start or continue.
+    #[error("{0}")]
+    BadTraining(String),
 }

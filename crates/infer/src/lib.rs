@@ -11,6 +11,7 @@ mod error;
 mod kernels;
 mod packed;
 pub mod tllm;
+pub mod train;
 
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result};

@@ -128,8 +128,8 @@ impl Model {
         &self.config
     }
 
-    /// Writes the model as a TLLM file, atomically.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<u64> {
+    /// Every tensor's values, in TLLM file order.
+    fn tensors(&self) -> Vec<&[f32]> {
         let mut data: Vec<&[f32]> = vec![&self.tok, &self.pos];
         for l in &self.layers {
             data.extend([
@@ -148,7 +148,18 @@ impl Model {
             ]);
         }
         data.push(&self.output);
-        let bytes: Vec<Vec<u8>> = data
+        data
+    }
+
+    /// All parameters in one vector, in TLLM file order.
+    pub fn flat_parameters(&self) -> Vec<f32> {
+        self.tensors().concat()
+    }
+
+    /// Writes the model as a TLLM file, atomically.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<u64> {
+        let bytes: Vec<Vec<u8>> = self
+            .tensors()
             .iter()
             .map(|values| values.iter().flat_map(|v| v.to_le_bytes()).collect())
             .collect();

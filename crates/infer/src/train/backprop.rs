@@ -1,0 +1,696 @@
+//! The TLLM forward pass with its hand-written backward pass, generic over
+//! the float type (f32 for training, f64 for gradient checks).
+//!
+//! Parameters live in one flat vector in TLLM file order
+//! ([`ParamLayout`]); gradients use the same layout. Dropout (the header's
+//! rate) applies to the output of each attention and feed-forward sublayer
+//! before its residual add, as in GPT-2's residual dropout.
+
+use modelbin_format::tllm::Config;
+use num_traits::Float;
+
+use crate::rng::Rng;
+
+/// A float type the trainer computes in.
+pub trait Real:
+    Float
+    + Send
+    + Sync
+    + std::iter::Sum
+    + std::ops::AddAssign
+    + std::ops::SubAssign
+    + std::ops::MulAssign
+    + std::fmt::Debug
+    + 'static
+{
+    /// Converts from f64.
+    fn of(x: f64) -> Self {
+        Self::from(x).unwrap_or_else(Self::nan)
+    }
+}
+
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// LayerNorm epsilon of the TLLM architecture.
+const LN_EPS: f64 = 1e-5;
+
+/// Offsets of one layer's tensors in the flat parameter vector.
+#[derive(Debug, Clone, Copy)]
+struct LayerOffsets {
+    q: usize,
+    k: usize,
+    v: usize,
+    o: usize,
+    w1: usize,
+    b1: usize,
+    w2: usize,
+    b2: usize,
+    ln1_w: usize,
+    ln1_b: usize,
+    ln2_w: usize,
+    ln2_b: usize,
+}
+
+/// Where each tensor sits in the flat parameter vector (TLLM file order).
+#[derive(Debug, Clone)]
+pub struct ParamLayout {
+    d: usize,
+    heads: usize,
+    f: usize,
+    s: usize,
+    v: usize,
+    tok: usize,
+    pos: usize,
+    layers: Vec<LayerOffsets>,
+    output: usize,
+    total: usize,
+}
+
+impl ParamLayout {
+    /// The layout of `config`'s tensors.
+    pub fn new(config: &Config) -> Self {
+        let (d, f) = (config.model_dim as usize, config.ffn_hidden_dim as usize);
+        let (s, v) = (config.max_seq_len as usize, config.vocab_size as usize);
+        let mut at = 0;
+        let mut take = |n: usize| {
+            at += n;
+            at - n
+        };
+        let tok = take(v * d);
+        let pos = take(s * d);
+        let layers = (0..config.n_layers)
+            .map(|_| LayerOffsets {
+                q: take(d * d),
+                k: take(d * d),
+                v: take(d * d),
+                o: take(d * d),
+                w1: take(d * f),
+                b1: take(f),
+                w2: take(f * d),
+                b2: take(d),
+                ln1_w: take(d),
+                ln1_b: take(d),
+                ln2_w: take(d),
+                ln2_b: take(d),
+            })
+            .collect();
+        let output = take(d * v);
+        ParamLayout {
+            d,
+            heads: config.n_heads as usize,
+            f,
+            s,
+            v,
+            tok,
+            pos,
+            layers,
+            output,
+            total: at,
+        }
+    }
+
+    /// Number of parameters.
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    /// Whether there are no parameters (never, for a valid configuration).
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The ranges of the tensors weight decay applies to (matrices, the
+    /// embeddings included; not biases or LayerNorm parameters).
+    pub fn decayed(&self) -> Vec<std::ops::Range<usize>> {
+        let (d, f, s, v) = (self.d, self.f, self.s, self.v);
+        let mut out = vec![self.tok..self.tok + v * d, self.pos..self.pos + s * d];
+        for l in &self.layers {
+            out.extend([l.q..l.q + 4 * d * d, l.w1..l.w1 + d * f, l.w2..l.w2 + f * d]);
+        }
+        out.push(self.output..self.output + d * v);
+        out
+    }
+
+    /// Each tensor's range, in file order, for per-tensor checks.
+    pub fn tensor_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        let (d, f, s, v) = (self.d, self.f, self.s, self.v);
+        let mut out = vec![self.tok..self.tok + v * d, self.pos..self.pos + s * d];
+        for l in &self.layers {
+            for (start, len) in [
+                (l.q, d * d),
+                (l.k, d * d),
+                (l.v, d * d),
+                (l.o, d * d),
+                (l.w1, d * f),
+                (l.b1, f),
+                (l.w2, f * d),
+                (l.b2, d),
+                (l.ln1_w, d),
+                (l.ln1_b, d),
+                (l.ln2_w, d),
+                (l.ln2_b, d),
+            ] {
+                out.push(start..start + len);
+            }
+        }
+        out.push(self.output..self.output + d * v);
+        out
+    }
+}
+
+/// `c (+)= op(a) · op(b)`: `a` is `m × k` (stored `k × m` when `ta`), `b`
+/// is `k × n` (stored `n × k` when `tb`), `c` is `m × n`, all row-major.
+#[allow(clippy::too_many_arguments)]
+fn mm<R: Real>(
+    a: &[R],
+    ta: bool,
+    b: &[R],
+    tb: bool,
+    c: &mut [R],
+    m: usize,
+    k: usize,
+    n: usize,
+    acc: bool,
+) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    let (a_cs, a_rs) = if ta { (m, 1) } else { (1, k) };
+    let (b_cs, b_rs) = if tb { (k, 1) } else { (1, n) };
+    // SAFETY: the asserted lengths hold the dense matrices these strides
+    // describe; `c` is a unique borrow.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            acc,
+            a.as_ptr(),
+            a_cs as isize,
+            a_rs as isize,
+            b.as_ptr(),
+            b_cs as isize,
+            b_rs as isize,
+            R::one(),
+            R::one(),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// What LayerNorm keeps for its backward pass.
+struct LnCache<R> {
+    xhat: Vec<R>,
+    rstd: Vec<R>,
+}
+
+fn ln_forward<R: Real>(x: &[R], w: &[R], b: &[R], d: usize, out: &mut [R]) -> LnCache<R> {
+    let rows = x.len() / d;
+    let mut xhat = vec![R::zero(); x.len()];
+    let mut rstd = vec![R::zero(); rows];
+    let n = R::of(d as f64);
+    for r in 0..rows {
+        let row = &x[r * d..(r + 1) * d];
+        let mean = row.iter().copied().sum::<R>() / n;
+        let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<R>() / n;
+        let inv = R::one() / (var + R::of(LN_EPS)).sqrt();
+        rstd[r] = inv;
+        for i in 0..d {
+            let h = (row[i] - mean) * inv;
+            xhat[r * d + i] = h;
+            out[r * d + i] = h * w[i] + b[i];
+        }
+    }
+    LnCache { xhat, rstd }
+}
+
+/// Adds LayerNorm's input gradient to `dx` and its parameter gradients.
+fn ln_backward<R: Real>(
+    cache: &LnCache<R>,
+    dout: &[R],
+    w: &[R],
+    d: usize,
+    dx: &mut [R],
+    (dw, db): (&mut [R], &mut [R]),
+) {
+    let n = R::of(d as f64);
+    for (r, &inv) in cache.rstd.iter().enumerate() {
+        let go = &dout[r * d..(r + 1) * d];
+        let xh = &cache.xhat[r * d..(r + 1) * d];
+        let mut mean_g = R::zero();
+        let mut mean_gx = R::zero();
+        for i in 0..d {
+            let g = go[i] * w[i];
+            mean_g += g;
+            mean_gx += g * xh[i];
+            dw[i] += go[i] * xh[i];
+            db[i] += go[i];
+        }
+        mean_g = mean_g / n;
+        mean_gx = mean_gx / n;
+        for i in 0..d {
+            let g = go[i] * w[i];
+            dx[r * d + i] += inv * (g - mean_g - xh[i] * mean_gx);
+        }
+    }
+}
+
+const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
+
+fn gelu<R: Real>(u: R) -> R {
+    let c = R::of(GELU_C);
+    let inner = c * (u + R::of(0.044_715) * u * u * u);
+    R::of(0.5) * u * (R::one() + inner.tanh())
+}
+
+fn gelu_grad<R: Real>(u: R) -> R {
+    let c = R::of(GELU_C);
+    let inner = c * (u + R::of(0.044_715) * u * u * u);
+    let t = inner.tanh();
+    let dinner = c * (R::one() + R::of(3.0 * 0.044_715) * u * u);
+    R::of(0.5) * (R::one() + t) + R::of(0.5) * u * (R::one() - t * t) * dinner
+}
+
+/// Inverted-dropout mask (`0` or `1/(1-p)` per element), or `None` at rate 0.
+fn dropout_mask<R: Real>(len: usize, rate: f32, rng: &mut Rng) -> Option<Vec<R>> {
+    (rate > 0.0).then(|| {
+        let keep = R::of(1.0 / (1.0 - f64::from(rate)));
+        (0..len)
+            .map(|_| {
+                if rng.uniform() < f64::from(rate) {
+                    R::zero()
+                } else {
+                    keep
+                }
+            })
+            .collect()
+    })
+}
+
+fn apply_mask<R: Real>(x: &mut [R], mask: &Option<Vec<R>>) {
+    if let Some(mask) = mask {
+        x.iter_mut().zip(mask).for_each(|(v, &m)| *v *= m);
+    }
+}
+
+/// One layer's saved activations.
+struct LayerCache<R> {
+    ln1: LnCache<R>,
+    a: Vec<R>,
+    qkv: [Vec<R>; 3],
+    probs: Vec<R>,
+    ctx: Vec<R>,
+    drop1: Option<Vec<R>>,
+    ln2: LnCache<R>,
+    b: Vec<R>,
+    u: Vec<R>,
+    g: Vec<R>,
+    drop2: Option<Vec<R>>,
+}
+
+/// Cross-entropy of next-token prediction over one sequence: the sum over
+/// its positions of `-ln p(target)`, and, when `grad` is given, the
+/// gradient of `scale ×` that sum added into it. `inputs` and `targets` have
+/// the same length (≤ max_seq_len); ids are below vocab_size.
+pub fn sequence_loss<R: Real>(
+    layout: &ParamLayout,
+    params: &[R],
+    inputs: &[u32],
+    targets: &[u32],
+    dropout: f32,
+    rng: &mut Rng,
+    grad: Option<(&mut [R], R)>,
+) -> f64 {
+    let p = params;
+    let (d, heads, f, v) = (layout.d, layout.heads, layout.f, layout.v);
+    let t_len = inputs.len();
+    let hd = d / heads;
+    let scale = R::of(1.0 / (hd as f64).sqrt());
+    // Embeddings.
+    let mut x = vec![R::zero(); t_len * d];
+    for (t, &id) in inputs.iter().enumerate() {
+        let tok = &p[layout.tok + id as usize * d..][..d];
+        let pos = &p[layout.pos + t * d..][..d];
+        for i in 0..d {
+            x[t * d + i] = tok[i] + pos[i];
+        }
+    }
+    let mut caches = Vec::with_capacity(layout.layers.len());
+    for o in &layout.layers {
+        let mut a = vec![R::zero(); t_len * d];
+        let ln1 = ln_forward(&x, &p[o.ln1_w..][..d], &p[o.ln1_b..][..d], d, &mut a);
+        let mut qkv = [
+            vec![R::zero(); t_len * d],
+            vec![R::zero(); t_len * d],
+            vec![R::zero(); t_len * d],
+        ];
+        for (out, w) in qkv.iter_mut().zip([o.q, o.k, o.v]) {
+            mm(&a, false, &p[w..][..d * d], false, out, t_len, d, d, false);
+        }
+        let mut probs = vec![R::zero(); heads * t_len * t_len];
+        let mut ctx = vec![R::zero(); t_len * d];
+        for h in 0..heads {
+            let pr = &mut probs[h * t_len * t_len..][..t_len * t_len];
+            for i in 0..t_len {
+                let row = &mut pr[i * t_len..(i + 1) * t_len];
+                let mut max = R::neg_infinity();
+                for j in 0..=i {
+                    let s = (0..hd)
+                        .map(|c| qkv[0][i * d + h * hd + c] * qkv[1][j * d + h * hd + c])
+                        .sum::<R>()
+                        * scale;
+                    row[j] = s;
+                    max = max.max(s);
+                }
+                let mut sum = R::zero();
+                for value in row.iter_mut().take(i + 1) {
+                    *value = (*value - max).exp();
+                    sum += *value;
+                }
+                for value in row.iter_mut().take(i + 1) {
+                    *value = *value / sum;
+                }
+                for j in 0..=i {
+                    let w = row[j];
+                    for c in 0..hd {
+                        ctx[i * d + h * hd + c] += w * qkv[2][j * d + h * hd + c];
+                    }
+                }
+            }
+        }
+        let mut attn = vec![R::zero(); t_len * d];
+        mm(
+            &ctx,
+            false,
+            &p[o.o..][..d * d],
+            false,
+            &mut attn,
+            t_len,
+            d,
+            d,
+            false,
+        );
+        let drop1 = dropout_mask(attn.len(), dropout, rng);
+        apply_mask(&mut attn, &drop1);
+        let h_res: Vec<R> = x.iter().zip(&attn).map(|(&a, &b)| a + b).collect();
+        let mut b = vec![R::zero(); t_len * d];
+        let ln2 = ln_forward(&h_res, &p[o.ln2_w..][..d], &p[o.ln2_b..][..d], d, &mut b);
+        let mut u = vec![R::zero(); t_len * f];
+        for row in u.chunks_exact_mut(f) {
+            row.copy_from_slice(&p[o.b1..][..f]);
+        }
+        mm(
+            &b,
+            false,
+            &p[o.w1..][..d * f],
+            false,
+            &mut u,
+            t_len,
+            d,
+            f,
+            true,
+        );
+        let g: Vec<R> = u.iter().map(|&z| gelu(z)).collect();
+        let mut ffn = vec![R::zero(); t_len * d];
+        for row in ffn.chunks_exact_mut(d) {
+            row.copy_from_slice(&p[o.b2..][..d]);
+        }
+        mm(
+            &g,
+            false,
+            &p[o.w2..][..f * d],
+            false,
+            &mut ffn,
+            t_len,
+            f,
+            d,
+            true,
+        );
+        let drop2 = dropout_mask(ffn.len(), dropout, rng);
+        apply_mask(&mut ffn, &drop2);
+        x = h_res.iter().zip(&ffn).map(|(&a, &b)| a + b).collect();
+        caches.push(LayerCache {
+            ln1,
+            a,
+            qkv,
+            probs,
+            ctx,
+            drop1,
+            ln2,
+            b,
+            u,
+            g,
+            drop2,
+        });
+    }
+    let mut logits = vec![R::zero(); t_len * v];
+    mm(
+        &x,
+        false,
+        &p[layout.output..][..d * v],
+        false,
+        &mut logits,
+        t_len,
+        d,
+        v,
+        false,
+    );
+    // Softmax cross-entropy; logits become probabilities.
+    let mut loss = 0.0;
+    for (t, &target) in targets.iter().enumerate() {
+        let row = &mut logits[t * v..(t + 1) * v];
+        let max = row.iter().copied().fold(R::neg_infinity(), R::max);
+        let mut sum = R::zero();
+        for value in row.iter_mut() {
+            *value = (*value - max).exp();
+            sum += *value;
+        }
+        loss += (sum.ln() + max - (row[target as usize].ln() + max))
+            .to_f64()
+            .unwrap_or(f64::NAN);
+        for value in row.iter_mut() {
+            *value = *value / sum;
+        }
+    }
+    let Some((grad, loss_scale)) = grad else {
+        return loss;
+    };
+    // Backward.
+    let mut dlogits = logits;
+    for (t, &target) in targets.iter().enumerate() {
+        dlogits[t * v + target as usize] -= R::one();
+    }
+    dlogits.iter_mut().for_each(|g| *g *= loss_scale);
+    mm(
+        &x,
+        true,
+        &dlogits,
+        false,
+        &mut grad[layout.output..][..d * v],
+        d,
+        t_len,
+        v,
+        true,
+    );
+    let mut dx = vec![R::zero(); t_len * d];
+    mm(
+        &dlogits,
+        false,
+        &p[layout.output..][..d * v],
+        true,
+        &mut dx,
+        t_len,
+        v,
+        d,
+        false,
+    );
+    for (o, c) in layout.layers.iter().zip(caches).rev() {
+        // x = h + drop(FFN(LN2(h)))
+        let mut dffn = dx.clone();
+        apply_mask(&mut dffn, &c.drop2);
+        mm(
+            &c.g,
+            true,
+            &dffn,
+            false,
+            &mut grad[o.w2..][..f * d],
+            f,
+            t_len,
+            d,
+            true,
+        );
+        for row in dffn.chunks_exact(d) {
+            grad[o.b2..][..d]
+                .iter_mut()
+                .zip(row)
+                .for_each(|(g, &r)| *g += r);
+        }
+        let mut du = vec![R::zero(); t_len * f];
+        mm(
+            &dffn,
+            false,
+            &p[o.w2..][..f * d],
+            true,
+            &mut du,
+            t_len,
+            d,
+            f,
+            false,
+        );
+        du.iter_mut()
+            .zip(&c.u)
+            .for_each(|(g, &z)| *g *= gelu_grad(z));
+        mm(
+            &c.b,
+            true,
+            &du,
+            false,
+            &mut grad[o.w1..][..d * f],
+            d,
+            t_len,
+            f,
+            true,
+        );
+        for row in du.chunks_exact(f) {
+            grad[o.b1..][..f]
+                .iter_mut()
+                .zip(row)
+                .for_each(|(g, &r)| *g += r);
+        }
+        let mut db = vec![R::zero(); t_len * d];
+        mm(
+            &du,
+            false,
+            &p[o.w1..][..d * f],
+            true,
+            &mut db,
+            t_len,
+            f,
+            d,
+            false,
+        );
+        let mut dh = dx;
+        {
+            let (head, tail) = grad.split_at_mut(o.ln2_b);
+            ln_backward(
+                &c.ln2,
+                &db,
+                &p[o.ln2_w..][..d],
+                d,
+                &mut dh,
+                (&mut head[o.ln2_w..][..d], &mut tail[..d]),
+            );
+        }
+        // h = x + drop(Attn(LN1(x)))
+        let mut dattn = dh.clone();
+        apply_mask(&mut dattn, &c.drop1);
+        mm(
+            &c.ctx,
+            true,
+            &dattn,
+            false,
+            &mut grad[o.o..][..d * d],
+            d,
+            t_len,
+            d,
+            true,
+        );
+        let mut dctx = vec![R::zero(); t_len * d];
+        mm(
+            &dattn,
+            false,
+            &p[o.o..][..d * d],
+            true,
+            &mut dctx,
+            t_len,
+            d,
+            d,
+            false,
+        );
+        let mut dqkv = [
+            vec![R::zero(); t_len * d],
+            vec![R::zero(); t_len * d],
+            vec![R::zero(); t_len * d],
+        ];
+        let [q, k, vv] = &c.qkv;
+        for h in 0..heads {
+            let pr = &c.probs[h * t_len * t_len..][..t_len * t_len];
+            for i in 0..t_len {
+                let row = &pr[i * t_len..(i + 1) * t_len];
+                // dP[i, j] = dctx_i · v_j; dS = P ∘ (dP − Σ_j P dP)
+                let mut dp = vec![R::zero(); i + 1];
+                for j in 0..=i {
+                    dp[j] = (0..hd)
+                        .map(|cc| dctx[i * d + h * hd + cc] * vv[j * d + h * hd + cc])
+                        .sum();
+                    for cc in 0..hd {
+                        dqkv[2][j * d + h * hd + cc] += row[j] * dctx[i * d + h * hd + cc];
+                    }
+                }
+                let dot: R = (0..=i).map(|j| row[j] * dp[j]).sum();
+                for j in 0..=i {
+                    let ds = row[j] * (dp[j] - dot) * scale;
+                    for cc in 0..hd {
+                        dqkv[0][i * d + h * hd + cc] += ds * k[j * d + h * hd + cc];
+                        dqkv[1][j * d + h * hd + cc] += ds * q[i * d + h * hd + cc];
+                    }
+                }
+            }
+        }
+        let mut da = vec![R::zero(); t_len * d];
+        for (dm, w) in dqkv.iter().zip([o.q, o.k, o.v]) {
+            mm(
+                &c.a,
+                true,
+                dm,
+                false,
+                &mut grad[w..][..d * d],
+                d,
+                t_len,
+                d,
+                true,
+            );
+            mm(
+                dm,
+                false,
+                &p[w..][..d * d],
+                true,
+                &mut da,
+                t_len,
+                d,
+                d,
+                true,
+            );
+        }
+        let mut dx_in = dh;
+        {
+            let (head, tail) = grad.split_at_mut(o.ln1_b);
+            ln_backward(
+                &c.ln1,
+                &da,
+                &p[o.ln1_w..][..d],
+                d,
+                &mut dx_in,
+                (&mut head[o.ln1_w..][..d], &mut tail[..d]),
+            );
+        }
+        dx = dx_in;
+    }
+    for (t, &id) in inputs.iter().enumerate() {
+        let row = &dx[t * d..(t + 1) * d];
+        grad[layout.tok + id as usize * d..][..d]
+            .iter_mut()
+            .zip(row)
+            .for_each(|(g, &r)| *g += r);
+        grad[layout.pos + t * d..][..d]
+            .iter_mut()
+            .zip(row)
+            .for_each(|(g, &r)| *g += r);
+    }
+    loss
+}

@@ -1,0 +1,135 @@
+//! Checkpoints: the weights as a TLLM file, and beside it (`FILE.opt`) the
+//! optimiser state, so that `--resume` continues bit for bit.
+//!
+//! Sidecar layout (little-endian): `"TLLMOPT1"`, the 36-byte TLLM header of
+//! the model, u64 step, u64 seed, u64 parameter count n, n × f32 first
+//! moments, n × f32 second moments, u32 CRC-32 of everything before it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use modelbin_format::atomic::AtomicFile;
+use modelbin_format::bytes::ByteReader;
+use modelbin_format::checksum::crc32;
+use modelbin_format::tllm::{self, Config};
+
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"TLLMOPT1";
+
+/// The optimiser state saved beside a checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimizerState {
+    /// Steps done.
+    pub step: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// First moments.
+    pub m: Vec<f32>,
+    /// Second moments.
+    pub v: Vec<f32>,
+}
+
+/// The sidecar path of checkpoint `weights`.
+pub fn sidecar(weights: &Path) -> PathBuf {
+    let mut name = weights.as_os_str().to_owned();
+    name.push(".opt");
+    PathBuf::from(name)
+}
+
+fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
+    values.iter().flat_map(|v| v.to_le_bytes())
+}
+
+/// Writes the weights (TLLM, atomically) and then the sidecar (atomically).
+pub fn save(
+    path: &Path,
+    config: &Config,
+    tensors: &[&[f32]],
+    state: &OptimizerState,
+) -> Result<()> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|t| f32_bytes(t).collect()).collect();
+    let slices: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    tllm::write_file(path, config, &slices)?;
+    let mut out = Vec::with_capacity(64 + 8 * state.m.len());
+    out.extend(MAGIC);
+    out.extend(header(config));
+    out.extend(state.step.to_le_bytes());
+    out.extend(state.seed.to_le_bytes());
+    out.extend((state.m.len() as u64).to_le_bytes());
+    out.extend(f32_bytes(&state.m));
+    out.extend(f32_bytes(&state.v));
+    out.extend(crc32(&out).to_le_bytes());
+    let side = sidecar(path);
+    let mut file = AtomicFile::create(&side)?;
+    file.write_all(&out)
+        .map_err(|e| modelbin_format::Error::io(&side, e))?;
+    file.commit()?;
+    Ok(())
+}
+
+/// The 36-byte TLLM header of `config`.
+fn header(config: &Config) -> Vec<u8> {
+    let mut h = Vec::with_capacity(36);
+    h.extend(tllm::MAGIC.to_le_bytes());
+    h.extend(tllm::VERSION.to_le_bytes());
+    for v in [
+        config.model_dim,
+        config.n_layers,
+        config.n_heads,
+        config.ffn_hidden_dim,
+        config.max_seq_len,
+        config.vocab_size,
+    ] {
+        h.extend(v.to_le_bytes());
+    }
+    h.extend(config.dropout.to_le_bytes());
+    h
+}
+
+/// Loads a checkpoint: the configuration, the flat parameters (file order)
+/// and the optimiser state; the sidecar must belong to these weights.
+pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
+    let file = tllm::open(path)?;
+    let config = *file.config();
+    let mut params = Vec::new();
+    for spec in file.specs() {
+        params.extend_from_slice(&file.values(&spec.name).unwrap_or_default());
+    }
+    let side = sidecar(path);
+    let bad = |reason: String| Error::BadTraining(format!("{}: {reason}", side.display()));
+    let bytes =
+        std::fs::read(&side).map_err(|e| bad(format!("cannot read the optimiser state: {e}")))?;
+    if bytes.len() < 4 || crc32(&bytes[..bytes.len() - 4]).to_le_bytes() != bytes[bytes.len() - 4..]
+    {
+        return Err(bad("corrupt (CRC mismatch or truncated)".into()));
+    }
+    let mut r = ByteReader::new(&bytes[..bytes.len() - 4], 0);
+    if r.array::<8>("magic")? != *MAGIC {
+        return Err(bad("not a TLLM optimiser state".into()));
+    }
+    if r.bytes(36, "model header")? != header(&config).as_slice() {
+        return Err(bad(
+            "it belongs to a model of a different configuration".into()
+        ));
+    }
+    let step = r.u64_le("step")?;
+    let seed = r.u64_le("seed")?;
+    let n = r.u64_le("parameter count")?;
+    if n != params.len() as u64 || r.remaining() as u64 != 8 * n {
+        return Err(bad(format!(
+            "{n} parameters; the model has {}",
+            params.len()
+        )));
+    }
+    let read = |r: &mut ByteReader<'_>| -> Result<Vec<f32>> {
+        let raw = r.bytes(4 * n, "moments")?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    };
+    let m = read(&mut r)?;
+    let v = read(&mut r)?;
+    Ok((config, params, OptimizerState { step, seed, m, v }))
+}
