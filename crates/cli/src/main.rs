@@ -11,6 +11,7 @@ mod inspect;
 mod progress;
 mod tllm;
 mod tokens;
+mod train;
 mod verify;
 
 use std::path::PathBuf;
@@ -73,7 +74,7 @@ enum Command {
     /// Encode, decode, count and price text with tiktoken-exact tokenizers.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
-    /// Run a TLLM model: logits.
+    /// Run or train a TLLM model: logits, train.
     #[command(subcommand)]
     Tllm(tllm::TllmCommand),
     /// Generate tokens (or byte-level text) with a TLLM model.

@@ -1,4 +1,5 @@
-//! `modelbin init-tllm`, `modelbin tllm logits`, `modelbin generate`.
+//! `modelbin init-tllm`, `modelbin tllm logits`, `modelbin generate`
+//! (`modelbin tllm train` is in `train.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,8 @@ pub enum TllmCommand {
         #[arg(long)]
         all: bool,
     },
+    /// Train a byte-level model on text files (AdamW, cosine schedule, checkpoints).
+    Train(crate::train::TrainArgs),
 }
 
 pub fn run(command: TllmCommand) -> Result<(), Failure> {
@@ -97,6 +100,7 @@ pub fn run(command: TllmCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
+        TllmCommand::Train(args) => crate::train::train(&args),
     }
 }
 

@@ -217,3 +217,131 @@ fn bad_files_are_one_line_errors() {
     ]);
     assert!(err.contains("must divide model_dim"), "{err}");
 }
+
+#[test]
+fn train_checkpoint_resume_and_generate() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    std::fs::write(&corpus, text.repeat(2)).unwrap();
+    let out = dir.path().join("m.tllm");
+    let log = dir.path().join("log.jsonl");
+    let (c, o, l) = (
+        corpus.to_str().unwrap(),
+        out.to_str().unwrap(),
+        log.to_str().unwrap(),
+    );
+    let small = [
+        "--dim",
+        "16",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--ffn",
+        "32",
+        "--seq",
+        "16",
+        "--batch-size",
+        "4",
+    ];
+    let mut args = vec![
+        "tllm",
+        "train",
+        c,
+        "--out",
+        o,
+        "--steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--log",
+        l,
+        "--json",
+    ];
+    args.extend(small);
+    let summary: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(summary["steps"], 4);
+    assert!(summary["val_loss"].as_f64().unwrap() > 0.0);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 4);
+    assert!(Path::new(&format!("{o}.opt")).is_file());
+    // Resume to 6 steps; the result loads in `generate`.
+    let mut resume = vec!["tllm", "train", c, "--out", o, "--steps", "6", "--resume"];
+    resume.extend(small);
+    assert!(ok(&resume).contains("6 steps"));
+    let generated = modelbin(&[
+        "generate",
+        "--model",
+        o,
+        "--prompt",
+        "the ",
+        "--max-tokens",
+        "8",
+    ]);
+    assert_eq!(generated.status.code(), Some(0));
+    // A different configuration on --resume is refused before any work.
+    let mut other = vec![
+        "tllm", "train", c, "--out", o, "--steps", "8", "--resume", "--dim", "32",
+    ];
+    other.extend(&small[2..]);
+    assert!(fails(&other).contains("different model"));
+}
+
+#[test]
+fn train_rejects_bad_input_before_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, "too short").unwrap();
+    let out = dir.path().join("m.tllm");
+    let o = out.to_str().unwrap();
+    assert!(
+        fails(&["tllm", "train", empty.to_str().unwrap(), "--out", o])
+            .contains("the corpus is empty")
+    );
+    assert!(
+        fails(&["tllm", "train", short.to_str().unwrap(), "--out", o])
+            .contains("one sequence needs 65")
+    );
+    let missing = dir.path().join("missing.txt");
+    assert!(
+        fails(&["tllm", "train", missing.to_str().unwrap(), "--out", o]).contains("missing.txt")
+    );
+    let text = dir.path().join("text.txt");
+    std::fs::write(&text, "abcdefgh".repeat(100)).unwrap();
+    let err = fails(&[
+        "tllm",
+        "train",
+        text.to_str().unwrap(),
+        "--out",
+        "/nonexistent/dir/m.tllm",
+    ]);
+    assert!(err.contains("cannot write the model"), "{err}");
+    assert!(
+        fails(&[
+            "tllm",
+            "train",
+            text.to_str().unwrap(),
+            "--out",
+            o,
+            "--heads",
+            "3"
+        ])
+        .contains("n_heads")
+    );
+    assert!(
+        fails(&[
+            "tllm",
+            "train",
+            text.to_str().unwrap(),
+            "--out",
+            o,
+            "--resume"
+        ])
+        .contains("m.tllm")
+    );
+    assert!(!out.exists());
+}

@@ -191,11 +191,17 @@ impl Trainer {
 
     /// One optimisation step on a sampled batch.
     pub fn step(&mut self, corpus: &Corpus) -> StepReport {
-        let step = self.step + 1;
         let seq = self.config.max_seq_len as usize;
-        let mut rng = rng_for(self.seed, step, 0);
+        let mut rng = rng_for(self.seed, self.step + 1, 0);
         let windows = corpus.sample(self.batch_size, seq, &mut rng);
-        let (loss, mut grad) = self.batch_gradient(&windows, step);
+        self.step_on(&windows)
+    }
+
+    /// One optimisation step on the given windows (each a sequence of
+    /// inputs plus one byte: its last target).
+    pub fn step_on(&mut self, windows: &[&[u8]]) -> StepReport {
+        let step = self.step + 1;
+        let (loss, mut grad) = self.batch_gradient(windows, step);
         let grad_norm = self.optimizer.clip(&mut grad);
         self.optimizer.update(
             step,

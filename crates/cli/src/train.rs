@@ -1,0 +1,260 @@
+//! `modelbin tllm train`: train a byte-level TLLM model on text files.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use modelbin_format::tllm::Config;
+use modelbin_infer::train::data::{Corpus, read_corpus};
+use modelbin_infer::train::optim::AdamW;
+use modelbin_infer::train::{StepReport, Trainer};
+
+use crate::{Failure, print_json};
+
+/// Arguments of `modelbin tllm train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Text files to train on (bytes are the tokens), concatenated.
+    #[arg(required = true)]
+    corpus: Vec<PathBuf>,
+    /// The model file to write (checkpoints too; optimiser state in FILE.opt).
+    #[arg(long)]
+    out: PathBuf,
+    /// Model dimension.
+    #[arg(long, default_value_t = 64)]
+    dim: u32,
+    /// Transformer blocks.
+    #[arg(long, default_value_t = 2)]
+    layers: u32,
+    /// Attention heads (must divide --dim).
+    #[arg(long, default_value_t = 4)]
+    heads: u32,
+    /// Feed-forward hidden dimension.
+    #[arg(long, default_value_t = 256)]
+    ffn: u32,
+    /// Sequence length trained on (the model's max_seq_len).
+    #[arg(long, default_value_t = 64)]
+    seq: u32,
+    /// Residual dropout rate (stored in the header).
+    #[arg(long, default_value_t = 0.0)]
+    dropout: f32,
+    /// Sequences per step.
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    /// Total optimisation steps.
+    #[arg(long, default_value_t = 1000)]
+    steps: u64,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 3e-3)]
+    lr: f64,
+    /// Linear warmup steps.
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    /// AdamW weight decay (matrices and embeddings).
+    #[arg(long, default_value_t = 0.1)]
+    weight_decay: f64,
+    /// Clip the global gradient norm to this (0: off).
+    #[arg(long, default_value_t = 1.0)]
+    clip: f64,
+    /// Random seed (initialisation, batches, dropout).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Fraction of the corpus (its end) held out for validation.
+    #[arg(long, default_value_t = 0.1)]
+    val_fraction: f64,
+    /// Evaluate and print losses every N steps.
+    #[arg(long, default_value_t = 100)]
+    eval_every: u64,
+    /// Write a checkpoint every N steps (0: only at the end).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: u64,
+    /// Continue from the checkpoint at --out (same configuration and seed).
+    #[arg(long)]
+    resume: bool,
+    /// Append one JSON object per step (and evaluation) to this file.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the final summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn invalid(e: impl std::fmt::Display) -> Failure {
+    Failure::Invalid(e.to_string())
+}
+
+/// Bits per byte of a loss in nats per byte.
+fn bits(nats: f64) -> f64 {
+    nats / std::f64::consts::LN_2
+}
+
+#[derive(serde::Serialize)]
+struct Summary {
+    out: PathBuf,
+    steps: u64,
+    train_loss: f64,
+    val_loss: Option<f64>,
+    val_bits_per_byte: Option<f64>,
+    tokens_per_second: f64,
+    seconds: f64,
+}
+
+/// Runs `modelbin tllm train`.
+pub fn train(args: &TrainArgs) -> Result<(), Failure> {
+    let config = Config {
+        model_dim: args.dim,
+        n_layers: args.layers,
+        n_heads: args.heads,
+        ffn_hidden_dim: args.ffn,
+        max_seq_len: args.seq,
+        vocab_size: 256,
+        dropout: args.dropout,
+    };
+    config.validate().map_err(invalid)?;
+    let optimizer = AdamW {
+        lr: args.lr,
+        warmup: args.warmup,
+        steps: args.steps,
+        weight_decay: args.weight_decay,
+        clip: args.clip,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-8,
+    };
+    let corpus = Corpus::new(
+        read_corpus(&args.corpus).map_err(invalid)?,
+        args.val_fraction,
+        args.seq as usize,
+    )
+    .map_err(invalid)?;
+    // Fail on an unwritable output now, not after the training.
+    modelbin_format::atomic::AtomicFile::create(&args.out)
+        .map_err(|e| Failure::Invalid(format!("cannot write the model: {e}")))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()
+        .map_err(invalid)?;
+    let mut trainer = if args.resume {
+        Trainer::resume(
+            &args.out,
+            Some(config),
+            optimizer,
+            args.batch_size,
+            args.seed,
+        )
+    } else {
+        Trainer::new(config, optimizer, args.batch_size, args.seed)
+    }
+    .map_err(invalid)?;
+    let mut log = match &args.log {
+        Some(path) => Some(BufWriter::new(
+            File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let bar = progress_bar(args.steps, trainer.steps_done());
+    let tokens_per_step = (args.batch_size * args.seq as usize) as f64;
+    let start = Instant::now();
+    let first_step = trainer.steps_done();
+    let mut last = None;
+    let mut val = None;
+    while trainer.steps_done() < args.steps {
+        let report: StepReport = pool.install(|| trainer.step(&corpus));
+        let done = report.step;
+        let rate = (done - first_step) as f64 * tokens_per_step / start.elapsed().as_secs_f64();
+        bar.set_position(done);
+        bar.set_message(format!(
+            "loss {:.3} ({:.2} bpb), {rate:.0} tok/s",
+            report.loss,
+            bits(report.loss)
+        ));
+        let evaluate = done % args.eval_every.max(1) == 0 || done == args.steps;
+        if evaluate {
+            val = pool.install(|| trainer.validation_loss(&corpus));
+            let val_text = val.map_or("no validation data".into(), |v| {
+                format!("val loss {v:.4} ({:.3} bpb)", bits(v))
+            });
+            let line = format!(
+                "step {done}/{}: train loss {:.4} ({:.3} bpb), {val_text}, lr {:.2e}, {rate:.0} tok/s",
+                args.steps,
+                report.loss,
+                bits(report.loss),
+                report.lr
+            );
+            if bar.is_hidden() {
+                eprintln!("{line}");
+            } else {
+                bar.println(line);
+            }
+        }
+        if let Some(log) = &mut log {
+            let mut entry = serde_json::json!({"step": done, "loss": report.loss, "lr": report.lr, "grad_norm": report.grad_norm, "tokens_per_second": rate});
+            if evaluate && let Some(v) = val {
+                entry["val_loss"] = v.into();
+            }
+            writeln!(log, "{entry}").map_err(invalid)?;
+        }
+        if args.checkpoint_every > 0 && done % args.checkpoint_every == 0 {
+            trainer.save(&args.out).map_err(invalid)?;
+        }
+        last = Some(report);
+    }
+    bar.finish_and_clear();
+    if let Some(log) = &mut log {
+        log.flush().map_err(invalid)?;
+    }
+    trainer.save(&args.out).map_err(invalid)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let trained = trainer.steps_done() - first_step;
+    let summary = Summary {
+        out: args.out.clone(),
+        steps: trainer.steps_done(),
+        train_loss: last.map_or(f64::NAN, |r| r.loss),
+        val_loss: val,
+        val_bits_per_byte: val.map(bits),
+        tokens_per_second: trained as f64 * tokens_per_step / seconds.max(1e-9),
+        seconds,
+    };
+    if args.json {
+        print_json(&summary);
+    } else {
+        println!(
+            "{}: {} steps, train loss {:.4}{}, {:.0} tok/s",
+            args.out.display(),
+            summary.steps,
+            summary.train_loss,
+            val.map_or(String::new(), |v| format!(
+                ", val loss {v:.4} ({:.3} bits per byte)",
+                bits(v)
+            )),
+            summary.tokens_per_second
+        );
+    }
+    Ok(())
+}
+
+fn progress_bar(steps: u64, done: u64) -> ProgressBar {
+    let target = if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(Some(steps), target);
+    bar.set_style(
+        ProgressStyle::with_template("training [{bar:30}] {pos}/{len} steps, {msg} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_position(done);
+    bar
+}
