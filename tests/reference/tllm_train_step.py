@@ -9,6 +9,11 @@ embeddings, global-norm clipping). Meant for tiny models.
         -> JSON {"loss": ..., "params": [... updated, file order ...]}
 
 WINDOWS.json is a list of byte lists (inputs followed by the last target).
+
+    tllm_train_step.py MODEL.tllm --time-loss BATCH
+        -> JSON seconds of the forward pass and loss of BATCH random windows
+           of max_seq_len + 1 tokens: a lower bound on one numpy training step
+           (a backward pass costs about twice the forward), for benchmarks.
 """
 import json
 import math
@@ -48,8 +53,22 @@ def loss_of(model, windows):
     return total / count
 
 
+def time_loss(model, batch):
+    import time
+
+    rng = np.random.default_rng(0)
+    windows = [list(rng.integers(0, model["vocab"], model["seq"] + 1)) for _ in range(batch)]
+    start = time.perf_counter()
+    loss = loss_of(model, windows)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "tokens": batch * model["seq"], "loss": loss}))
+
+
 def main():
     model = load(sys.argv[1])
+    if sys.argv[2] == "--time-loss":
+        time_loss(model, int(sys.argv[3]))
+        return
     windows = json.load(open(sys.argv[2]))
     lr, wd, clip = (float(x) for x in sys.argv[3:6])
     parts = flatten(model)

@@ -276,6 +276,35 @@ fn gelu_grad<R: Real>(u: R) -> R {
     R::of(0.5) * (R::one() + t) + R::of(0.5) * u * (R::one() - t * t) * dinner
 }
 
+/// Columns `h·hd..(h+1)·hd` of a `[T, d]` matrix, as a dense `[T, hd]`.
+fn head_columns<R: Real>(m: &[R], h: usize, hd: usize, d: usize) -> Vec<R> {
+    m.chunks_exact(d)
+        .flat_map(|row| row[h * hd..(h + 1) * hd].iter().copied())
+        .collect()
+}
+
+/// Writes a dense `[T, hd]` into columns `h·hd..(h+1)·hd` of a `[T, d]`.
+fn scatter_head<R: Real>(src: &[R], dst: &mut [R], h: usize, hd: usize, d: usize) {
+    for (row, values) in dst.chunks_exact_mut(d).zip(src.chunks_exact(hd)) {
+        row[h * hd..(h + 1) * hd].copy_from_slice(values);
+    }
+}
+
+/// Softmax of `row[..=i] · scale` in place, zeros after position `i`.
+fn causal_softmax<R: Real>(row: &mut [R], i: usize, scale: R) {
+    let (visible, masked) = row.split_at_mut(i + 1);
+    masked.iter_mut().for_each(|v| *v = R::zero());
+    let max = visible
+        .iter()
+        .fold(R::neg_infinity(), |m, &v| m.max(v * scale));
+    let mut sum = R::zero();
+    for v in visible.iter_mut() {
+        *v = (*v * scale - max).exp();
+        sum += *v;
+    }
+    visible.iter_mut().for_each(|v| *v = *v / sum);
+}
+
 /// Inverted-dropout mask (`0` or `1/(1-p)` per element), or `None` at rate 0.
 fn dropout_mask<R: Real>(len: usize, rate: f32, rng: &mut Rng) -> Option<Vec<R>> {
     (rate > 0.0).then(|| {
@@ -355,33 +384,15 @@ pub fn sequence_loss<R: Real>(
         let mut probs = vec![R::zero(); heads * t_len * t_len];
         let mut ctx = vec![R::zero(); t_len * d];
         for h in 0..heads {
+            let [qh, kh, vh] = [&qkv[0], &qkv[1], &qkv[2]].map(|m| head_columns(m, h, hd, d));
             let pr = &mut probs[h * t_len * t_len..][..t_len * t_len];
-            for i in 0..t_len {
-                let row = &mut pr[i * t_len..(i + 1) * t_len];
-                let mut max = R::neg_infinity();
-                for j in 0..=i {
-                    let s = (0..hd)
-                        .map(|c| qkv[0][i * d + h * hd + c] * qkv[1][j * d + h * hd + c])
-                        .sum::<R>()
-                        * scale;
-                    row[j] = s;
-                    max = max.max(s);
-                }
-                let mut sum = R::zero();
-                for value in row.iter_mut().take(i + 1) {
-                    *value = (*value - max).exp();
-                    sum += *value;
-                }
-                for value in row.iter_mut().take(i + 1) {
-                    *value = *value / sum;
-                }
-                for j in 0..=i {
-                    let w = row[j];
-                    for c in 0..hd {
-                        ctx[i * d + h * hd + c] += w * qkv[2][j * d + h * hd + c];
-                    }
-                }
+            mm(&qh, false, &kh, true, pr, t_len, hd, t_len, false);
+            for (i, row) in pr.chunks_exact_mut(t_len).enumerate() {
+                causal_softmax(row, i, scale);
             }
+            let mut ch = vec![R::zero(); t_len * hd];
+            mm(pr, false, &vh, false, &mut ch, t_len, t_len, hd, false);
+            scatter_head(&ch, &mut ctx, h, hd, d);
         }
         let mut attn = vec![R::zero(); t_len * d];
         mm(
@@ -617,29 +628,28 @@ pub fn sequence_loss<R: Real>(
             vec![R::zero(); t_len * d],
             vec![R::zero(); t_len * d],
         ];
-        let [q, k, vv] = &c.qkv;
         for h in 0..heads {
+            let [qh, kh, vh] = [&c.qkv[0], &c.qkv[1], &c.qkv[2]].map(|m| head_columns(m, h, hd, d));
+            let dch = head_columns(&dctx, h, hd, d);
             let pr = &c.probs[h * t_len * t_len..][..t_len * t_len];
-            for i in 0..t_len {
-                let row = &pr[i * t_len..(i + 1) * t_len];
-                // dP[i, j] = dctx_i · v_j; dS = P ∘ (dP − Σ_j P dP)
-                let mut dp = vec![R::zero(); i + 1];
-                for j in 0..=i {
-                    dp[j] = (0..hd)
-                        .map(|cc| dctx[i * d + h * hd + cc] * vv[j * d + h * hd + cc])
-                        .sum();
-                    for cc in 0..hd {
-                        dqkv[2][j * d + h * hd + cc] += row[j] * dctx[i * d + h * hd + cc];
-                    }
+            // dP = dctx_h · v_hᵀ; dv_h = Pᵀ · dctx_h
+            let mut ds = vec![R::zero(); t_len * t_len];
+            mm(&dch, false, &vh, true, &mut ds, t_len, hd, t_len, false);
+            let mut dvh = vec![R::zero(); t_len * hd];
+            mm(pr, true, &dch, false, &mut dvh, t_len, t_len, hd, false);
+            // dS = P ∘ (dP − Σ_j P dP) · scale (zero where P is masked)
+            for (p_row, ds_row) in pr.chunks_exact(t_len).zip(ds.chunks_exact_mut(t_len)) {
+                let dot: R = p_row.iter().zip(ds_row.iter()).map(|(&p, &g)| p * g).sum();
+                for (g, &p) in ds_row.iter_mut().zip(p_row) {
+                    *g = p * (*g - dot) * scale;
                 }
-                let dot: R = (0..=i).map(|j| row[j] * dp[j]).sum();
-                for j in 0..=i {
-                    let ds = row[j] * (dp[j] - dot) * scale;
-                    for cc in 0..hd {
-                        dqkv[0][i * d + h * hd + cc] += ds * k[j * d + h * hd + cc];
-                        dqkv[1][j * d + h * hd + cc] += ds * q[i * d + h * hd + cc];
-                    }
-                }
+            }
+            let mut dqh = vec![R::zero(); t_len * hd];
+            mm(&ds, false, &kh, false, &mut dqh, t_len, t_len, hd, false);
+            let mut dkh = vec![R::zero(); t_len * hd];
+            mm(&ds, true, &qh, false, &mut dkh, t_len, t_len, hd, false);
+            for (m, g) in dqkv.iter_mut().zip([&dqh, &dkh, &dvh]) {
+                scatter_head(g, m, h, hd, d);
             }
         }
         let mut da = vec![R::zero(); t_len * d];
