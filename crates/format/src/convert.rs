@@ -76,8 +76,6 @@ pub fn convert(
     let tensors = source.tensors();
     let metadata = source.metadata();
     let bytes_written = match to {
-        Format::BinTensors => bintensors::write_file(output, tensors, metadata, progress)?,
-        Format::Safetensors => safetensors::write_file(output, tensors, metadata, progress)?,
         Format::Tllm => tensors_to_tllm(&source, output)?,
         Format::Embd => {
             return Err(Error::Unrepresentable {
@@ -87,12 +85,7 @@ pub fn convert(
                     .into(),
             });
         }
-        _ => {
-            return Err(Error::UnsupportedFormat {
-                format: to,
-                operation: OPERATION,
-            });
-        }
+        _ => write_tensors(to, output, tensors, metadata, progress)?,
     };
     Ok(ConvertReport {
         from,
@@ -100,6 +93,25 @@ pub fn convert(
         tensors: source.len(),
         bytes_written,
     })
+}
+
+/// Writes `tensors` as a BinTensors or safetensors file (`to`); any other
+/// format is [`Error::UnsupportedFormat`].
+fn write_tensors<'a>(
+    to: Format,
+    output: &Path,
+    tensors: impl IntoIterator<Item = TensorView<'a>>,
+    metadata: Option<&std::collections::BTreeMap<String, String>>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
+    match to {
+        Format::BinTensors => bintensors::write_file(output, tensors, metadata, progress),
+        Format::Safetensors => safetensors::write_file(output, tensors, metadata, progress),
+        _ => Err(Error::UnsupportedFormat {
+            format: to,
+            operation: OPERATION,
+        }),
+    }
 }
 
 /// `.tiktoken` → BPE2 and BPE2 → `.tiktoken`.
@@ -167,16 +179,7 @@ fn tllm_to_tensors(
         })
         .collect::<Result<Vec<_>>>()?;
     let metadata = file.config().to_metadata();
-    let bytes_written = match to {
-        Format::BinTensors => bintensors::write_file(output, views, Some(&metadata), progress)?,
-        Format::Safetensors => safetensors::write_file(output, views, Some(&metadata), progress)?,
-        _ => {
-            return Err(Error::UnsupportedFormat {
-                format: to,
-                operation: OPERATION,
-            });
-        }
-    };
+    let bytes_written = write_tensors(to, output, views, Some(&metadata), progress)?;
     Ok(ConvertReport {
         from: Format::Tllm,
         to,
@@ -258,15 +261,8 @@ fn embd_to_tensors(
     let tensors: Vec<TensorView<'_>> = file.tensors().collect();
     let metadata = file.metadata_map();
     let bytes_written = match to {
-        Format::BinTensors => bintensors::write_file(output, tensors, Some(metadata), progress)?,
-        Format::Safetensors => safetensors::write_file(output, tensors, Some(metadata), progress)?,
         Format::Embd => embd::recast(&file, output, options.dtype, progress)?,
-        _ => {
-            return Err(Error::UnsupportedFormat {
-                format: to,
-                operation: OPERATION,
-            });
-        }
+        _ => write_tensors(to, output, tensors, Some(metadata), progress)?,
     };
     Ok(ConvertReport {
         from: Format::Embd,

@@ -163,6 +163,25 @@ impl Config {
             .checked_add(HEADER_LEN)
     }
 
+    /// The 36-byte file header for this configuration.
+    pub fn header_bytes(&self) -> Vec<u8> {
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend(MAGIC.to_le_bytes());
+        header.extend(VERSION.to_le_bytes());
+        for v in [
+            self.model_dim,
+            self.n_layers,
+            self.n_heads,
+            self.ffn_hidden_dim,
+            self.max_seq_len,
+            self.vocab_size,
+        ] {
+            header.extend((v as i32).to_le_bytes());
+        }
+        header.extend(self.dropout.to_le_bytes());
+        header
+    }
+
     /// Checks every rule: positive dims, `model_dim % n_heads == 0`, 0 ≤ dropout < 1.
     pub fn validate(&self) -> Result<()> {
         let fields = [
@@ -436,19 +455,7 @@ pub fn write_file(path: impl AsRef<Path>, config: &Config, data: &[&[u8]]) -> Re
     }
     let mut file = AtomicFile::create(path)?;
     let mut write = |bytes: &[u8]| file.write_all(bytes).map_err(|e| Error::io(path, e));
-    write(&MAGIC.to_le_bytes())?;
-    write(&VERSION.to_le_bytes())?;
-    for v in [
-        config.model_dim,
-        config.n_layers,
-        config.n_heads,
-        config.ffn_hidden_dim,
-        config.max_seq_len,
-        config.vocab_size,
-    ] {
-        write(&(v as i32).to_le_bytes())?;
-    }
-    write(&config.dropout.to_le_bytes())?;
+    write(&config.header_bytes())?;
     for (spec, bytes) in specs.iter().zip(data) {
         match spec.shape {
             Shape::Matrix(rows, cols) => {

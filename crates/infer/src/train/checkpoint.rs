@@ -53,7 +53,7 @@ pub fn save(
     tllm::write_file(path, config, &slices)?;
     let mut out = Vec::with_capacity(64 + 8 * state.m.len());
     out.extend(MAGIC);
-    out.extend(header(config));
+    out.extend(config.header_bytes());
     out.extend(state.step.to_le_bytes());
     out.extend(state.seed.to_le_bytes());
     out.extend((state.m.len() as u64).to_le_bytes());
@@ -66,25 +66,6 @@ pub fn save(
         .map_err(|e| modelbin_format::Error::io(&side, e))?;
     file.commit()?;
     Ok(())
-}
-
-/// The 36-byte TLLM header of `config`.
-fn header(config: &Config) -> Vec<u8> {
-    let mut h = Vec::with_capacity(36);
-    h.extend(tllm::MAGIC.to_le_bytes());
-    h.extend(tllm::VERSION.to_le_bytes());
-    for v in [
-        config.model_dim,
-        config.n_layers,
-        config.n_heads,
-        config.ffn_hidden_dim,
-        config.max_seq_len,
-        config.vocab_size,
-    ] {
-        h.extend(v.to_le_bytes());
-    }
-    h.extend(config.dropout.to_le_bytes());
-    h
 }
 
 /// Loads a checkpoint: the configuration, the flat parameters (file order)
@@ -108,7 +89,7 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
     if r.array::<8>("magic")? != *MAGIC {
         return Err(bad("not a TLLM optimiser state".into()));
     }
-    if r.bytes(36, "model header")? != header(&config).as_slice() {
+    if r.bytes(36, "model header")? != config.header_bytes().as_slice() {
         return Err(bad(
             "it belongs to a model of a different configuration".into()
         ));
