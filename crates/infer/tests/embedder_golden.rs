@@ -141,6 +141,23 @@ fn half_precision_weights_stay_close() {
 }
 
 #[test]
+fn the_embedder_is_thread_safe() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Embedder>();
+    let embedder = embedder(None);
+    let texts = ["one sentence", "another one", "a third"];
+    let alone = embedder.embed(&texts).unwrap();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| embedder.embed(&texts).unwrap()))
+            .collect();
+        for handle in handles {
+            assert_eq!(handle.join().unwrap(), alone);
+        }
+    });
+}
+
+#[test]
 fn any_text_embeds_without_panicking() {
     let embedder = embedder(None);
     let long = "word ".repeat(100_000);
