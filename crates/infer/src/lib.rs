@@ -1,9 +1,11 @@
-//! modelbin-infer: inference over modelbin's formats.
+//! modelbin-infer: the engines over modelbin's formats.
 //!
 //! [`tllm`] runs the TLLM tiny GPT-style transformer: full forward passes
 //! with logits at every position, incremental decoding with a KV cache, and
-//! sampling-based generation. [`Embedder`] computes sentence embeddings with
-//! the BERT encoder of an EMBD file, equal to sentence-transformers'.
+//! sampling-based generation; [`train`] trains it on bytes (hand-written
+//! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
+//! sentence embeddings with the BERT encoder of an EMBD file, equal to
+//! sentence-transformers'.
 
 pub mod bert;
 pub mod embedder;
