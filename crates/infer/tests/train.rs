@@ -1,4 +1,5 @@
-//! Training: one step equals an independent numpy reference step; runs are
+//! Training: one step equals an independent numpy reference step (whose
+//! analytic gradient is itself checked against finite differences); runs are
 //! deterministic for a seed and thread count, with dropout; a checkpoint
 //! resumes bit for bit; a small model learns the project's own text.
 
@@ -96,6 +97,13 @@ fn one_step_equals_the_numpy_reference() {
         String::from_utf8_lossy(&out.stderr)
     );
     let reference: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The reference's own analytic gradient agrees with finite differences.
+    let scale = reference["max_abs_grad"].as_f64().unwrap();
+    let diff = reference["max_abs_diff_numeric"].as_f64().unwrap();
+    assert!(
+        diff < 1e-6 * scale.max(1e-3),
+        "numpy analytic vs numeric gradient: {diff} (largest gradient {scale})"
+    );
     let want_loss = reference["loss"].as_f64().unwrap();
     assert!(
         (report.loss - want_loss).abs() < 1e-5 * want_loss,
