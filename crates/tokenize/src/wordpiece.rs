@@ -79,6 +79,12 @@ impl WordPiece {
             };
             longest_piece = longest_piece.max(token.len());
         }
+        // An empty special token (a hostile vocabulary) would match
+        // between every two characters: it is not matched in text at all.
+        let special_strings: Vec<(String, u32)> = special_strings
+            .into_iter()
+            .filter(|(s, _)| !s.is_empty())
+            .collect();
         let literal_specials = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(special_strings.iter().map(|(s, _)| s))
@@ -332,6 +338,23 @@ mod tests {
         assert_eq!(wp.encode("hello hello hello", 4), [2, 8, 8, 3]);
         assert_eq!(wp.encode("", 256), [2, 3]);
         assert_eq!(wp.encode("hello", 0), [2, 3]);
+    }
+
+    #[test]
+    fn empty_special_tokens_are_not_matched_in_text() {
+        let tokens: Vec<Box<str>> = ["", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]
+            .into_iter()
+            .map(Box::from)
+            .collect();
+        let specials = SpecialTokens {
+            pad: 0,
+            unk: 1,
+            cls: 2,
+            sep: 3,
+            mask: 4,
+        };
+        let wp = WordPiece::new(tokens, specials, true).unwrap();
+        assert_eq!(wp.encode("a a", 16), [2, 5, 5, 3]);
     }
 
     #[test]
