@@ -27,9 +27,20 @@ pub trait Real:
     fn of(x: f64) -> Self {
         Self::from(x).unwrap_or_else(Self::nan)
     }
+
+    /// `tanh`, as fast as the type allows.
+    fn fast_tanh(self) -> Self {
+        self.tanh()
+    }
 }
 
-impl Real for f32 {}
+impl Real for f32 {
+    /// The vectorisable `tanh` of the inference kernels (within 2e-7).
+    fn fast_tanh(self) -> Self {
+        crate::kernels::tanh(self)
+    }
+}
+
 impl Real for f64 {}
 
 /// LayerNorm epsilon of the TLLM architecture.
@@ -265,13 +276,13 @@ const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
 fn gelu<R: Real>(u: R) -> R {
     let c = R::of(GELU_C);
     let inner = c * (u + R::of(0.044_715) * u * u * u);
-    R::of(0.5) * u * (R::one() + inner.tanh())
+    R::of(0.5) * u * (R::one() + inner.fast_tanh())
 }
 
 fn gelu_grad<R: Real>(u: R) -> R {
     let c = R::of(GELU_C);
     let inner = c * (u + R::of(0.044_715) * u * u * u);
-    let t = inner.tanh();
+    let t = inner.fast_tanh();
     let dinner = c * (R::one() + R::of(3.0 * 0.044_715) * u * u);
     R::of(0.5) * (R::one() + t) + R::of(0.5) * u * (R::one() - t * t) * dinner
 }
