@@ -5,9 +5,8 @@
 //! padding: the linear layers see one tall matrix (rows split across the
 //! rayon pool), attention runs per sequence and head.
 
-use modelbin_format::DType;
-use modelbin_format::embd::Embd;
 use modelbin_format::embd::bert::BertConfig;
+use modelbin_format::embd::{self, Embd};
 use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
@@ -51,28 +50,13 @@ pub struct Bert {
 /// A tensor as f32 values (F32, F16 or BF16 in the file).
 fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
     let view = embd.tensor(name)?;
-    let data = view.data();
-    Ok(match view.dtype() {
-        DType::F32 => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        DType::F16 => data
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        DType::BF16 => data
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        dtype => {
-            return Err(modelbin_format::Error::WrongDtype {
-                name: name.to_owned(),
-                dtype,
-                expected: "model weights must be F32, F16 or BF16",
-            }
-            .into());
+    embd::float_values(&view).ok_or_else(|| {
+        modelbin_format::Error::WrongDtype {
+            name: name.to_owned(),
+            dtype: view.dtype(),
+            expected: "model weights must be F32, F16 or BF16",
         }
+        .into()
     })
 }
 

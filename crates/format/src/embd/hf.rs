@@ -159,10 +159,9 @@ fn iso8601(seconds: u64) -> String {
     )
 }
 
-/// Float tensor bytes converted to `to` (F32, F16 or BF16); `None` when
-/// either dtype is not one of those.
-pub(crate) fn cast_floats(view: &TensorView<'_>, to: DType) -> Option<Vec<u8>> {
-    let values: Vec<f32> = match view.dtype() {
+/// The values of an F32, F16 or BF16 tensor as f32; `None` for other dtypes.
+pub fn float_values(view: &TensorView<'_>) -> Option<Vec<f32>> {
+    Some(match view.dtype() {
         DType::F32 => view
             .data()
             .chunks_exact(4)
@@ -179,7 +178,13 @@ pub(crate) fn cast_floats(view: &TensorView<'_>, to: DType) -> Option<Vec<u8>> {
             .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
             .collect(),
         _ => return None,
-    };
+    })
+}
+
+/// Float tensor bytes converted to `to` (F32, F16 or BF16); `None` when
+/// either dtype is not one of those.
+pub(crate) fn cast_floats(view: &TensorView<'_>, to: DType) -> Option<Vec<u8>> {
+    let values = float_values(view)?;
     Some(match to {
         DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
         DType::F16 => values

@@ -27,7 +27,7 @@ use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
 
-pub use hf::{HfOptions, from_hf_dir, is_hf_model_dir};
+pub use hf::{HfOptions, float_values, from_hf_dir, is_hf_model_dir};
 pub use writer::{Vocabulary, WriteOptions, recast, write_file};
 
 /// Magic bytes at the start of the file.
