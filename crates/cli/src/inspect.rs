@@ -7,6 +7,7 @@ use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
     Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
 };
+use modelbin_format::text_table;
 
 use crate::{Failure, print_json};
 
@@ -191,32 +192,5 @@ fn print_tensors(count: usize, tensors: &[TensorSummary]) {
 /// Prints an aligned table, indented by two spaces; columns from
 /// `left_columns` on are right-aligned (numbers).
 fn print_table(headings: &[&str], rows: &[Vec<String>], left_columns: usize) {
-    let widths: Vec<usize> = (0..headings.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([headings[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let text: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, &w))| {
-                if c >= left_columns {
-                    format!("{cell:>w$}")
-                } else {
-                    format!("{cell:<w$}")
-                }
-            })
-            .collect();
-        println!("  {}", text.join("  ").trim_end());
-    };
-    line(headings.to_vec());
-    for r in rows {
-        line(r.iter().map(String::as_str).collect());
-    }
+    print!("{}", text_table::render(headings, rows, left_columns));
 }

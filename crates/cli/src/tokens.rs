@@ -185,7 +185,7 @@ impl Input {
                 .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
             return Ok(Input::from_bytes(name, bytes));
         }
-        let mapped = MappedFile::open(path).map_err(invalid)?;
+        let mapped = MappedFile::open_or_read(path).map_err(invalid)?;
         if std::str::from_utf8(&mapped).is_ok() {
             return Ok(Input {
                 name,

@@ -29,6 +29,9 @@ const RESERVED: std::ops::Range<usize> = 52..64;
 const ENTRY_LEN: u64 = 8;
 /// Absent ranks allowed beyond twice the token count when building.
 const MAX_RANK_SLACK: u64 = 1 << 16;
+/// The most ranks a file may declare (16,777,216; real vocabularies have
+/// up to a few hundred thousand). The table alone would then be 128 MiB.
+pub const MAX_TOKEN_COUNT: u32 = 1 << 24;
 
 /// A tiktoken encoding modelbin knows: its source file's SHA-256 and its
 /// special tokens (from tiktoken's `openai_public.py`).
@@ -210,8 +213,11 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
             blob_size,
             ..
         } = self.header;
-        let mut seen: HashMap<&[u8], u32> = HashMap::with_capacity(token_count as usize);
+        // Grows with the tokens present, whose bytes are disjoint: the work
+        // and memory are linear in the file.
+        let mut seen: HashMap<&[u8], u32> = HashMap::new();
         let mut longest = 0;
+        let mut previous_end = 0u64;
         for rank in 0..token_count {
             let offset = (HEADER_LEN as u64) + u64::from(rank) * ENTRY_LEN;
             let (start, len) = self.entry(rank);
@@ -235,6 +241,15 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
                     blob_size: blob_size.into(),
                 });
             }
+            if u64::from(start) < previous_end {
+                return Err(Error::OverlappingToken {
+                    rank,
+                    offset,
+                    start: start.into(),
+                    previous_end,
+                });
+            }
+            previous_end = end;
             if len > max_token_len {
                 return Err(Error::TokenTooLong {
                     rank,
@@ -299,6 +314,14 @@ fn parse_header(file: &[u8]) -> Result<Header> {
     }
     if token_count == 0 {
         return Err(Error::EmptyVocabulary { offset: 8 });
+    }
+    if token_count > MAX_TOKEN_COUNT {
+        return Err(Error::CountTooLarge {
+            what: "token_count",
+            offset: 8,
+            count: token_count.into(),
+            limit: MAX_TOKEN_COUNT.into(),
+        });
     }
     // u32 × 8 + u32 + 64 cannot overflow u64.
     let expected = HEADER_LEN as u64 + u64::from(token_count) * ENTRY_LEN + u64::from(blob_size);

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use std::io::Write;
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{self, AtomicFile};
 use crate::file::TensorFile;
 use crate::source::MappedFile;
 use crate::tensor::TensorStore;
@@ -59,6 +59,7 @@ pub fn convert(
     options: ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
+    atomic::refuse_input_as_output(&[input], output)?;
     if input.is_dir() && embd::is_hf_model_dir(input) {
         return hf_to_embd(input, output, to, options, progress);
     }
@@ -193,6 +194,32 @@ fn tllm_to_tensors(
 fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
     let metadata = source.metadata().cloned().unwrap_or_default();
     let config = tllm::Config::from_metadata(&metadata)?;
+    // The metadata's claim is checked against the tensors really present
+    // before the per-layer list is built from it.
+    if let Some(extra) = source
+        .tensors()
+        .find(|t| config.index_of(t.name()).is_none())
+    {
+        return Err(Error::InvalidHeader {
+            format: "TLLM conversion",
+            offset: 0,
+            reason: format!(
+                "tensor `{}` is not part of a TLLM model with this configuration",
+                extra.name()
+            ),
+        });
+    }
+    if source.len() as u64 != config.tensor_count() {
+        return Err(Error::InvalidHeader {
+            format: "TLLM conversion",
+            offset: 0,
+            reason: format!(
+                "the tllm.* metadata describes {} tensors, the file has {}",
+                config.tensor_count(),
+                source.len()
+            ),
+        });
+    }
     let specs = config.tensors();
     let mut data = Vec::with_capacity(specs.len());
     for spec in &specs {
@@ -206,18 +233,6 @@ fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
             });
         }
         data.push(view.data());
-    }
-    if source.len() != specs.len() {
-        let extra = source
-            .tensors()
-            .find(|t| !specs.iter().any(|s| s.name == t.name()))
-            .map(|t| t.name().to_owned())
-            .unwrap_or_default();
-        return Err(Error::InvalidHeader {
-            format: "TLLM conversion",
-            offset: 0,
-            reason: format!("tensor `{extra}` is not part of a TLLM model"),
-        });
     }
     tllm::write_file(output, &config, &data)
 }

@@ -21,6 +21,57 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A path that must be a regular file is something else (a directory,
+    /// a FIFO, a device): refused at once, without reading or blocking.
+    #[error("{path}: is {kind}, not a regular file")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is: "a directory", "a FIFO", "a device", ...
+        kind: &'static str,
+    },
+    /// A file read whole (a JSON document, a text list) is above its cap.
+    #[error("{path}: {what} is {size} bytes, over the limit of {limit} bytes")]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What the file is (for example "SAEV metadata.json").
+        what: &'static str,
+        /// Its size (or the bytes read before giving up).
+        size: u64,
+        /// The documented cap.
+        limit: u64,
+    },
+    /// A JSON document holds more values than its documented cap.
+    #[error("{what} holds up to {values} JSON values, over the limit of {limit}")]
+    TooManyJsonValues {
+        /// The document.
+        what: &'static str,
+        /// An upper bound on the values it holds.
+        values: u64,
+        /// The documented cap.
+        limit: u64,
+    },
+    /// A count in the file is above the format's documented cap.
+    #[error("{what} {count} at byte {offset} exceeds the limit of {limit}")]
+    CountTooLarge {
+        /// The field.
+        what: &'static str,
+        /// Absolute byte offset of the field.
+        offset: u64,
+        /// The value found.
+        count: u64,
+        /// The documented cap.
+        limit: u64,
+    },
+    /// An output path names one of the operation's inputs.
+    #[error("{output}: the output is the input {input}; write to another path")]
+    OutputIsInput {
+        /// The output path.
+        output: PathBuf,
+        /// The input file it is (same device and inode).
+        input: PathBuf,
+    },
     /// The input ended before a field could be read.
     #[error("truncated {what} at byte {offset}: needs {needed} bytes, {available} left")]
     Truncated {
@@ -309,6 +360,21 @@ pub enum Error {
         end: u64,
         /// Size of the blob.
         blob_size: u64,
+    },
+    /// A token whose bytes start before the previous token's end: token
+    /// bytes lie in the blob in rank order and never share bytes.
+    #[error(
+        "token {rank} (table entry at byte {offset}) starts at blob byte {start}, before the previous token's end at {previous_end}: token bytes must not overlap and must be in rank order"
+    )]
+    OverlappingToken {
+        /// The token's rank.
+        rank: u32,
+        /// Offset of its table entry.
+        offset: u64,
+        /// Its start within the blob.
+        start: u64,
+        /// Where the previous non-empty token ends.
+        previous_end: u64,
     },
     /// A token longer than the declared maximum.
     #[error("token {rank} (table entry at byte {offset}) is {len} bytes, over max_token_len {max}")]

@@ -21,12 +21,14 @@ pub mod embd;
 mod error;
 pub mod file;
 pub mod inspect;
+mod json_budget;
 pub mod rng;
 pub mod saev;
 pub mod safetensors;
 pub mod source;
 mod table;
 pub mod tensor;
+pub mod text_table;
 pub mod tllm;
 mod write;
 

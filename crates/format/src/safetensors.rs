@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 
-use crate::bintensors::MAX_HEADER_SIZE;
+use crate::bintensors::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
 use crate::bytes::ByteReader;
 use crate::error::At;
 use crate::source::MappedFile;
@@ -165,6 +165,11 @@ impl<'de> Deserialize<'de> for UniqueMap {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueMap, A::Error> {
                 let mut out = BTreeMap::new();
                 while let Some((key, value)) = map.next_entry::<String, String>()? {
+                    if out.len() as u64 >= MAX_METADATA_ENTRIES {
+                        return Err(de::Error::custom(format!(
+                            "more than {MAX_METADATA_ENTRIES} metadata entries"
+                        )));
+                    }
                     if out.contains_key(&key) {
                         return Err(de::Error::custom(format!("duplicate metadata key `{key}`")));
                     }

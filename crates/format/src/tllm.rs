@@ -83,22 +83,39 @@ pub struct TensorSpec {
     pub shape: Shape,
 }
 
+/// The name suffixes of each layer's tensors, in file order.
+pub const LAYER_TENSOR_NAMES: [&str; 12] = [
+    "attn.q",
+    "attn.k",
+    "attn.v",
+    "attn.o",
+    "ffn.linear1",
+    "ffn.bias1",
+    "ffn.linear2",
+    "ffn.bias2",
+    "ln1.weight",
+    "ln1.bias",
+    "ln2.weight",
+    "ln2.bias",
+];
+
 /// Per-layer tensors: name suffix and shape, in file order.
 fn layer_tensors(d: usize, f: usize) -> [(&'static str, Shape); 12] {
-    [
-        ("attn.q", Shape::Matrix(d, d)),
-        ("attn.k", Shape::Matrix(d, d)),
-        ("attn.v", Shape::Matrix(d, d)),
-        ("attn.o", Shape::Matrix(d, d)),
-        ("ffn.linear1", Shape::Matrix(d, f)),
-        ("ffn.bias1", Shape::Vector(f)),
-        ("ffn.linear2", Shape::Matrix(f, d)),
-        ("ffn.bias2", Shape::Vector(d)),
-        ("ln1.weight", Shape::Vector(d)),
-        ("ln1.bias", Shape::Vector(d)),
-        ("ln2.weight", Shape::Vector(d)),
-        ("ln2.bias", Shape::Vector(d)),
-    ]
+    let shapes = [
+        Shape::Matrix(d, d),
+        Shape::Matrix(d, d),
+        Shape::Matrix(d, d),
+        Shape::Matrix(d, d),
+        Shape::Matrix(d, f),
+        Shape::Vector(f),
+        Shape::Matrix(f, d),
+        Shape::Vector(d),
+        Shape::Vector(d),
+        Shape::Vector(d),
+        Shape::Vector(d),
+        Shape::Vector(d),
+    ];
+    std::array::from_fn(|i| (LAYER_TENSOR_NAMES[i], shapes[i]))
 }
 
 impl Config {
@@ -133,6 +150,31 @@ impl Config {
             shape: Shape::Matrix(d, self.vocab_size as usize),
         });
         out
+    }
+
+    /// How many tensors a file of this configuration holds
+    /// (2 + 12 · n_layers + 1).
+    pub fn tensor_count(&self) -> u64 {
+        3 + 12 * u64::from(self.n_layers)
+    }
+
+    /// The position of tensor `name` in file order, in constant time; `None`
+    /// for a name the configuration does not have.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        let layers = self.n_layers as usize;
+        match name {
+            "tok_embeddings" => return Some(0),
+            "pos_embeddings" => return Some(1),
+            "output" => return Some(2 + 12 * layers),
+            _ => {}
+        }
+        let (layer, suffix) = name.strip_prefix("layers.")?.split_once('.')?;
+        let index: usize = layer.parse().ok()?;
+        if index >= layers || index.to_string() != layer {
+            return None;
+        }
+        let within = LAYER_TENSOR_NAMES.iter().position(|&s| s == suffix)?;
+        Some(2 + 12 * index + within)
     }
 
     /// Number of parameters, or `None` if it overflows.
@@ -392,9 +434,9 @@ impl<B: AsRef<[u8]>> Tllm<B> {
         self.tensors.iter().map(|(spec, _)| spec)
     }
 
-    /// The raw little-endian f32 bytes of tensor `name`.
+    /// The raw little-endian f32 bytes of tensor `name` (found in constant time).
     pub fn bytes(&self, name: &str) -> Option<&[u8]> {
-        let (spec, offset) = self.tensors.iter().find(|(s, _)| s.name == name)?;
+        let (spec, offset) = &self.tensors[self.config.index_of(name)?];
         Some(&self.buf.as_ref()[*offset..*offset + spec.shape.len() * 4])
     }
 

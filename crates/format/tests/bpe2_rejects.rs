@@ -92,9 +92,26 @@ fn zero_token_count() {
 }
 
 #[test]
+fn token_counts_above_the_cap_are_refused_before_the_size() {
+    for count in [bpe2::MAX_TOKEN_COUNT + 1, u32::MAX] {
+        let mut bytes = small();
+        set_u32(&mut bytes, 8, count);
+        assert!(matches!(
+            parse(&bytes),
+            Err(Error::CountTooLarge {
+                what: "token_count",
+                offset: 8,
+                limit: 16_777_216,
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
 fn overflowing_counts_are_size_mismatches() {
     let mut bytes = small();
-    set_u32(&mut bytes, 8, u32::MAX);
+    set_u32(&mut bytes, 8, bpe2::MAX_TOKEN_COUNT);
     assert!(matches!(parse(&bytes), Err(Error::FileSizeMismatch { .. })));
     let mut bytes = small();
     set_u32(&mut bytes, 16, u32::MAX);
@@ -150,7 +167,8 @@ fn tokens_longer_than_max_token_len() {
 #[test]
 fn duplicate_token_bytes() {
     let mut bytes = small();
-    set_u32(&mut bytes, entry(1), 0); // rank 1 now points at "a" too
+    let blob = bytes.len() - 4;
+    bytes[blob + 1] = b'a'; // blob "abab" -> "aaab": rank 1 is "a" too
     assert!(matches!(
         parse(&bytes),
         Err(Error::DuplicateToken {
@@ -161,6 +179,32 @@ fn duplicate_token_bytes() {
     ));
     let dup = [(b"a".to_vec(), 0), (b"a".to_vec(), 1)];
     assert!(bpe2::build(&dup, [0; 32]).is_err());
+}
+
+#[test]
+fn aliased_or_overlapping_token_bytes() {
+    let mut bytes = small();
+    set_u32(&mut bytes, entry(1), 0); // rank 1 points at rank 0's byte
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::OverlappingToken {
+            rank: 1,
+            start: 0,
+            previous_end: 1,
+            ..
+        })
+    ));
+    let mut bytes = small();
+    set_u32(&mut bytes, entry(3), 1); // "ab" at 1..3 overlaps "b" at 1..2
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::OverlappingToken {
+            rank: 3,
+            start: 1,
+            previous_end: 2,
+            ..
+        })
+    ));
 }
 
 #[test]

@@ -204,3 +204,81 @@ proptest! {
         }
     }
 }
+
+/// A small SAEV dataset's files: `metadata.json` and its shards.
+fn small_saev() -> &'static (Vec<u8>, Vec<Vec<u8>>) {
+    use modelbin_format::saev::{Metadata, Writer};
+    static FILES: std::sync::OnceLock<(Vec<u8>, Vec<Vec<u8>>)> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        let metadata = Metadata::from_value(&serde_json::json!({
+            "vit_family": "clip", "vit_ckpt": "ViT-B-32/openai", "layers": [-2, 5],
+            "n_patches_per_img": 3, "cls_token": true, "d_vit": 4, "seed": 1, "n_imgs": 5,
+            "max_patches_per_shard": 16, "data": {"name": "x"}
+        }))
+        .unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let mut writer = Writer::create(root.path(), metadata.clone()).unwrap();
+        for img in 0..metadata.n_imgs {
+            let values = metadata.vectors_per_img() * metadata.d_vit;
+            writer
+                .push(
+                    &(0..values)
+                        .map(|v| (img * 100 + v) as f32)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+        }
+        let dir = writer.finish().unwrap();
+        let shards = (0..metadata.n_shards())
+            .map(|i| std::fs::read(dir.join(modelbin_format::saev::shard_name(i))).unwrap())
+            .collect();
+        (std::fs::read(dir.join("metadata.json")).unwrap(), shards)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Mutated metadata (reparsed, and written under its new hash so that
+    /// opening goes past the hash check) and mutated shards: opening,
+    /// every view, random access and statistics never panic.
+    #[test]
+    fn mutated_saev_never_panics(
+        metadata_mutations in prop::collection::vec(mutation(), 0..3),
+        shard_mutations in prop::collection::vec((0usize..8, mutation()), 0..3),
+    ) {
+        use modelbin_format::saev::{self, LayerChoice, Metadata, Patches};
+        let (text, shards) = small_saev();
+        let mut text = text.clone();
+        metadata_mutations.iter().for_each(|m| apply(&mut text, m));
+        let Ok(metadata) = std::str::from_utf8(&text).map_err(drop).and_then(|t| Metadata::parse(t).map_err(drop)) else {
+            return Ok(());
+        };
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(metadata.hash());
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("metadata.json"), &text).unwrap();
+        let mut shards = shards.clone();
+        for (index, m) in &shard_mutations {
+            let count = shards.len();
+            apply(&mut shards[index % count], m);
+        }
+        for (i, shard) in shards.iter().enumerate() {
+            std::fs::write(dir.join(saev::shard_name(i as u64)), shard).unwrap();
+        }
+        if let Ok(dataset) = saev::open(&dir) {
+            for patches in [Patches::Cls, Patches::Image, Patches::All] {
+                for layer in [LayerChoice::All, LayerChoice::One(-2), LayerChoice::One(7)] {
+                    if let Ok(view) = dataset.view(patches, layer) {
+                        for i in [0, view.len() / 2, view.len().saturating_sub(1), view.len()] {
+                            let _ = view.get(i);
+                        }
+                    }
+                }
+            }
+            let _ = dataset.vector(0, -2, 0);
+            let stats = dataset.layer_stats(&mut |_, _| {});
+            prop_assert_eq!(stats.len(), dataset.metadata().layers.len());
+        }
+    }
+}

@@ -198,15 +198,14 @@ impl Model {
         session.extend(ids, true)
     }
 
-    /// A decoding session with an empty KV cache.
+    /// A decoding session with an empty KV cache. The cache grows with the
+    /// tokens actually run (never reserved for `max_seq_len` up front).
     pub fn session(&self) -> Session<'_> {
-        let cache = self.config.n_layers as usize
-            * self.config.max_seq_len as usize
-            * self.config.model_dim as usize;
+        let layers = self.layers.len();
         Session {
             model: self,
-            keys: vec![0.0; cache],
-            values: vec![0.0; cache],
+            keys: vec![Vec::new(); layers],
+            values: vec![Vec::new(); layers],
             len: 0,
         }
     }
@@ -216,9 +215,9 @@ impl Model {
 #[derive(Debug, Clone)]
 pub struct Session<'m> {
     model: &'m Model,
-    /// `[layer][position][model_dim]`.
-    keys: Vec<f32>,
-    values: Vec<f32>,
+    /// Per layer, `[position][model_dim]` for the positions seen so far.
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
     len: usize,
 }
 
@@ -247,7 +246,7 @@ impl Session<'_> {
             c.ffn_hidden_dim as usize,
             c.vocab_size as usize,
         );
-        let (heads, s_max) = (c.n_heads as usize, c.max_seq_len as usize);
+        let heads = c.n_heads as usize;
         let hd = d / heads;
         let t = ids.len();
         let start = self.len;
@@ -267,15 +266,14 @@ impl Session<'_> {
         let mut scores = vec![0.0f32; start + t];
         let scale = 1.0 / (hd as f32).sqrt();
         for (l, layer) in model.layers.iter().enumerate() {
-            let cache = l * s_max * d;
             layer_norm(&x, &layer.ln1_w, &layer.ln1_b, &mut a, d, LN_EPS);
             matmul(&a, &layer.q, &mut q, (t, d, d), false);
-            let new_k = &mut self.keys[cache + start * d..cache + (start + t) * d];
-            matmul(&a, &layer.k, new_k, (t, d, d), false);
-            let new_v = &mut self.values[cache + start * d..cache + (start + t) * d];
-            matmul(&a, &layer.v, new_v, (t, d, d), false);
-            let keys = &self.keys[cache..cache + (start + t) * d];
-            let values = &self.values[cache..cache + (start + t) * d];
+            let (keys, values) = (&mut self.keys[l], &mut self.values[l]);
+            keys.resize((start + t) * d, 0.0);
+            values.resize((start + t) * d, 0.0);
+            matmul(&a, &layer.k, &mut keys[start * d..], (t, d, d), false);
+            matmul(&a, &layer.v, &mut values[start * d..], (t, d, d), false);
+            let (keys, values) = (&keys[..], &values[..]);
             for i in 0..t {
                 let visible = start + i + 1; // causal: positions 0..=start+i
                 for h in 0..heads {

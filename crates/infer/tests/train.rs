@@ -182,6 +182,18 @@ fn runs_are_deterministic_and_resume_bit_for_bit() {
     bytes[40] ^= 1;
     std::fs::write(&side, &bytes).unwrap();
     assert!(Trainer::resume(&path, Some(config), optimizer(6), 4, 11).is_err());
+    // Weights of step 4 beside the optimiser state of step 3 (a run killed
+    // between the two renames) are refused, not silently mixed.
+    run(3).save(&path).unwrap();
+    let step3_state = std::fs::read(&side).unwrap();
+    run(4).save(&path).unwrap();
+    std::fs::write(&side, &step3_state).unwrap();
+    match Trainer::resume(&path, Some(config), optimizer(6), 4, 11) {
+        Err(modelbin_infer::Error::BadTraining(message)) => {
+            assert!(message.contains("other weights"), "{message}")
+        }
+        other => panic!("{:?}", other.map(|t| t.steps_done())),
+    }
 }
 
 #[test]

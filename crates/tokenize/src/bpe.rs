@@ -3,16 +3,23 @@
 //!
 //! Short pieces use tiktoken's own scheme (a vector of parts, linear scan for
 //! the minimum), which is fastest when pieces are a few bytes. Long pieces
-//! use a heap over the pairs and a linked list of parts, so one huge piece
-//! (a million `a`s) costs O(n log n) instead of O(n²).
+//! use a heap over the pairs and a linked list of parts (O(n log n), with n
+//! at most [`HUGE_PIECE`], so linear over a text). Huge pieces (a million
+//! `a`s, megabytes of letters without a space) use the backtracking encoder
+//! (`backtrack`), linear in the piece with memory of one bit per byte
+//! beyond the output; its tables are built on the first huge piece (0.1–0.4
+//! s). A vocabulary the backtracking encoder cannot serve exactly keeps the
+//! heap merge for huge pieces too.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::vocab::Vocab;
 
-/// Pieces at least this long use the heap.
-const HEAP_THRESHOLD: usize = 128;
+/// Pieces at least this long use the heap merge.
+const LONG_PIECE: usize = 128;
+/// Pieces at least this long use the backtracking encoder.
+pub const HUGE_PIECE: usize = 16 * 1024;
 const NONE: u32 = u32::MAX;
 /// Marks a part start that was merged away.
 const REMOVED: u32 = u32::MAX - 1;
@@ -25,6 +32,8 @@ pub struct Scratch {
     prev: Vec<u32>,
     pair_rank: Vec<u32>,
     heap: BinaryHeap<Reverse<(u32, u32)>>,
+    tokens: Vec<u32>,
+    dead_positions: Vec<u64>,
 }
 
 /// Calls `emit` with the ranks `piece` encodes to. Every byte must have a
@@ -38,11 +47,29 @@ pub fn encode_piece(
 ) {
     if let Some(rank) = vocab.rank(piece) {
         emit(rank);
-    } else if piece.len() < HEAP_THRESHOLD {
+    } else if piece.len() < LONG_PIECE {
         merge_small(vocab, piece, scratch, emit);
-    } else {
+    } else if piece.len() < HUGE_PIECE || !backtrack(vocab, piece, scratch, emit) {
         merge_large(vocab, piece, scratch, emit);
     }
+}
+
+/// Encodes `piece` with the backtracking encoder, if the vocabulary has one.
+fn backtrack(
+    vocab: &Vocab,
+    piece: &[u8],
+    scratch: &mut Scratch,
+    emit: &mut impl FnMut(u32),
+) -> bool {
+    let Some(backtracker) = vocab.backtracker() else {
+        return false;
+    };
+    scratch.tokens.clear();
+    if !backtracker.encode(piece, &mut scratch.tokens, &mut scratch.dead_positions) {
+        return false;
+    }
+    scratch.tokens.iter().for_each(|&t| emit(t));
+    true
 }
 
 fn rank_of(vocab: &Vocab, bytes: &[u8]) -> u32 {
@@ -161,12 +188,28 @@ pub(crate) fn merge_both_ways(vocab: &Vocab, piece: &[u8]) -> (Vec<u32>, Vec<u32
     (small, large)
 }
 
+/// The heap merge's and the backtracking encoder's tokens for `piece`.
+#[cfg(test)]
+pub(crate) fn heap_and_backtrack(vocab: &Vocab, piece: &[u8]) -> (Vec<u32>, Vec<u32>) {
+    let mut scratch = Scratch::default();
+    let mut heap = vec![];
+    merge_large(vocab, piece, &mut scratch, &mut |r| heap.push(r));
+    let mut tokens = vec![];
+    let backtracker = vocab
+        .backtracker()
+        .expect("the embedded vocabularies are merge-ordered");
+    assert!(backtracker.encode(piece, &mut tokens, &mut scratch.dead_positions));
+    (heap, tokens)
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
-    use super::merge_both_ways;
+    use super::{heap_and_backtrack, merge_both_ways};
     use crate::Tokenizer;
+
+    const ENCODINGS: [&str; 2] = ["cl100k_base", "o200k_base"];
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
@@ -178,10 +221,78 @@ mod tests {
             "[a-z ]{2,300}".prop_map(String::into_bytes),
             "(ab|ba|aa|_|  ){1,150}".prop_map(String::into_bytes),
         ]) {
-            for name in ["cl100k_base", "o200k_base"] {
+            for name in ENCODINGS {
                 let vocab = Tokenizer::embedded(name).unwrap().vocab();
                 let (small, large) = merge_both_ways(vocab, &piece);
                 prop_assert_eq!(small, large);
+            }
+        }
+
+        /// The backtracking encoder makes the merge's tokens: random bytes,
+        /// letters, repetitive text, and concatenations of vocabulary tokens
+        /// (where many neighbouring pairs are candidates).
+        #[test]
+        fn backtracking_equals_merge(piece in prop_oneof![
+            prop::collection::vec(any::<u8>(), 1..600),
+            "[a-zA-Z]{1,600}".prop_map(String::into_bytes),
+            "(ab|ba|aa|_|  |0|00|\\.){1,300}".prop_map(String::into_bytes),
+        ]) {
+            for name in ENCODINGS {
+                let vocab = Tokenizer::embedded(name).unwrap().vocab();
+                let (heap, backtracked) = heap_and_backtrack(vocab, &piece);
+                prop_assert_eq!(heap, backtracked);
+            }
+        }
+
+        #[test]
+        fn backtracking_equals_merge_on_token_concatenations(
+            ranks in prop::collection::vec(0u32..100_000, 1..120)
+        ) {
+            for name in ENCODINGS {
+                let vocab = Tokenizer::embedded(name).unwrap().vocab();
+                let piece: Vec<u8> = ranks
+                    .iter()
+                    .filter_map(|&r| vocab.token(r))
+                    .flatten()
+                    .copied()
+                    .collect();
+                if piece.is_empty() {
+                    continue;
+                }
+                let (heap, backtracked) = heap_and_backtrack(vocab, &piece);
+                prop_assert_eq!(heap, backtracked);
+            }
+        }
+    }
+
+    /// Long repetitions of every 1- and 2-byte pattern of printable ASCII
+    /// and of sampled 3-byte patterns, at lengths around the long-piece
+    /// threshold and well past it.
+    #[test]
+    fn backtracking_equals_merge_on_repetitions() {
+        let printable: Vec<u8> = (b' '..=b'~').collect();
+        let mut patterns: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for &a in &printable {
+            for &b in &printable {
+                patterns.push(vec![a, b]);
+            }
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..3000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            patterns.push(state.to_le_bytes()[..3].to_vec());
+        }
+        for name in ENCODINGS {
+            let vocab = Tokenizer::embedded(name).unwrap().vocab();
+            for pattern in &patterns {
+                let huge = (pattern.len() == 1).then_some(super::HUGE_PIECE + 1);
+                for len in [127, 128, 129, 200, 1000].into_iter().chain(huge) {
+                    let piece: Vec<u8> = pattern.iter().copied().cycle().take(len).collect();
+                    let (heap, backtracked) = heap_and_backtrack(vocab, &piece);
+                    assert_eq!(heap, backtracked, "{name}: {pattern:?} × {len}");
+                }
             }
         }
     }

@@ -3,10 +3,13 @@
 //! token blob (no per-token allocation; keys are the blob's own bytes).
 
 use std::hash::Hasher;
+use std::sync::OnceLock;
 
 use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
 use rustc_hash::FxHasher;
+
+use crate::backtrack::Backtracker;
 
 const EMPTY: u64 = u64::MAX;
 
@@ -41,6 +44,8 @@ pub struct Vocab {
     /// `(hash >> 32) << 32 | rank`, or [`EMPTY`].
     slots: Vec<u64>,
     mask: usize,
+    /// The linear-time encoder's tables, built on the first long piece.
+    backtracker: OnceLock<Option<Backtracker>>,
 }
 
 #[inline]
@@ -71,6 +76,7 @@ impl Vocab {
             blob_start,
             slots: vec![EMPTY; size],
             mask: size - 1,
+            backtracker: OnceLock::new(),
         };
         for rank in 0..count as u32 {
             if vocab.spans[rank as usize].1 == 0 || is_special(rank) {
@@ -101,6 +107,20 @@ impl Vocab {
         }
         let start = self.blob_start + start as usize;
         Some(&self.file.as_bytes()[start..start + len as usize])
+    }
+
+    /// Whether `rank` is an ordinary token: present and not special.
+    pub fn ordinary(&self, rank: u32) -> bool {
+        self.token(rank)
+            .is_some_and(|bytes| self.rank(bytes) == Some(rank))
+    }
+
+    /// The backtracking encoder's tables (built once, on first use), or
+    /// `None` for a vocabulary it cannot encode exactly.
+    pub fn backtracker(&self) -> Option<&Backtracker> {
+        self.backtracker
+            .get_or_init(|| Backtracker::new(self))
+            .as_ref()
     }
 
     /// The rank of `bytes` among non-special tokens.

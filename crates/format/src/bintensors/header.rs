@@ -14,6 +14,10 @@ use crate::{DType, Error, Result};
 
 /// Largest header the reader accepts and the writer produces.
 pub const MAX_HEADER_SIZE: u64 = 100_000_000;
+/// The most string metadata entries a tensor file may hold (BinTensors and
+/// safetensors alike): a map entry costs about a hundred bytes of memory
+/// however short its text, so the map is bounded (real files hold a few).
+pub const MAX_METADATA_ENTRIES: u64 = 1 << 16;
 /// Length of the header-size prefix.
 pub(crate) const PREFIX_LEN: u64 = 8;
 /// The padding byte.
@@ -70,7 +74,16 @@ fn read_metadata(r: &mut ByteReader<'_>) -> Result<Option<BTreeMap<String, Strin
     match r.u8("metadata option tag")? {
         0 => Ok(None),
         1 => {
+            let count_offset = r.offset();
             let count = varint::read(r, "metadata entry count")?;
+            if count > MAX_METADATA_ENTRIES {
+                return Err(Error::CountTooLarge {
+                    what: "metadata entry count",
+                    offset: count_offset,
+                    count,
+                    limit: MAX_METADATA_ENTRIES,
+                });
+            }
             let mut map = BTreeMap::new();
             for _ in 0..count {
                 let entry_offset = r.offset();

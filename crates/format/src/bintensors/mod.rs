@@ -12,7 +12,7 @@ mod writer;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use header::MAX_HEADER_SIZE;
+pub use header::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
 pub use writer::{serialize, write_file};
 
 use crate::Result;

@@ -12,7 +12,7 @@ use super::bert::{BertConfig, Pooling};
 use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
 use crate::checksum::{hex, sha256};
 use crate::tensor::{TensorStore, TensorView};
-use crate::{DType, Error, Result, safetensors};
+use crate::{DType, Error, Result, json_budget, safetensors, source};
 
 /// The tensor sentence-transformers keeps that the model does not use.
 const SKIPPED: &str = "embeddings.position_ids";
@@ -32,18 +32,26 @@ pub fn is_hf_model_dir(dir: &Path) -> bool {
         .all(|f| dir.join(f).is_file())
 }
 
+/// The largest JSON configuration file read from a model directory.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// The most JSON values such a file may hold.
+const MAX_CONFIG_VALUES: u64 = 1 << 16;
+/// The largest `vocab.txt` read (multilingual BERT vocabularies are ~2 MB).
+const MAX_VOCAB_BYTES: u64 = 64 << 20;
+
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::InvalidHeader {
-                format: "JSON",
-                offset: 0,
-                reason: format!("{}: {e}", path.display()),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
+    if !path.exists() {
+        return Ok(None);
     }
+    let bytes = source::read_capped(path, "a model configuration file", MAX_CONFIG_BYTES)?;
+    json_budget::check(&bytes, "a model configuration file", MAX_CONFIG_VALUES)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::InvalidHeader {
+            format: "JSON",
+            offset: 0,
+            reason: format!("{}: {e}", path.display()),
+        })
 }
 
 fn config_number(config: &Value, key: &str) -> Result<String> {
@@ -278,7 +286,7 @@ pub fn from_hf_dir(
     let digest = hex(&sha256(weights.file_bytes()))[..16].to_owned();
     let metadata = model_metadata(dir, &digest)?;
     let vocab_path = dir.join("vocab.txt");
-    let vocab_text = std::fs::read_to_string(&vocab_path).map_err(|e| Error::io(&vocab_path, e))?;
+    let vocab_text = source::read_capped_text(&vocab_path, "vocab.txt", MAX_VOCAB_BYTES)?;
     let tokens: Vec<&str> = vocab_text
         .lines()
         .map(|l| l.trim_end_matches('\r'))

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::metadata::Metadata;
+use super::metadata::{self, Metadata};
 use super::shard_name;
-use crate::source::MappedFile;
+use crate::source::{self, MappedFile};
 use crate::{Error, Result};
 
 /// A validated, memory-mapped dataset.
@@ -22,7 +22,7 @@ pub struct Dataset {
 pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
     let dir = dir.as_ref();
     let meta_path = dir.join("metadata.json");
-    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
+    let text = source::read_capped_text(&meta_path, "SAEV metadata.json", metadata::MAX_BYTES)?;
     let metadata = Metadata::parse(&text).map_err(|e| match e {
         Error::InvalidHeader { reason, .. } => Error::InvalidHeader {
             format: "SAEV metadata.json",

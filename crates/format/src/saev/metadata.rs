@@ -2,6 +2,8 @@
 //! the shard arithmetic they imply.
 
 use serde_json::{Map, Value};
+
+use crate::json_budget;
 use sha2::{Digest, Sha256};
 
 use super::pyjson::{Layout, dumps};
@@ -47,6 +49,11 @@ pub struct Metadata {
     pub data: Value,
 }
 
+/// The largest `metadata.json` read (1 MiB; real ones are a few hundred bytes).
+pub const MAX_BYTES: u64 = 1 << 20;
+/// The most JSON values `metadata.json` may hold (its `data` may be a tree).
+pub const MAX_VALUES: u64 = 1 << 16;
+
 fn invalid(reason: String) -> Error {
     Error::InvalidHeader {
         format: "SAEV metadata.json",
@@ -59,6 +66,7 @@ impl Metadata {
     /// Parses and validates `metadata.json` text: exactly the ten keys, each
     /// of its type, and a shard size of at least one image.
     pub fn parse(json: &str) -> Result<Metadata> {
+        json_budget::check(json.as_bytes(), "SAEV metadata.json", MAX_VALUES)?;
         let value: Value = serde_json::from_str(json).map_err(|e| invalid(e.to_string()))?;
         Metadata::from_value(&value)
     }

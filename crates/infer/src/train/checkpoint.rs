@@ -1,9 +1,14 @@
 //! Checkpoints: the weights as a TLLM file, and beside it (`FILE.opt`) the
 //! optimiser state, so that `--resume` continues bit for bit.
 //!
-//! Sidecar layout (little-endian): `"TLLMOPT1"`, the 36-byte TLLM header of
-//! the model, u64 step, u64 seed, u64 parameter count n, n × f32 first
-//! moments, n × f32 second moments, u32 CRC-32 of everything before it.
+//! Sidecar layout (little-endian): `"TLLMOPT2"`, the 36-byte TLLM header of
+//! the model, u32 CRC-32 of the whole weights file it belongs to, u64 step,
+//! u64 seed, u64 parameter count n, n × f32 first moments, n × f32 second
+//! moments, u32 CRC-32 of everything before it.
+//!
+//! The two files are renamed into place one after the other; a process
+//! killed between the renames leaves new weights beside old optimiser
+//! state. The weights' CRC in the sidecar makes `load` refuse such a pair.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,11 +16,14 @@ use std::path::{Path, PathBuf};
 use modelbin_format::atomic::AtomicFile;
 use modelbin_format::bytes::ByteReader;
 use modelbin_format::checksum::crc32;
+use modelbin_format::source::MappedFile;
 use modelbin_format::tllm::{self, Config};
 
 use crate::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"TLLMOPT1";
+const MAGIC: &[u8; 8] = b"TLLMOPT2";
+/// The magic of the first layout, which did not record the weights' CRC.
+const MAGIC_V1: &[u8; 8] = b"TLLMOPT1";
 
 /// The optimiser state saved beside a checkpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,9 +59,11 @@ pub fn save(
     let bytes: Vec<Vec<u8>> = tensors.iter().map(|t| f32_bytes(t).collect()).collect();
     let slices: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     tllm::write_file(path, config, &slices)?;
+    let weights_crc = crc32(&MappedFile::open(path)?);
     let mut out = Vec::with_capacity(64 + 8 * state.m.len());
     out.extend(MAGIC);
     out.extend(config.header_bytes());
+    out.extend(weights_crc.to_le_bytes());
     out.extend(state.step.to_le_bytes());
     out.extend(state.seed.to_le_bytes());
     out.extend((state.m.len() as u64).to_le_bytes());
@@ -86,13 +96,28 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
         return Err(bad("corrupt (CRC mismatch or truncated)".into()));
     }
     let mut r = ByteReader::new(&bytes[..bytes.len() - 4], 0);
-    if r.array::<8>("magic")? != *MAGIC {
-        return Err(bad("not a TLLM optimiser state".into()));
+    match &r.array::<8>("magic")? {
+        m if m == MAGIC => {}
+        m if m == MAGIC_V1 => {
+            return Err(bad(
+                "written by an older modelbin, without the weights' checksum: \
+                 its match with the weights cannot be checked"
+                    .into(),
+            ));
+        }
+        _ => return Err(bad("not a TLLM optimiser state".into())),
     }
     if r.bytes(36, "model header")? != config.header_bytes().as_slice() {
         return Err(bad(
             "it belongs to a model of a different configuration".into()
         ));
+    }
+    if r.u32_le("weights checksum")? != crc32(file.as_bytes()) {
+        return Err(bad(format!(
+            "it belongs to other weights than {} (a checkpoint interrupted \
+             between writing the weights and the optimiser state?)",
+            path.display()
+        )));
     }
     let step = r.u64_le("step")?;
     let seed = r.u64_le("seed")?;
