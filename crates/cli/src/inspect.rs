@@ -192,5 +192,9 @@ fn print_tensors(count: usize, tensors: &[TensorSummary]) {
 /// Prints an aligned table, indented by two spaces; columns from
 /// `left_columns` on are right-aligned (numbers).
 fn print_table(headings: &[&str], rows: &[Vec<String>], left_columns: usize) {
-    print!("{}", text_table::render(headings, rows, left_columns));
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    // A closed pipe ends the process (SIGPIPE is restored at start-up).
+    let _ = text_table::write(&mut out, headings, rows, left_columns)
+        .and_then(|()| std::io::Write::flush(&mut out));
 }

@@ -2,70 +2,84 @@
 //! cell content (control characters escaped) and any size (a cell longer
 //! than [`MAX_COLUMN_WIDTH`] is printed whole without widening its column).
 
+use std::io::{self, Write};
+
 /// Columns are padded to their longest cell up to this width; a longer cell
 /// is printed whole without widening its column, so one huge name cannot
 /// make every row of a large table that long.
 pub const MAX_COLUMN_WIDTH: usize = 64;
 
-/// A cell as printed: control characters (a name may hold any UTF-8)
-/// escaped, so that no cell can move the cursor or recolour the terminal.
-fn printable(cell: &str) -> String {
-    if !cell.chars().any(char::is_control) {
-        return cell.to_owned();
+/// Writes `cell` as printed: control characters (a name may hold any
+/// UTF-8) escaped, so that no cell can move the cursor or recolour the
+/// terminal.
+fn write_printable(out: &mut dyn Write, cell: &str) -> io::Result<()> {
+    for c in cell.chars() {
+        if c.is_control() {
+            write!(out, "{}", c.escape_default())?;
+        } else {
+            write!(out, "{c}")?;
+        }
     }
-    cell.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    Ok(())
 }
 
-/// The table as lines indented by two spaces; columns from `left_columns`
-/// on are right-aligned (numbers). Every row has one cell per heading.
-pub fn render(headings: &[&str], rows: &[Vec<String>], left_columns: usize) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| printable(c)).collect())
-        .collect();
+/// The width of `cell` as printed.
+fn printed_width(cell: &str) -> usize {
+    cell.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().count()
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Writes the table as lines indented by two spaces; columns from
+/// `left_columns` on are right-aligned (numbers). Every row has one cell
+/// per heading. Streams row by row: no copy of the table is made.
+pub fn write(
+    out: &mut impl Write,
+    headings: &[&str],
+    rows: &[Vec<String>],
+    left_columns: usize,
+) -> io::Result<()> {
     let widths: Vec<usize> = (0..headings.len())
         .map(|c| {
             rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([headings[c].chars().count()])
+                .map(|r| printed_width(&r[c]))
+                .chain([printed_width(headings[c])])
                 .filter(|&w| w <= MAX_COLUMN_WIDTH)
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let text: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, &w))| {
-                let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
-                if c >= left_columns {
-                    format!("{pad}{cell}")
-                } else {
-                    format!("{cell}{pad}")
-                }
-            })
-            .collect();
-        out.push_str("  ");
-        out.push_str(text.join("  ").trim_end());
-        out.push('\n');
+    let mut line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
+        let mut pending_spaces = 2; // the indent; trailing padding is never written
+        for (c, (cell, &w)) in cells.zip(&widths).enumerate() {
+            let pad = w.saturating_sub(printed_width(cell));
+            if c >= left_columns {
+                pending_spaces += pad;
+            }
+            write!(out, "{:pending_spaces$}", "")?;
+            write_printable(out, cell)?;
+            pending_spaces = 2 + if c >= left_columns { 0 } else { pad };
+        }
+        writeln!(out)
     };
-    line(headings);
-    for r in &rows {
-        line(&r.iter().map(String::as_str).collect::<Vec<_>>());
+    line(out, &mut headings.iter().copied())?;
+    for r in rows {
+        line(out, &mut r.iter().map(String::as_str))?;
     }
-    out
+    Ok(())
+}
+
+/// [`write`] into a string.
+pub fn render(headings: &[&str], rows: &[Vec<String>], left_columns: usize) -> String {
+    let mut out = Vec::new();
+    write(&mut out, headings, rows, left_columns).expect("writing to memory");
+    String::from_utf8(out).expect("cells are UTF-8")
 }
 
 #[cfg(test)]

@@ -1,0 +1,35 @@
+//! Fuzz `inspect`: whatever the file (detected by content), its summary
+//! serializes to JSON, has a one-line form, and its tensor table renders
+//! as text, without a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use modelbin_format::inspect::Summary;
+use modelbin_format::text_table;
+
+fuzz_target!(|data: &[u8]| {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input");
+    std::fs::write(&path, data).unwrap();
+    let Ok(summary) = Summary::of_path(&path, None, "inspect") else {
+        return;
+    };
+    let _ = serde_json::to_string(&summary).unwrap();
+    let _ = summary.one_line();
+    if let Summary::Tensors(s) = &summary {
+        let rows: Vec<Vec<String>> = s
+            .tensors
+            .iter()
+            .map(|t| {
+                vec![
+                    t.name.clone(),
+                    t.dtype.to_string(),
+                    format!("{:?}", t.shape),
+                    t.offset.to_string(),
+                    t.bytes.to_string(),
+                ]
+            })
+            .collect();
+        let _ = text_table::render(&["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"], &rows, 3);
+    }
+});
