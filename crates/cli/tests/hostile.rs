@@ -79,6 +79,8 @@ fn run_bounded(args: &[&str], limit: u64, stdin: Stdio) -> Run {
         });
     }
     let start = Instant::now();
+    // Reaped by `wait_bounded` (waitpid), which also samples its memory.
+    #[allow(clippy::zombie_processes)]
     let child = command.spawn().expect("the binary starts");
     let (status, peak_rss, timed_out) = wait_bounded(child.id() as libc::pid_t, TIMEOUT);
     let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
@@ -406,7 +408,7 @@ fn text_inputs_of_unknown_size_are_read_as_streams() {
 #[test]
 fn sigbus_from_a_shrinking_input_is_an_error_message() {
     // The handler itself, deterministically: a process blocked on stdin.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_modelbin"))
+    let child = Command::new(env!("CARGO_BIN_EXE_modelbin"))
         .args(["tokens", "count", "-"])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())

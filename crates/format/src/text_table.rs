@@ -55,7 +55,7 @@ pub fn write(
                 .unwrap_or(0)
         })
         .collect();
-    let mut line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
+    let line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
         let mut pending_spaces = 2; // the indent; trailing padding is never written
         for (c, (cell, &w)) in cells.zip(&widths).enumerate() {
             let pad = w.saturating_sub(printed_width(cell));
