@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use modelbin_format::inspect::Summary;
+use modelbin_format::inspect::{Summary, TensorSummary};
 use modelbin_format::text_table;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,19 +17,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = serde_json::to_string(&summary).unwrap();
     let _ = summary.one_line();
     if let Summary::Tensors(s) = &summary {
-        let rows: Vec<Vec<String>> = s
-            .tensors
-            .iter()
-            .map(|t| {
-                vec![
-                    t.name.clone(),
-                    t.dtype.to_string(),
-                    format!("{:?}", t.shape),
-                    t.offset.to_string(),
-                    t.bytes.to_string(),
-                ]
-            })
-            .collect();
-        let _ = text_table::render(&["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"], &rows, 3);
+        let rows: Vec<Vec<String>> = s.tensors.iter().map(TensorSummary::table_row).collect();
+        let headings = TensorSummary::TABLE_HEADINGS;
+        let _ = text_table::render(&headings, &rows, headings.len() - TensorSummary::NUMERIC_COLUMNS);
     }
 });

@@ -174,19 +174,13 @@ fn print_tensors(count: usize, tensors: &[TensorSummary]) {
     if tensors.is_empty() {
         return;
     }
-    let rows: Vec<Vec<String>> = tensors
-        .iter()
-        .map(|t| {
-            vec![
-                t.name.clone(),
-                t.dtype.to_string(),
-                format!("{:?}", t.shape),
-                t.offset.to_string(),
-                t.bytes.to_string(),
-            ]
-        })
-        .collect();
-    print_table(&["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"], &rows, 3);
+    let rows: Vec<Vec<String>> = tensors.iter().map(TensorSummary::table_row).collect();
+    let headings = TensorSummary::TABLE_HEADINGS;
+    print_table(
+        &headings,
+        &rows,
+        headings.len() - TensorSummary::NUMERIC_COLUMNS,
+    );
 }
 
 /// Prints an aligned table, indented by two spaces; columns from

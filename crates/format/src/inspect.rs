@@ -61,6 +61,23 @@ impl TensorSummary {
             })
             .collect()
     }
+
+    /// The headings of [`TensorSummary::table_row`]'s columns; the last
+    /// [`TensorSummary::NUMERIC_COLUMNS`] are numbers (right-aligned).
+    pub const TABLE_HEADINGS: [&str; 5] = ["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"];
+    /// How many of the last columns hold numbers.
+    pub const NUMERIC_COLUMNS: usize = 2;
+
+    /// The tensor as one row of `inspect`'s table.
+    pub fn table_row(&self) -> Vec<String> {
+        vec![
+            self.name.clone(),
+            self.dtype.to_string(),
+            format!("{:?}", self.shape),
+            self.offset.to_string(),
+            self.bytes.to_string(),
+        ]
+    }
 }
 
 impl TensorFileSummary {
