@@ -538,3 +538,51 @@ fn text_without_whitespace_is_counted_in_linear_space() {
         from_file.stdout.split_whitespace().next()
     );
 }
+
+/// A header of one tensor whose shape has `rank` dimensions of 1, as
+/// BinTensors (varint per dimension) or safetensors (`1,` per dimension).
+fn deep_shape_file(dir: &Path, rank: usize, bintensors: bool) -> PathBuf {
+    let mut header = Vec::new();
+    if bintensors {
+        header.extend([0, 1, 1, b't', 1, 0xFC]); // no metadata, 1 tensor "t", U8
+        header.extend((rank as u32).to_le_bytes());
+        header.resize(header.len() + rank, 1);
+        header.extend([0, 1]); // data 0..1
+    } else {
+        let dims = vec!["1"; rank].join(",");
+        header.extend(
+            format!(r#"{{"t":{{"dtype":"U8","shape":[{dims}],"data_offsets":[0,1]}}}}"#).bytes(),
+        );
+    }
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let path = dir.join(if bintensors {
+        "deep.bt"
+    } else {
+        "deep.safetensors"
+    });
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header);
+    bytes.push(7);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The worst memory per header byte: a shape costs 8 bytes per dimension
+/// (at least 1 header byte in BinTensors, 2 in safetensors) in the tensor
+/// table, and `verify`/`inspect` copy it into their summary. Pinned here,
+/// documented in docs/reliability.md.
+#[test]
+fn deep_shapes_cost_a_bounded_multiple_of_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bintensors, rank, multiple) in [(true, 40_000_000, 18), (false, 30_000_000, 10)] {
+        let path = deep_shape_file(dir.path(), rank, bintensors);
+        let header = std::fs::metadata(&path).unwrap().len();
+        let run = run_bounded(
+            &["verify", arg(&path)],
+            20 * header + ADDRESS_SPACE,
+            Stdio::null(),
+        );
+        run.assert_bounded(multiple * header);
+        assert_eq!(run.code, Some(0), "{run:?}");
+    }
+}

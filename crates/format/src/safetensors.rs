@@ -6,14 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 use std::path::Path;
 
 use serde::Deserialize;
-use serde::de::{self, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::bintensors::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
 use crate::bytes::ByteReader;
-use crate::error::At;
 use crate::source::MappedFile;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::{TensorStore, TensorView};
@@ -56,14 +56,18 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
                 size: header_len,
                 file_len: file.len() as u64,
             })?;
-        let RawHeader { metadata, tensors } =
-            serde_json::from_slice(json).map_err(|e| Error::InvalidHeader {
-                format: FORMAT,
-                offset: PREFIX_LEN + json_error_offset(json, &e),
-                reason: e.to_string(),
-            })?;
+        let RawHeader {
+            metadata,
+            tensors,
+            dims,
+        } = serde_json::from_slice(json).map_err(|e| Error::InvalidHeader {
+            format: FORMAT,
+            offset: PREFIX_LEN + json_error_offset(json, &e),
+            reason: e.to_string(),
+        })?;
         let data_offset = PREFIX_LEN + header_len;
-        let table = build_table(tensors)?.finish(data_offset, file.len() as u64 - data_offset)?;
+        let table =
+            build_table(tensors, dims)?.finish(data_offset, file.len() as u64 - data_offset)?;
         Ok(SafeTensors {
             buf,
             metadata,
@@ -104,19 +108,21 @@ fn json_error_offset(json: &[u8], e: &serde_json::Error) -> u64 {
     (line_start + e.column().saturating_sub(1)) as u64
 }
 
-/// One tensor entry of the JSON header, as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One tensor entry of the JSON header, as written; its shape is a range
+/// of the header's dims arena.
 struct RawEntry {
     dtype: String,
-    shape: Vec<u64>,
+    shape: Range<usize>,
     data_offsets: (u64, u64),
 }
 
-/// The JSON header: an object of tensor entries plus optional `__metadata__`.
+/// The JSON header: an object of tensor entries plus optional `__metadata__`,
+/// with every shape parsed straight into one arena (8 bytes per dimension,
+/// which takes at least 2 bytes of JSON: no per-tensor vector, no copy).
 struct RawHeader {
     metadata: Option<BTreeMap<String, String>>,
     tensors: Vec<(String, RawEntry)>,
+    dims: Vec<usize>,
 }
 
 impl<'de> Deserialize<'de> for RawHeader {
@@ -137,6 +143,7 @@ impl<'de> Visitor<'de> for RawHeaderVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
         let mut metadata = None;
         let mut tensors = Vec::new();
+        let mut dims = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == METADATA_KEY {
                 if metadata.is_some() {
@@ -144,10 +151,88 @@ impl<'de> Visitor<'de> for RawHeaderVisitor {
                 }
                 metadata = Some(map.next_value::<UniqueMap>()?.0);
             } else {
-                tensors.push((key, map.next_value::<RawEntry>()?));
+                tensors.push((key, map.next_value_seed(EntrySeed(&mut dims))?));
             }
         }
-        Ok(RawHeader { metadata, tensors })
+        Ok(RawHeader {
+            metadata,
+            tensors,
+            dims,
+        })
+    }
+}
+
+const ENTRY_FIELDS: &[&str] = &["dtype", "shape", "data_offsets"];
+
+/// Parses one tensor entry, appending its shape to the dims arena.
+struct EntrySeed<'a>(&'a mut Vec<usize>);
+
+impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
+    type Value = RawEntry;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<RawEntry, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed<'_> {
+    type Value = RawEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tensor entry (dtype, shape, data_offsets)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let (mut dtype, mut shape, mut data_offsets) = (None, None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "dtype" if dtype.is_none() => dtype = Some(map.next_value::<String>()?),
+                "shape" if shape.is_none() => {
+                    shape = Some(map.next_value_seed(ShapeSeed(&mut *self.0))?)
+                }
+                "data_offsets" if data_offsets.is_none() => {
+                    data_offsets = Some(map.next_value::<(u64, u64)>()?)
+                }
+                "dtype" | "shape" | "data_offsets" => {
+                    return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                }
+                other => return Err(de::Error::unknown_field(other, ENTRY_FIELDS)),
+            }
+        }
+        Ok(RawEntry {
+            dtype: dtype.ok_or_else(|| de::Error::missing_field("dtype"))?,
+            shape: shape.ok_or_else(|| de::Error::missing_field("shape"))?,
+            data_offsets: data_offsets.ok_or_else(|| de::Error::missing_field("data_offsets"))?,
+        })
+    }
+}
+
+/// Parses a shape (an array of dimensions) into the dims arena.
+struct ShapeSeed<'a>(&'a mut Vec<usize>);
+
+impl<'de> DeserializeSeed<'de> for ShapeSeed<'_> {
+    type Value = Range<usize>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Range<usize>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ShapeSeed<'_> {
+    type Value = Range<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of dimensions")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Range<usize>, A::Error> {
+        let start = self.0.len();
+        while let Some(dim) = seq.next_element::<u64>()? {
+            let dim = usize::try_from(dim)
+                .map_err(|_| de::Error::custom("a dimension overflows this machine's usize"))?;
+            self.0.push(dim);
+        }
+        Ok(start..self.0.len())
     }
 }
 
@@ -182,28 +267,19 @@ impl<'de> Deserialize<'de> for UniqueMap {
     }
 }
 
-/// Resolves dtypes and shapes and adds the entries in data-offset order, so
-/// that the table checks they tile the data section.
-fn build_table(mut raw: Vec<(String, RawEntry)>) -> Result<TableBuilder> {
+/// Resolves dtypes and adds the entries in data-offset order, so that the
+/// table checks they tile the data section. The table adopts the dims arena.
+fn build_table(mut raw: Vec<(String, RawEntry)>, dims: Vec<usize>) -> Result<TableBuilder> {
     raw.sort_by_key(|(_, e)| e.data_offsets);
     let name_bytes = raw.iter().map(|(name, _)| name.len()).sum();
-    let mut table = TableBuilder::with_capacity(raw.len(), name_bytes);
+    let mut table = TableBuilder::with_dims(raw.len(), name_bytes, dims);
     for (name, entry) in raw {
         let dtype = DType::from_name(&entry.dtype).ok_or_else(|| Error::UnsupportedDtype {
             name: name.clone(),
             dtype: entry.dtype.clone(),
             format: "modelbin (its dtypes are those of BinTensors)",
         })?;
-        let shape = entry
-            .shape
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| Error::Overflow {
-                what: format!("a dimension of tensor `{name}`"),
-                at: At(Some(PREFIX_LEN)),
-            })?;
-        table.push(&name, dtype, &shape, entry.data_offsets, PREFIX_LEN)?;
+        table.push_with_dims(&name, dtype, entry.shape, entry.data_offsets, PREFIX_LEN)?;
     }
     Ok(table)
 }

@@ -52,6 +52,18 @@ impl TableBuilder {
         }
     }
 
+    /// Like [`TableBuilder::with_capacity`], adopting `dims`, an arena that
+    /// already holds the shapes [`TableBuilder::push_with_dims`] will name
+    /// (so that a parser need not hold every shape twice).
+    pub fn with_dims(entries: usize, name_bytes: usize, dims: Vec<usize>) -> Self {
+        TableBuilder {
+            entries: Vec::with_capacity(entries),
+            names: String::with_capacity(name_bytes),
+            dims,
+            alignment: 1,
+        }
+    }
+
     /// Like [`TableBuilder::with_capacity`], for a format that starts each
     /// tensor at a multiple of `alignment` (a power of two) with padding
     /// between tensors.
@@ -82,9 +94,26 @@ impl TableBuilder {
         name: &str,
         dtype: DType,
         shape: &[usize],
+        range: (u64, u64),
+        at: u64,
+    ) -> Result<()> {
+        let dims_start = self.dims.len();
+        self.dims.extend_from_slice(shape);
+        let dims_end = self.dims.len();
+        self.push_with_dims(name, dtype, dims_start..dims_end, range, at)
+    }
+
+    /// [`TableBuilder::push`] for a shape already in the dims arena, at
+    /// `shape` (see [`TableBuilder::with_dims`]).
+    pub fn push_with_dims(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape_range: Range<usize>,
         (start, end): (u64, u64),
         at: u64,
     ) -> Result<()> {
+        let shape = &self.dims[shape_range.clone()];
         let expected_start = self.next_start();
         if start != expected_start {
             return Err(Error::NonContiguousData {
@@ -119,11 +148,9 @@ impl TableBuilder {
         }
         let name_start = self.names.len();
         self.names.push_str(name);
-        let dims_start = self.dims.len();
-        self.dims.extend_from_slice(shape);
         self.entries.push(Entry {
             name: name_start..self.names.len(),
-            shape: dims_start..self.dims.len(),
+            shape: shape_range,
             dtype,
             start,
             end,
