@@ -103,6 +103,18 @@ impl TableBuilder {
         self.push_with_dims(name, dtype, dims_start..dims_end, range, at)
     }
 
+    /// Appends one dimension of the next tensor's shape to the dims arena,
+    /// for a parser that reads dimensions one by one; the shape is then
+    /// `start..self.dims_len()` for [`TableBuilder::push_with_dims`].
+    pub fn push_dim(&mut self, dim: usize) {
+        self.dims.push(dim);
+    }
+
+    /// How many dimensions the arena holds.
+    pub fn dims_len(&self) -> usize {
+        self.dims.len()
+    }
+
     /// [`TableBuilder::push`] for a shape already in the dims arena, at
     /// `shape` (see [`TableBuilder::with_dims`]).
     pub fn push_with_dims(

@@ -113,7 +113,6 @@ fn read_tensors(r: &mut ByteReader<'_>) -> Result<TableBuilder> {
         bounded_capacity(count, r.remaining(), MIN_ENTRY_LEN),
         r.remaining(),
     );
-    let mut shape = Vec::new();
     for _ in 0..count {
         let entry_offset = r.offset();
         let name_len = varint::read(r, "tensor name")?;
@@ -125,17 +124,20 @@ fn read_tensors(r: &mut ByteReader<'_>) -> Result<TableBuilder> {
             found: code.to_string(),
         })?;
         let rank = varint::read(r, "shape length")?;
-        shape.clear();
+        // Straight into the table's arena: 8 bytes per dimension, which
+        // takes at least one header byte.
+        let shape_start = table.dims_len();
         for _ in 0..rank {
             let dim = varint::read(r, "shape dimension")?;
-            shape.push(usize::try_from(dim).map_err(|_| Error::Overflow {
+            table.push_dim(usize::try_from(dim).map_err(|_| Error::Overflow {
                 what: format!("dimension {dim} of tensor `{name}`"),
                 at: At(Some(entry_offset)),
             })?);
         }
         let start = varint::read(r, "data start offset")?;
         let end = varint::read(r, "data end offset")?;
-        table.push(name, dtype, &shape, (start, end), entry_offset)?;
+        let shape = shape_start..table.dims_len();
+        table.push_with_dims(name, dtype, shape, (start, end), entry_offset)?;
     }
     Ok(table)
 }
