@@ -228,9 +228,8 @@ mod tests {
             }
         }
 
-        /// The backtracking encoder makes the merge's tokens: random bytes,
-        /// letters, repetitive text, and concatenations of vocabulary tokens
-        /// (where many neighbouring pairs are candidates).
+        /// The backtracking encoder makes the merge's tokens on random
+        /// bytes, letters and repetitive text.
         #[test]
         fn backtracking_equals_merge(piece in prop_oneof![
             prop::collection::vec(any::<u8>(), 1..600),
@@ -244,6 +243,8 @@ mod tests {
             }
         }
 
+        /// ... and on concatenations of vocabulary tokens, where many
+        /// neighbouring pairs are candidates.
         #[test]
         fn backtracking_equals_merge_on_token_concatenations(
             ranks in prop::collection::vec(0u32..100_000, 1..120)
