@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SAEV protocol v1 written from specs/saev.md with the standard library only
+"""SAEV protocol v1 written from docs/formats/saev.md with the standard library only
 (struct, array, json, hashlib), as a test oracle for modelbin's reader and
 writer.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a TLLM model, written from DESIGN.md ("TLLM")
+"""Reference forward pass of a TLLM model, written from docs/formats/tllm.md
 with numpy in float64, independent of modelbin's Rust code.
 
     tllm_reference.py MODEL.tllm '[1, 2, 3]'        -> JSON logits, [T][V]

@@ -177,7 +177,7 @@ fn open(dir: &std::path::Path) -> Result<saev::Dataset, Failure> {
 
 fn verify(dir: &std::path::Path, values: bool) -> Result<(), Failure> {
     let dataset = open(dir)?;
-    let summary = Summary::Activations(modelbin_format::inspect::SaevSummary::of(&dataset));
+    let summary = Summary::Saev(modelbin_format::inspect::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
         eprintln!(
             "warning: {}: an extra all-zero shard past the last image (the reference writer adds one when S divides n_imgs); accepted",

@@ -2,27 +2,36 @@
 
 use std::path::Path;
 
-use modelbin_format::Format;
 use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
     Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
 };
 use modelbin_format::text_table;
+use modelbin_format::{AnyFile, Format};
 
 use crate::{Failure, print_json};
 
 pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let summary = Summary::of_path(path, format, "inspect")
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?;
+    let summary = open(path, format)
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?
+        .summary();
     match (&summary, json) {
         (_, true) => print_json(&summary),
         (Summary::Tensors(s), false) => print_text(path, s),
-        (Summary::Vocabulary(s), false) => print_vocabulary(path, s),
-        (Summary::Model(s), false) => print_model(path, s),
-        (Summary::Activations(s), false) => print_activations(path, s),
-        (Summary::Embeddings(s), false) => print_embeddings(path, s),
+        (Summary::Bpe2(s), false) => print_vocabulary(path, s),
+        (Summary::Tllm(s), false) => print_model(path, s),
+        (Summary::Saev(s), false) => print_activations(path, s),
+        (Summary::Embd(s), false) => print_embeddings(path, s),
     }
     Ok(())
+}
+
+/// Opens `path` as `format`, or as its content says.
+pub fn open(path: &Path, format: Option<Format>) -> modelbin_format::Result<AnyFile> {
+    match format {
+        Some(format) => modelbin_format::open_as(path, format),
+        None => modelbin_format::open(path),
+    }
 }
 
 /// `PATH: FORMAT version V, N bytes`.

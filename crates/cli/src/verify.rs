@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use modelbin_format::Format;
-use modelbin_format::inspect::{Summary, VERIFY};
+use modelbin_format::inspect::Summary;
 use serde::Serialize;
 
 use crate::{Failure, print_json};
@@ -19,7 +19,8 @@ struct Verdict<'a> {
 }
 
 pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let outcome = Summary::of_path(path, format, VERIFY)
+    let outcome = crate::inspect::open(path, format)
+        .and_then(|file| file.verify().map(|()| file.summary()))
         .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
     if json {
         let verdict = match &outcome {

@@ -191,7 +191,7 @@ fn write_tllm(path: &Path, config: &tllm::Config) {
     let specs = config.tensors();
     let zeros = vec![0u8; specs.iter().map(|s| s.shape.len() * 4).max().unwrap()];
     let data: Vec<&[u8]> = specs.iter().map(|s| &zeros[..s.shape.len() * 4]).collect();
-    tllm::write_file(path, config, &data).unwrap();
+    tllm::write_file(path, config, &data, &mut |_, _| {}).unwrap();
 }
 
 fn tiny_config(n_layers: u32, max_seq_len: u32) -> tllm::Config {

@@ -14,10 +14,14 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
+use crate::atomic::AtomicFile;
 use crate::bytes::ByteReader;
 use crate::checksum::{hex, sha256};
 use crate::source::MappedFile;
 use crate::{Error, Result};
+
+/// A token's bytes and its rank.
+pub type RankedToken = (Vec<u8>, u32);
 
 /// The magic bytes.
 pub const MAGIC: &[u8; 4] = b"BPE2";
@@ -169,8 +173,14 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
         (0..self.header.token_count).filter_map(|rank| self.token(rank).map(|t| (rank, t)))
     }
 
+    /// Opening checks every rule already (the format has no checksum): a
+    /// no-op, for the same face as the other formats.
+    pub fn verify(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The whole file's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub fn file_bytes(&self) -> &[u8] {
         self.buf.as_ref()
     }
 
@@ -354,7 +364,7 @@ fn itoa(mut n: u32, buf: &mut [u8; 10]) -> &str {
 }
 
 /// Parses a `.tiktoken` file: one `base64-token rank` per line.
-pub fn parse_tiktoken(source: &[u8]) -> Result<Vec<(Vec<u8>, u32)>> {
+pub fn parse_tiktoken(source: &[u8]) -> Result<Vec<RankedToken>> {
     let mut tokens = Vec::new();
     let mut offset = 0u64;
     for (index, line) in source.split_inclusive(|&b| b == b'\n').enumerate() {
@@ -385,10 +395,14 @@ pub fn parse_tiktoken(source: &[u8]) -> Result<Vec<(Vec<u8>, u32)>> {
     Ok(tokens)
 }
 
-/// Builds a BPE2 file from the bytes of a `.tiktoken` file. With
-/// `include_special_tokens`, the special tokens of the recognised encoding
-/// are written at their ranks (an unknown source has none to add).
-pub fn build_from_tiktoken(source: &[u8], include_special_tokens: bool) -> Result<Vec<u8>> {
+/// The tokens of a `.tiktoken` file and its SHA-256, for [`build`] or
+/// [`write_file`]. With `include_special_tokens`, the special tokens of the
+/// recognised encoding are added at their ranks (an unknown source has none
+/// to add).
+pub fn tokens_from_tiktoken(
+    source: &[u8],
+    include_special_tokens: bool,
+) -> Result<(Vec<RankedToken>, [u8; 32])> {
     let source_hash = sha256(source);
     let mut tokens = parse_tiktoken(source)?;
     if include_special_tokens && let Some(encoding) = KnownEncoding::by_source_hash(&source_hash) {
@@ -399,12 +413,37 @@ pub fn build_from_tiktoken(source: &[u8], include_special_tokens: bool) -> Resul
                 .map(|&(text, rank)| (text.as_bytes().to_vec(), rank)),
         );
     }
+    Ok((tokens, source_hash))
+}
+
+/// Builds a BPE2 file from the bytes of a `.tiktoken` file (see
+/// [`tokens_from_tiktoken`]).
+pub fn build_from_tiktoken(source: &[u8], include_special_tokens: bool) -> Result<Vec<u8>> {
+    let (tokens, source_hash) = tokens_from_tiktoken(source, include_special_tokens)?;
     build(&tokens, source_hash)
+}
+
+/// Writes a BPE2 file of (bytes, rank) pairs atomically (see [`build`]).
+/// `progress` gets (bytes written, total). Returns the file size.
+pub fn write_file(
+    path: impl AsRef<Path>,
+    tokens: &[RankedToken],
+    source_hash: [u8; 32],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
+    let path = path.as_ref();
+    let bytes = build(tokens, source_hash)?;
+    let total = bytes.len() as u64;
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
+    progress(total, total);
+    file.commit()?;
+    Ok(total)
 }
 
 /// Builds a BPE2 file from (bytes, rank) pairs; ranks must be unique, bytes
 /// non-empty and unique.
-pub fn build(tokens: &[(Vec<u8>, u32)], source_hash: [u8; 32]) -> Result<Vec<u8>> {
+pub fn build(tokens: &[RankedToken], source_hash: [u8; 32]) -> Result<Vec<u8>> {
     let token_count = tokens
         .iter()
         .map(|&(_, rank)| u64::from(rank) + 1)

@@ -64,21 +64,15 @@ pub fn convert(
         return hf_to_embd(input, output, to, options, progress);
     }
     let from = detect::detect(input)?;
-    if from == Format::Embd {
-        return embd_to_tensors(input, output, to, options, progress);
-    }
     if matches!(from, Format::Tiktoken | Format::Bpe2) {
-        return convert_vocabulary(input, from, output, to, options);
+        return convert_vocabulary(input, from, output, to, options, progress);
     }
-    if from == Format::Tllm {
-        return tllm_to_tensors(input, output, to, progress);
-    }
-    let source = TensorFile::open(input, from, OPERATION)?;
-    let tensors = source.tensors();
-    let metadata = source.metadata();
-    let bytes_written = match to {
-        Format::Tllm => tensors_to_tllm(&source, output)?,
-        Format::Embd => {
+    let source = TensorFile::open_as(input, from)?;
+    let bytes_written = match (&source, to) {
+        (TensorFile::Embd(file), Format::Embd) => {
+            embd::recast(file, output, options.dtype, progress)?
+        }
+        (_, Format::Embd) => {
             return Err(Error::Unrepresentable {
                 format: "EMBD",
                 reason: "an EMBD file needs a vocabulary: convert a model directory \
@@ -86,7 +80,10 @@ pub fn convert(
                     .into(),
             });
         }
-        _ => write_tensors(to, output, tensors, metadata, progress)?,
+        (TensorFile::BinTensors(_) | TensorFile::Safetensors(_), Format::Tllm) => {
+            tensors_to_tllm(&source, output, progress)?
+        }
+        _ => write_tensors(to, output, source.tensors(), source.metadata(), progress)?,
     };
     Ok(ConvertReport {
         from,
@@ -122,18 +119,30 @@ fn convert_vocabulary(
     output: &Path,
     to: Format,
     options: ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
     let source = MappedFile::open(input)?;
-    let bytes = match (from, to) {
+    let (tokens, bytes_written) = match (from, to) {
         (Format::Tiktoken, Format::Bpe2) => {
-            bpe2::build_from_tiktoken(&source, options.include_special_tokens)?
+            let (tokens, hash) =
+                bpe2::tokens_from_tiktoken(&source, options.include_special_tokens)?;
+            (
+                tokens.len(),
+                bpe2::write_file(output, &tokens, hash, progress)?,
+            )
         }
         (Format::Bpe2, Format::Tiktoken) => {
-            let mut out = Vec::new();
-            bpe2::Bpe2::from_buffer(&*source)?
-                .write_tiktoken(&mut out)
+            let vocabulary = bpe2::Bpe2::from_buffer(&*source)?;
+            let mut text = Vec::new();
+            vocabulary
+                .write_tiktoken(&mut text)
                 .map_err(|e| Error::io(output, e))?;
-            out
+            let mut file = AtomicFile::create(output)?;
+            file.write_all(&text).map_err(|e| Error::io(output, e))?;
+            file.commit()?;
+            progress(text.len() as u64, text.len() as u64);
+            let lines = text.iter().filter(|&&b| b == b'\n').count();
+            (lines, text.len() as u64)
         }
         _ => {
             return Err(Error::UnsupportedFormat {
@@ -142,56 +151,21 @@ fn convert_vocabulary(
             });
         }
     };
-    let tokens = match to {
-        Format::Bpe2 => bpe2::Bpe2::from_buffer(bytes.as_slice())?.tokens().count(),
-        _ => bytes.iter().filter(|&&b| b == b'\n').count(),
-    };
-    let mut file = AtomicFile::create(output)?;
-    file.write_all(&bytes).map_err(|e| Error::io(output, e))?;
-    file.commit()?;
     Ok(ConvertReport {
         from,
         to,
         tensors: tokens,
-        bytes_written: bytes.len() as u64,
-    })
-}
-
-/// TLLM → BinTensors or safetensors: every tensor as F32 under its documented
-/// name, the configuration as `tllm.*` string metadata.
-fn tllm_to_tensors(
-    input: &Path,
-    output: &Path,
-    to: Format,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<ConvertReport> {
-    let file = tllm::open(input)?;
-    let specs: Vec<(String, Vec<usize>)> = file
-        .specs()
-        .map(|s| (s.name.clone(), s.shape.dims()))
-        .collect();
-    let views = specs
-        .iter()
-        .map(|(name, dims)| {
-            let bytes = file
-                .bytes(name)
-                .expect("every configured tensor is present");
-            TensorView::new(name, DType::F32, dims, bytes)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let metadata = file.config().to_metadata();
-    let bytes_written = write_tensors(to, output, views, Some(&metadata), progress)?;
-    Ok(ConvertReport {
-        from: Format::Tllm,
-        to,
-        tensors: specs.len(),
         bytes_written,
     })
 }
 
 /// BinTensors or safetensors → TLLM: the configuration from `tllm.*`
 /// metadata, then exactly the configuration's tensors, F32, of its shapes.
-fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
+fn tensors_to_tllm(
+    source: &TensorFile,
+    output: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
     let metadata = source.metadata().cloned().unwrap_or_default();
     let config = tllm::Config::from_metadata(&metadata)?;
     // The metadata's claim is checked against the tensors really present
@@ -200,9 +174,8 @@ fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
         .tensors()
         .find(|t| config.index_of(t.name()).is_none())
     {
-        return Err(Error::InvalidHeader {
-            format: "TLLM conversion",
-            offset: 0,
+        return Err(Error::Unrepresentable {
+            format: "TLLM",
             reason: format!(
                 "tensor `{}` is not part of a TLLM model with this configuration",
                 extra.name()
@@ -210,9 +183,8 @@ fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
         });
     }
     if source.len() as u64 != config.tensor_count() {
-        return Err(Error::InvalidHeader {
-            format: "TLLM conversion",
-            offset: 0,
+        return Err(Error::Unrepresentable {
+            format: "TLLM",
             reason: format!(
                 "the tllm.* metadata describes {} tensors, the file has {}",
                 config.tensor_count(),
@@ -225,16 +197,20 @@ fn tensors_to_tllm(source: &TensorFile, output: &Path) -> Result<u64> {
     for spec in &specs {
         let view = source.tensor(&spec.name)?;
         if view.dtype() != DType::F32 || view.shape() != spec.shape.dims().as_slice() {
-            return Err(Error::DimensionMismatch {
-                tensor: spec.name.clone(),
-                offset: 0,
-                expected: format!("F32 {:?}", spec.shape.dims()),
-                found: format!("{} {:?}", view.dtype(), view.shape()),
+            return Err(Error::Unrepresentable {
+                format: "TLLM",
+                reason: format!(
+                    "tensor `{}` is {} {:?}; the configuration needs F32 {:?}",
+                    spec.name,
+                    view.dtype(),
+                    view.shape(),
+                    spec.shape.dims()
+                ),
             });
         }
         data.push(view.data());
     }
-    tllm::write_file(output, &config, &data)
+    tllm::write_file(output, &config, &data, progress)
 }
 
 /// A Hugging Face / sentence-transformers model directory → EMBD.
@@ -259,30 +235,6 @@ fn hf_to_embd(
         from: Format::Safetensors,
         to,
         tensors,
-        bytes_written,
-    })
-}
-
-/// EMBD → BinTensors or safetensors (tensors and metadata), or → EMBD with
-/// the float tensors recast to `options.dtype`.
-fn embd_to_tensors(
-    input: &Path,
-    output: &Path,
-    to: Format,
-    options: ConvertOptions,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<ConvertReport> {
-    let file = embd::open(input)?;
-    let tensors: Vec<TensorView<'_>> = file.tensors().collect();
-    let metadata = file.metadata_map();
-    let bytes_written = match to {
-        Format::Embd => embd::recast(&file, output, options.dtype, progress)?,
-        _ => write_tensors(to, output, tensors, Some(metadata), progress)?,
-    };
-    Ok(ConvertReport {
-        from: Format::Embd,
-        to,
-        tensors: file.len(),
         bytes_written,
     })
 }

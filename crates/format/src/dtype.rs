@@ -40,7 +40,7 @@ pub enum DType {
     U64,
 }
 
-/// EMBD's dtype codes (specs/embd.md, "Data Types"), indexed by code.
+/// EMBD's dtype codes (docs/formats/embd.md), indexed by code.
 const EMBD_CODES: [DType; 9] = [
     DType::F32,
     DType::F16,

@@ -649,6 +649,10 @@ pub enum Error {
         /// The operation.
         operation: &'static str,
     },
+    /// An argument a caller passed to a library function cannot be used
+    /// (not a property of any file).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// The content matches no known format.
     #[error(
         "{path}: not a recognised format (no known magic bytes, not a BinTensors or safetensors header)"

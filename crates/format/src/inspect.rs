@@ -1,14 +1,15 @@
 //! Summaries of files, printed by `modelbin inspect` as text or JSON.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Serialize;
 
+use crate::any::AnyFile;
 use crate::embd::{self, Embd, SpecialTokens, bert::BertConfig};
 use crate::file::TensorFile;
+use crate::stats::ValueStats;
 use crate::tensor::TensorStore;
-use crate::{DType, Error, Format, Result, bpe2, detect, saev, tllm};
+use crate::{DType, Format, bpe2, saev, tllm};
 
 /// What `inspect` reports about a tensor file.
 #[derive(Debug, Clone, Serialize)]
@@ -56,7 +57,7 @@ impl TensorSummary {
                 name: view.name().to_owned(),
                 dtype: view.dtype(),
                 shape: view.shape().to_vec(),
-                offset: store.table().data_start(index),
+                offset: store.data_start(index).unwrap_or_default(),
                 bytes: view.data().len() as u64,
             })
             .collect()
@@ -81,15 +82,16 @@ impl TensorSummary {
 }
 
 impl TensorFileSummary {
-    /// Summarises an opened tensor file.
-    pub fn of(file: &TensorFile) -> Self {
-        let data_offset = file.data_offset();
+    /// Summarises a BinTensors or safetensors file whose header (after the
+    /// 8-byte size prefix) is `header_len` bytes.
+    fn of(format: Format, file: &impl TensorStore, header_len: u64) -> Self {
+        let data_offset = 8 + header_len;
         let file_size = file.file_bytes().len() as u64;
         let tensors = TensorSummary::all(file);
         TensorFileSummary {
-            format: file.format(),
+            format,
             file_size,
-            header_size: file.header_len(),
+            header_size: header_len,
             data_offset,
             data_size: file_size - data_offset,
             metadata: file.metadata().cloned(),
@@ -134,7 +136,7 @@ impl Bpe2Summary {
             .unwrap_or_default();
         Bpe2Summary {
             format: Format::Bpe2,
-            file_size: file.as_bytes().len() as u64,
+            file_size: file.file_bytes().len() as u64,
             version: bpe2::VERSION,
             header: *file.header(),
             present_tokens: file.tokens().count(),
@@ -185,36 +187,16 @@ pub struct TensorStats {
 impl TensorStats {
     /// Statistics of `values`.
     pub fn of(name: &str, shape: Vec<usize>, values: &[f32]) -> TensorStats {
-        let (mut sum, mut sq, mut n, mut nan, mut inf) = (0.0f64, 0.0f64, 0usize, 0, 0);
-        let (mut min, mut max): (Option<f32>, Option<f32>) = (None, None);
-        for &v in values {
-            if v.is_nan() {
-                nan += 1;
-            } else if v.is_infinite() {
-                inf += 1;
-            } else {
-                sum += f64::from(v);
-                sq += f64::from(v) * f64::from(v);
-                n += 1;
-                min = Some(min.map_or(v, |m| m.min(v)));
-                max = Some(max.map_or(v, |m| m.max(v)));
-            }
-        }
-        let mean = if n > 0 { sum / n as f64 } else { 0.0 };
-        let var = if n > 0 {
-            (sq / n as f64 - mean * mean).max(0.0)
-        } else {
-            0.0
-        };
+        let stats = ValueStats::of(values);
         TensorStats {
             name: name.to_owned(),
             shape,
-            mean,
-            std: var.sqrt(),
-            min,
-            max,
-            nan,
-            inf,
+            mean: stats.mean(),
+            std: stats.std(),
+            min: stats.min(),
+            max: stats.max(),
+            nan: stats.nan() as usize,
+            inf: stats.inf() as usize,
         }
     }
 }
@@ -224,22 +206,19 @@ impl TllmSummary {
     pub fn of<B: AsRef<[u8]>>(file: &tllm::Tllm<B>) -> Self {
         let config = *file.config();
         let tensors = file
-            .specs()
-            .map(|spec| {
-                let values = file
-                    .values(&spec.name)
-                    .expect("configured tensors are present");
-                TensorStats::of(&spec.name, spec.shape.dims(), &values)
+            .tensors()
+            .map(|t| {
+                let values = crate::floats::decode_f32(t.data());
+                TensorStats::of(t.name(), t.shape().to_vec(), &values)
             })
             .collect();
         TllmSummary {
             format: Format::Tllm,
-            file_size: file.as_bytes().len() as u64,
+            file_size: file.file_bytes().len() as u64,
             version: tllm::VERSION,
             config,
-            parameter_count: config
-                .parameter_count()
-                .expect("validated configurations fit"),
+            // The file exists, so its parameter count fits.
+            parameter_count: config.parameter_count().unwrap_or(u64::MAX),
             tensors,
         }
     }
@@ -331,18 +310,18 @@ impl EmbdSummary {
         .filter(|&(bit, _)| header.has(bit))
         .map(|(_, name)| name)
         .collect();
-        let (model, model_error) = match BertConfig::check(file) {
+        let (model, model_error) = match BertConfig::validate(file) {
             Ok(config) => (Some(config), None),
             Err(e) => (None, Some(e.to_string())),
         };
         let tensors = TensorSummary::all(file);
         EmbdSummary {
             format: Format::Embd,
-            file_size: file.as_bytes().len() as u64,
+            file_size: file.file_bytes().len() as u64,
             header,
             flags,
             footer: *file.footer(),
-            metadata: file.metadata_map().clone(),
+            metadata: file.metadata().cloned().unwrap_or_default(),
             token_count: file.token_count(),
             special_tokens: file.special_tokens(),
             model,
@@ -353,56 +332,37 @@ impl EmbdSummary {
     }
 }
 
-/// The operation name under which [`Summary::of_path`] runs every check,
-/// checksums included.
-pub const VERIFY: &str = "verify";
-
-/// The summary of any file modelbin can read.
+/// The summary of any file modelbin can read; its JSON form is what
+/// `modelbin inspect --json` prints.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Summary {
     /// A BinTensors or safetensors file.
     Tensors(TensorFileSummary),
     /// A BPE2 vocabulary.
-    Vocabulary(Bpe2Summary),
+    Bpe2(Bpe2Summary),
     /// A TLLM model.
-    Model(TllmSummary),
+    Tllm(TllmSummary),
     /// A SAEV activation dataset.
-    Activations(SaevSummary),
+    Saev(SaevSummary),
     /// An EMBD sentence-embedding model.
-    Embeddings(EmbdSummary),
+    Embd(EmbdSummary),
 }
 
 impl Summary {
-    /// Opens `path` (as `format`, or as detected), validates it and
-    /// summarises it. Under [`VERIFY`], also checks what opening skips: the
-    /// EMBD data and file checksums and that its tensors make a BERT model.
-    pub fn of_path(
-        path: &Path,
-        format: Option<Format>,
-        operation: &'static str,
-    ) -> Result<Summary> {
-        let format = match format {
-            Some(f) => f,
-            None => detect::detect(path)?,
-        };
-        match format {
-            Format::BinTensors | Format::Safetensors => {
-                let file = TensorFile::open(path, format, operation)?;
-                Ok(Summary::Tensors(TensorFileSummary::of(&file)))
+    /// Summarises an opened file.
+    pub fn of(file: &AnyFile) -> Summary {
+        match file {
+            AnyFile::Tensors(TensorFile::BinTensors(f)) => {
+                Summary::Tensors(TensorFileSummary::of(Format::BinTensors, f, f.header_len()))
             }
-            Format::Bpe2 => Ok(Summary::Vocabulary(Bpe2Summary::of(&bpe2::open(path)?))),
-            Format::Tllm => Ok(Summary::Model(TllmSummary::of(&tllm::open(path)?))),
-            Format::Saev => Ok(Summary::Activations(SaevSummary::of(&saev::open(path)?))),
-            Format::Embd => {
-                let file = embd::open(path)?;
-                if operation == VERIFY {
-                    file.verify()?;
-                    BertConfig::check(&file)?;
-                }
-                Ok(Summary::Embeddings(EmbdSummary::of(&file)))
-            }
-            _ => Err(Error::UnsupportedFormat { format, operation }),
+            AnyFile::Tensors(TensorFile::Safetensors(f)) => Summary::Tensors(
+                TensorFileSummary::of(Format::Safetensors, f, f.header_len()),
+            ),
+            AnyFile::Tensors(TensorFile::Embd(f)) => Summary::Embd(EmbdSummary::of(f)),
+            AnyFile::Tensors(TensorFile::Tllm(f)) => Summary::Tllm(TllmSummary::of(f)),
+            AnyFile::Bpe2(f) => Summary::Bpe2(Bpe2Summary::of(f)),
+            AnyFile::Saev(d) => Summary::Saev(SaevSummary::of(d)),
         }
     }
 
@@ -413,22 +373,22 @@ impl Summary {
                 "{}, {} tensors, {} bytes",
                 s.format, s.tensor_count, s.file_size
             ),
-            Summary::Vocabulary(s) => format!(
+            Summary::Bpe2(s) => format!(
                 "{}{}, {} tokens, {} bytes",
                 s.format,
                 s.encoding.map(|e| format!(" ({e})")).unwrap_or_default(),
                 s.present_tokens,
                 s.file_size
             ),
-            Summary::Activations(s) => format!(
+            Summary::Saev(s) => format!(
                 "{}, {} vectors of {} in {} shards",
                 s.format, s.vectors, s.metadata["d_vit"], s.n_shards
             ),
-            Summary::Model(s) => format!(
+            Summary::Tllm(s) => format!(
                 "{}, {} parameters, {} bytes",
                 s.format, s.parameter_count, s.file_size
             ),
-            Summary::Embeddings(s) => format!(
+            Summary::Embd(s) => format!(
                 "{} ({}), {} tensors, {} tokens, {} bytes",
                 s.format,
                 s.metadata.get("model_name").map_or("?", String::as_str),

@@ -76,19 +76,33 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
         })
     }
 
+    /// Absolute offset of the tensor data (after the size prefix and the
+    /// header).
+    pub fn data_offset(&self) -> u64 {
+        8 + self.header_len()
+    }
+
+    /// Opening checks every rule already (the format has no checksum): a
+    /// no-op, for the same face as the other formats.
+    pub fn verify(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Header size `n` (JSON bytes after the 8-byte prefix, padding included).
     pub fn header_len(&self) -> u64 {
         self.header_len
     }
 }
 
+impl<B: AsRef<[u8]>> crate::tensor::sealed::Sealed for SafeTensors<B> {
+    fn table(&self) -> &TensorTable {
+        &self.table
+    }
+}
+
 impl<B: AsRef<[u8]>> TensorStore for SafeTensors<B> {
     fn file_bytes(&self) -> &[u8] {
         self.buf.as_ref()
-    }
-
-    fn table(&self) -> &TensorTable {
-        &self.table
     }
 
     fn metadata(&self) -> Option<&BTreeMap<String, String>> {

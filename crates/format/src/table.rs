@@ -38,6 +38,8 @@ pub struct TableBuilder {
     dims: Vec<usize>,
     /// Each tensor starts at the previous end rounded up to this (1: packed).
     alignment: u64,
+    /// Whether bytes that belong to no tensor may lie between two tensors.
+    gapped: bool,
 }
 
 impl TableBuilder {
@@ -49,6 +51,7 @@ impl TableBuilder {
             names: String::with_capacity(name_bytes),
             dims: Vec::with_capacity(entries * 2),
             alignment: 1,
+            gapped: false,
         }
     }
 
@@ -61,6 +64,7 @@ impl TableBuilder {
             names: String::with_capacity(name_bytes),
             dims,
             alignment: 1,
+            gapped: false,
         }
     }
 
@@ -71,6 +75,17 @@ impl TableBuilder {
         TableBuilder {
             alignment,
             ..TableBuilder::with_capacity(entries, name_bytes)
+        }
+    }
+
+    /// Like [`TableBuilder::with_capacity`], for a format that puts other
+    /// bytes between tensors (TLLM's dimension prefixes): each tensor starts
+    /// at or after the end of the previous one, and offsets are absolute
+    /// (finish with a data offset of 0).
+    pub fn gapped(entries: usize) -> Self {
+        TableBuilder {
+            gapped: true,
+            ..TableBuilder::with_capacity(entries, entries * 24)
         }
     }
 
@@ -127,7 +142,7 @@ impl TableBuilder {
     ) -> Result<()> {
         let shape = &self.dims[shape_range.clone()];
         let expected_start = self.next_start();
-        if start != expected_start {
+        if start != expected_start && !(self.gapped && start > expected_start) {
             return Err(Error::NonContiguousData {
                 name: name.to_owned(),
                 offset: at,

@@ -1,10 +1,10 @@
 //! Borrowed tensor views shared by the tensor formats, and slicing.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::At;
-use crate::table::TensorTable;
 use crate::{DType, Error, Result};
 
 /// A named tensor whose bytes are borrowed (from a mapped file or a buffer).
@@ -94,6 +94,17 @@ impl<'a> TensorView<'a> {
         bytemuck::try_cast_slice(self.data).ok()
     }
 
+    /// The values as `f32`, for every float dtype (see [`crate::floats`]):
+    /// borrowed for aligned F32 data, decoded otherwise. Integer and boolean
+    /// tensors are [`Error::WrongDtype`].
+    pub fn to_f32(&self) -> Result<Cow<'a, [f32]>> {
+        crate::floats::decode(self.dtype, self.data).ok_or_else(|| Error::WrongDtype {
+            name: self.name.to_owned(),
+            dtype: self.dtype,
+            expected: "only float tensors decode to f32",
+        })
+    }
+
     /// Selects a sub-tensor: one [`Index`] per leading dimension (missing
     /// trailing ones mean "all"). `Index::Select` drops its dimension.
     pub fn slice(&self, indices: &[Index]) -> Result<SlicedView<'a>> {
@@ -101,16 +112,19 @@ impl<'a> TensorView<'a> {
     }
 }
 
-/// Read access shared by the tensor-file readers (BinTensors, safetensors):
-/// lookup by name, iteration in file order, metadata. Views borrow the file.
-pub trait TensorStore {
+/// Read access shared by the files that hold named tensors (BinTensors,
+/// safetensors, EMBD, TLLM): lookup by name, iteration in file order,
+/// metadata. Views borrow the file.
+///
+/// The trait is sealed: the crate's readers are its only implementations,
+/// so every view it hands out was validated against the file.
+pub trait TensorStore: sealed::Sealed {
     /// The whole file's bytes.
     fn file_bytes(&self) -> &[u8];
 
-    /// The validated tensor table (internal; cannot be named outside the crate).
-    fn table(&self) -> &TensorTable;
-
-    /// The string metadata, if the file has a metadata map (it may be empty).
+    /// The string metadata, if the format has a metadata map (it may be
+    /// empty). TLLM has none of its own and shows its configuration as the
+    /// `tllm.*` keys a conversion to BinTensors writes.
     fn metadata(&self) -> Option<&BTreeMap<String, String>>;
 
     /// Number of tensors.
@@ -123,7 +137,12 @@ pub trait TensorStore {
         self.len() == 0
     }
 
-    /// The tensor called `name`, if there is one.
+    /// The tensors' names in file order.
+    fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.tensors().map(|t| t.name())
+    }
+
+    /// The tensor called `name`, if there is one (found in constant time).
     fn get(&self, name: &str) -> Option<TensorView<'_>> {
         let table = self.table();
         table
@@ -144,9 +163,20 @@ pub trait TensorStore {
         (0..table.tensor_count()).map(move |index| table.view(file, index))
     }
 
-    /// Absolute offset of the tensor data section.
-    fn data_offset(&self) -> u64 {
-        self.table().data_offset()
+    /// Absolute file offset of the data of the tensor at `index` in file
+    /// order.
+    fn data_start(&self, index: usize) -> Option<u64> {
+        (index < self.len()).then(|| self.table().data_start(index))
+    }
+}
+
+pub(crate) mod sealed {
+    use crate::table::TensorTable;
+
+    /// What only this crate's readers can provide: a validated table.
+    pub trait Sealed {
+        /// The validated tensor table.
+        fn table(&self) -> &TensorTable;
     }
 }
 

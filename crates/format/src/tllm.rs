@@ -13,8 +13,11 @@ use std::path::Path;
 
 use crate::atomic::AtomicFile;
 use crate::bytes::ByteReader;
+use crate::floats;
 use crate::source::MappedFile;
-use crate::{Error, Result};
+use crate::table::{TableBuilder, TensorTable};
+use crate::tensor::TensorStore;
+use crate::{DType, Error, Result};
 
 /// The magic number (stored little-endian: bytes `4D 4C 4C 54`).
 pub const MAGIC: u32 = 0x544C_4C4D;
@@ -22,6 +25,8 @@ pub const MAGIC: u32 = 0x544C_4C4D;
 pub const VERSION: u32 = 1;
 /// Size of the header.
 pub const HEADER_LEN: u64 = 36;
+/// The epsilon of every LayerNorm of the architecture (biased variance).
+pub const LAYER_NORM_EPS: f32 = 1e-5;
 
 /// The model configuration stored in the header.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -83,73 +88,208 @@ pub struct TensorSpec {
     pub shape: Shape,
 }
 
-/// The name suffixes of each layer's tensors, in file order.
-pub const LAYER_TENSOR_NAMES: [&str; 12] = [
-    "attn.q",
-    "attn.k",
-    "attn.v",
-    "attn.o",
-    "ffn.linear1",
-    "ffn.bias1",
-    "ffn.linear2",
-    "ffn.bias2",
-    "ln1.weight",
-    "ln1.bias",
-    "ln2.weight",
-    "ln2.bias",
-];
+/// The tensors of one transformer block, in file order: the one description
+/// of a layer that the reader, the forward pass and the training backward
+/// pass all iterate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LayerTensor {
+    /// Query projection `[d, d]`.
+    AttnQ,
+    /// Key projection `[d, d]`.
+    AttnK,
+    /// Value projection `[d, d]`.
+    AttnV,
+    /// Output projection `[d, d]`.
+    AttnO,
+    /// First feed-forward matrix `[d, F]`.
+    FfnLinear1,
+    /// First feed-forward bias `[F]`.
+    FfnBias1,
+    /// Second feed-forward matrix `[F, d]`.
+    FfnLinear2,
+    /// Second feed-forward bias `[d]`.
+    FfnBias2,
+    /// Gain of the LayerNorm before attention `[d]`.
+    Ln1Weight,
+    /// Bias of the LayerNorm before attention `[d]`.
+    Ln1Bias,
+    /// Gain of the LayerNorm before the feed-forward network `[d]`.
+    Ln2Weight,
+    /// Bias of the LayerNorm before the feed-forward network `[d]`.
+    Ln2Bias,
+}
 
-/// Per-layer tensors: name suffix and shape, in file order.
-fn layer_tensors(d: usize, f: usize) -> [(&'static str, Shape); 12] {
-    let shapes = [
-        Shape::Matrix(d, d),
-        Shape::Matrix(d, d),
-        Shape::Matrix(d, d),
-        Shape::Matrix(d, d),
-        Shape::Matrix(d, f),
-        Shape::Vector(f),
-        Shape::Matrix(f, d),
-        Shape::Vector(d),
-        Shape::Vector(d),
-        Shape::Vector(d),
-        Shape::Vector(d),
-        Shape::Vector(d),
+impl LayerTensor {
+    /// Every layer tensor, in file order.
+    pub const ALL: [LayerTensor; 12] = [
+        LayerTensor::AttnQ,
+        LayerTensor::AttnK,
+        LayerTensor::AttnV,
+        LayerTensor::AttnO,
+        LayerTensor::FfnLinear1,
+        LayerTensor::FfnBias1,
+        LayerTensor::FfnLinear2,
+        LayerTensor::FfnBias2,
+        LayerTensor::Ln1Weight,
+        LayerTensor::Ln1Bias,
+        LayerTensor::Ln2Weight,
+        LayerTensor::Ln2Bias,
     ];
-    std::array::from_fn(|i| (LAYER_TENSOR_NAMES[i], shapes[i]))
+
+    /// The name after `layers.N.`, e.g. `attn.q`.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            LayerTensor::AttnQ => "attn.q",
+            LayerTensor::AttnK => "attn.k",
+            LayerTensor::AttnV => "attn.v",
+            LayerTensor::AttnO => "attn.o",
+            LayerTensor::FfnLinear1 => "ffn.linear1",
+            LayerTensor::FfnBias1 => "ffn.bias1",
+            LayerTensor::FfnLinear2 => "ffn.linear2",
+            LayerTensor::FfnBias2 => "ffn.bias2",
+            LayerTensor::Ln1Weight => "ln1.weight",
+            LayerTensor::Ln1Bias => "ln1.bias",
+            LayerTensor::Ln2Weight => "ln2.weight",
+            LayerTensor::Ln2Bias => "ln2.bias",
+        }
+    }
+
+    /// Its position within the layer, in file order.
+    pub const fn position(self) -> usize {
+        self as usize
+    }
+
+    /// Its shape in a model of `config`.
+    pub fn shape(self, config: &Config) -> Shape {
+        let (d, f) = (config.model_dim as usize, config.ffn_hidden_dim as usize);
+        match self {
+            LayerTensor::AttnQ | LayerTensor::AttnK | LayerTensor::AttnV | LayerTensor::AttnO => {
+                Shape::Matrix(d, d)
+            }
+            LayerTensor::FfnLinear1 => Shape::Matrix(d, f),
+            LayerTensor::FfnBias1 => Shape::Vector(f),
+            LayerTensor::FfnLinear2 => Shape::Matrix(f, d),
+            LayerTensor::FfnBias2
+            | LayerTensor::Ln1Weight
+            | LayerTensor::Ln1Bias
+            | LayerTensor::Ln2Weight
+            | LayerTensor::Ln2Bias => Shape::Vector(d),
+        }
+    }
+
+    /// Whether training decays it (the matrices; not biases or LayerNorm).
+    pub const fn is_matrix(self) -> bool {
+        matches!(
+            self,
+            LayerTensor::AttnQ
+                | LayerTensor::AttnK
+                | LayerTensor::AttnV
+                | LayerTensor::AttnO
+                | LayerTensor::FfnLinear1
+                | LayerTensor::FfnLinear2
+        )
+    }
+
+    /// Whether a LayerNorm gain (initialised to 1 rather than at random).
+    pub const fn is_layer_norm_gain(self) -> bool {
+        matches!(self, LayerTensor::Ln1Weight | LayerTensor::Ln2Weight)
+    }
+
+    /// The layer tensor whose suffix is `suffix`.
+    pub fn from_suffix(suffix: &str) -> Option<LayerTensor> {
+        LayerTensor::ALL.into_iter().find(|t| t.suffix() == suffix)
+    }
+}
+
+/// One value per tensor of a layer, indexed by [`LayerTensor`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerLayerTensor<T>(pub [T; 12]);
+
+impl<T> PerLayerTensor<T> {
+    /// Built from `f` called on each tensor in file order.
+    pub fn from_fn(mut f: impl FnMut(LayerTensor) -> T) -> Self {
+        PerLayerTensor(std::array::from_fn(|i| f(LayerTensor::ALL[i])))
+    }
+
+    /// `(tensor, value)` pairs in file order.
+    pub fn iter(&self) -> impl Iterator<Item = (LayerTensor, &T)> {
+        LayerTensor::ALL.into_iter().zip(&self.0)
+    }
+}
+
+impl<T> std::ops::Index<LayerTensor> for PerLayerTensor<T> {
+    type Output = T;
+    fn index(&self, tensor: LayerTensor) -> &T {
+        &self.0[tensor.position()]
+    }
+}
+
+impl<T> std::ops::IndexMut<LayerTensor> for PerLayerTensor<T> {
+    fn index_mut(&mut self, tensor: LayerTensor) -> &mut T {
+        &mut self.0[tensor.position()]
+    }
+}
+
+/// A tensor outside the layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelTensor {
+    /// Token embeddings `[V, d]`, first in the file.
+    TokEmbeddings,
+    /// Position embeddings `[S, d]`, second.
+    PosEmbeddings,
+    /// Tensor `tensor` of layer `layer`, in layer order after the embeddings.
+    Layer(u32, LayerTensor),
+    /// The output projection `[d, V]`, last.
+    Output,
+}
+
+impl ModelTensor {
+    /// Its name as conversions write it (`layers.3.attn.q`, `output`, ...).
+    pub fn name(self) -> String {
+        match self {
+            ModelTensor::TokEmbeddings => "tok_embeddings".into(),
+            ModelTensor::PosEmbeddings => "pos_embeddings".into(),
+            ModelTensor::Layer(layer, tensor) => format!("layers.{layer}.{}", tensor.suffix()),
+            ModelTensor::Output => "output".into(),
+        }
+    }
+
+    /// Its shape in a model of `config`.
+    pub fn shape(self, config: &Config) -> Shape {
+        let (d, v) = (config.model_dim as usize, config.vocab_size as usize);
+        match self {
+            ModelTensor::TokEmbeddings => Shape::Matrix(v, d),
+            ModelTensor::PosEmbeddings => Shape::Matrix(config.max_seq_len as usize, d),
+            ModelTensor::Layer(_, tensor) => tensor.shape(config),
+            ModelTensor::Output => Shape::Matrix(d, v),
+        }
+    }
 }
 
 impl Config {
     /// Every tensor in file order: `tok_embeddings` [V, d], `pos_embeddings`
-    /// [S, d], per layer N `layers.N.{attn.q, attn.k, attn.v, attn.o,
-    /// ffn.linear1, ffn.bias1, ffn.linear2, ffn.bias2, ln1.weight, ln1.bias,
-    /// ln2.weight, ln2.bias}`, then `output` [d, V].
-    pub fn tensors(&self) -> Vec<TensorSpec> {
-        let (d, f) = (self.model_dim as usize, self.ffn_hidden_dim as usize);
-        let mut out = vec![
-            TensorSpec {
-                name: "tok_embeddings".into(),
-                shape: Shape::Matrix(self.vocab_size as usize, d),
-            },
-            TensorSpec {
-                name: "pos_embeddings".into(),
-                shape: Shape::Matrix(self.max_seq_len as usize, d),
-            },
-        ];
-        for layer in 0..self.n_layers {
-            out.extend(
-                layer_tensors(d, f)
-                    .into_iter()
-                    .map(|(suffix, shape)| TensorSpec {
-                        name: format!("layers.{layer}.{suffix}"),
-                        shape,
-                    }),
-            );
-        }
-        out.push(TensorSpec {
-            name: "output".into(),
-            shape: Shape::Matrix(d, self.vocab_size as usize),
+    /// [S, d], per layer N the [`LayerTensor`]s as `layers.N.SUFFIX`, then
+    /// `output` [d, V].
+    pub fn model_tensors(&self) -> impl Iterator<Item = ModelTensor> + use<> {
+        let layers = (0..self.n_layers).flat_map(|layer| {
+            LayerTensor::ALL
+                .into_iter()
+                .map(move |tensor| ModelTensor::Layer(layer, tensor))
         });
-        out
+        [ModelTensor::TokEmbeddings, ModelTensor::PosEmbeddings]
+            .into_iter()
+            .chain(layers)
+            .chain([ModelTensor::Output])
+    }
+
+    /// [`Config::model_tensors`] with their names and shapes.
+    pub fn tensors(&self) -> Vec<TensorSpec> {
+        self.model_tensors()
+            .map(|t| TensorSpec {
+                name: t.name(),
+                shape: t.shape(self),
+            })
+            .collect()
     }
 
     /// How many tensors a file of this configuration holds
@@ -173,7 +313,7 @@ impl Config {
         if index >= layers || index.to_string() != layer {
             return None;
         }
-        let within = LAYER_TENSOR_NAMES.iter().position(|&s| s == suffix)?;
+        let within = LayerTensor::from_suffix(suffix)?.position();
         Some(2 + 12 * index + within)
     }
 
@@ -287,15 +427,11 @@ impl Config {
             m: &BTreeMap<String, String>,
             key: &'static str,
         ) -> Result<T> {
-            let value = m.get(key).ok_or_else(|| Error::InvalidHeader {
-                format: "TLLM metadata",
-                offset: 0,
-                reason: format!("missing key `{key}`"),
-            })?;
-            value.parse().map_err(|_| Error::InvalidHeader {
-                format: "TLLM metadata",
-                offset: 0,
-                reason: format!("`{key}` = `{value}` is not a number"),
+            let value = m.get(key).ok_or(Error::MissingMetadata { key })?;
+            value.parse().map_err(|_| Error::InvalidMetadata {
+                key: key.into(),
+                value: value.clone(),
+                reason: "not a number".into(),
             })
         }
         let config = Config {
@@ -312,13 +448,16 @@ impl Config {
     }
 }
 
-/// A validated TLLM file over any byte buffer.
+/// A validated TLLM file over any byte buffer. Its tensors are read through
+/// [`TensorStore`] (all F32, named as in [`Config::tensors`]).
 #[derive(Debug)]
 pub struct Tllm<B> {
     buf: B,
     config: Config,
-    /// Each tensor and the absolute offset of its data.
-    tensors: Vec<(TensorSpec, usize)>,
+    /// The configuration as `tllm.*` metadata.
+    metadata: BTreeMap<String, String>,
+    /// Every tensor, with its absolute data offset.
+    table: TensorTable,
 }
 
 /// Opens and validates a TLLM file, memory-mapped.
@@ -390,14 +529,15 @@ impl<B: AsRef<[u8]>> Tllm<B> {
                 count: found - expected,
             });
         }
-        let mut tensors = Vec::new();
-        for spec in config.tensors() {
+        let mut table = TableBuilder::gapped(config.tensor_count() as usize);
+        for tensor in config.model_tensors() {
             let offset = r.offset();
-            let stored = match spec.shape {
+            let shape = tensor.shape(&config);
+            let stored = match shape {
                 Shape::Matrix(..) => (r.u64_le("rows")?, Some(r.u64_le("cols")?)),
                 Shape::Vector(_) => (r.u64_le("length")?, None),
             };
-            let wanted = match spec.shape {
+            let wanted = match shape {
                 Shape::Matrix(rows, cols) => (rows as u64, Some(cols as u64)),
                 Shape::Vector(n) => (n as u64, None),
             };
@@ -407,20 +547,29 @@ impl<B: AsRef<[u8]>> Tllm<B> {
                     None => format!("[{a}]"),
                 };
                 return Err(Error::DimensionMismatch {
-                    tensor: spec.name,
+                    tensor: tensor.name(),
                     offset,
                     expected: show(wanted),
                     found: show(stored),
                 });
             }
-            let data_offset = r.position();
-            r.bytes(spec.shape.len() as u64 * 4, "tensor data")?;
-            tensors.push((spec, data_offset));
+            let start = r.offset();
+            let len = shape.len() as u64 * 4;
+            r.bytes(len, "tensor data")?;
+            table.push(
+                &tensor.name(),
+                DType::F32,
+                &shape.dims(),
+                (start, start + len),
+                offset,
+            )?;
         }
+        let table = table.finish(0, found)?;
         Ok(Tllm {
             buf,
+            metadata: config.to_metadata(),
             config,
-            tensors,
+            table,
         })
     }
 
@@ -429,85 +578,101 @@ impl<B: AsRef<[u8]>> Tllm<B> {
         &self.config
     }
 
-    /// The tensors in file order.
-    pub fn specs(&self) -> impl Iterator<Item = &TensorSpec> {
-        self.tensors.iter().map(|(spec, _)| spec)
-    }
-
-    /// The raw little-endian f32 bytes of tensor `name` (found in constant time).
-    pub fn bytes(&self, name: &str) -> Option<&[u8]> {
-        let (spec, offset) = &self.tensors[self.config.index_of(name)?];
-        Some(&self.buf.as_ref()[*offset..*offset + spec.shape.len() * 4])
-    }
-
     /// The values of tensor `name`: borrowed when the bytes are 4-byte aligned
     /// (always, in a mapped file: every data offset is a multiple of 4) on a
     /// little-endian machine, copied otherwise.
     pub fn values(&self, name: &str) -> Option<Cow<'_, [f32]>> {
-        self.bytes(name).map(f32_values)
+        self.get(name).map(|t| floats::decode_f32(t.data()))
     }
 
-    /// The whole file's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
+    /// The values of `tensor`.
+    pub fn model_values(&self, tensor: ModelTensor) -> Cow<'_, [f32]> {
+        let index = match tensor {
+            ModelTensor::TokEmbeddings => 0,
+            ModelTensor::PosEmbeddings => 1,
+            ModelTensor::Layer(layer, t) => 2 + 12 * layer as usize + t.position(),
+            ModelTensor::Output => self.table.tensor_count() - 1,
+        };
+        floats::decode_f32(self.table.view(self.buf.as_ref(), index).data())
+    }
+
+    /// Opening checks every byte's place already (there is no checksum):
+    /// a no-op, for the same face as the other formats.
+    pub fn verify(&self) -> Result<()> {
+        Ok(())
     }
 }
 
-/// Little-endian f32 bytes as values, without copying when possible.
-pub fn f32_values(bytes: &[u8]) -> Cow<'_, [f32]> {
-    #[cfg(target_endian = "little")]
-    if let Ok(values) = bytemuck::try_cast_slice::<u8, f32>(bytes) {
-        return Cow::Borrowed(values);
+impl<B: AsRef<[u8]>> crate::tensor::sealed::Sealed for Tllm<B> {
+    fn table(&self) -> &TensorTable {
+        &self.table
     }
-    Cow::Owned(
-        bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect(),
-    )
+}
+
+impl<B: AsRef<[u8]>> TensorStore for Tllm<B> {
+    fn file_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
+    fn metadata(&self) -> Option<&BTreeMap<String, String>> {
+        Some(&self.metadata)
+    }
 }
 
 /// Writes a TLLM file atomically: the header, then each tensor of
 /// [`Config::tensors`] from `data` (raw little-endian f32 bytes, in that
-/// order and of those sizes).
-pub fn write_file(path: impl AsRef<Path>, config: &Config, data: &[&[u8]]) -> Result<u64> {
+/// order and of those sizes). `progress` gets (bytes written, total).
+/// Returns the file size.
+pub fn write_file(
+    path: impl AsRef<Path>,
+    config: &Config,
+    data: &[&[u8]],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
     let path = path.as_ref();
     config.validate()?;
     let specs = config.tensors();
     if specs.len() != data.len() {
-        return Err(Error::InvalidHeader {
-            format: "TLLM",
-            offset: 0,
-            reason: format!(
-                "{} tensors given, the configuration has {}",
-                data.len(),
-                specs.len()
-            ),
-        });
+        return Err(Error::InvalidArgument(format!(
+            "{} tensors given, a TLLM configuration of {} layers has {}",
+            data.len(),
+            config.n_layers,
+            specs.len()
+        )));
     }
     for (spec, bytes) in specs.iter().zip(data) {
         if bytes.len() != spec.shape.len() * 4 {
-            return Err(Error::DimensionMismatch {
-                tensor: spec.name.clone(),
-                offset: 0,
-                expected: format!("{:?} ({} bytes)", spec.shape.dims(), spec.shape.len() * 4),
-                found: format!("{} bytes", bytes.len()),
-            });
+            return Err(Error::InvalidArgument(format!(
+                "tensor `{}` {:?} needs {} bytes of f32, {} given",
+                spec.name,
+                spec.shape.dims(),
+                spec.shape.len() * 4,
+                bytes.len()
+            )));
         }
     }
+    let total = config.file_size().ok_or_else(|| Error::Overflow {
+        what: "the file size this configuration implies".into(),
+        at: crate::At(None),
+    })?;
     let mut file = AtomicFile::create(path)?;
-    let mut write = |bytes: &[u8]| file.write_all(bytes).map_err(|e| Error::io(path, e));
+    let mut written = 0;
+    let mut write = |bytes: &[u8]| {
+        written += bytes.len() as u64;
+        progress(written, total);
+        file.write_all(bytes).map_err(|e| Error::io(path, e))
+    };
     write(&config.header_bytes())?;
     for (spec, bytes) in specs.iter().zip(data) {
-        match spec.shape {
-            Shape::Matrix(rows, cols) => {
-                write(&(rows as u64).to_le_bytes())?;
-                write(&(cols as u64).to_le_bytes())?;
-            }
-            Shape::Vector(n) => write(&(n as u64).to_le_bytes())?,
-        }
+        let prefix: Vec<u8> = spec
+            .shape
+            .dims()
+            .iter()
+            .flat_map(|&d| (d as u64).to_le_bytes())
+            .collect();
+        write(&prefix)?;
         write(bytes)?;
     }
     file.commit()?;
-    Ok(config.file_size().expect("validated configurations fit"))
+    Ok(total)
 }

@@ -134,7 +134,7 @@ fn reference_crate_test_vectors() {
 
 #[test]
 fn the_specs_stale_example_is_rejected() {
-    // specs/bintensors.md shows an older layout (a tensor list plus an index
+    // An older description of the format shows another layout (a tensor list plus an index
     // map); the reference no longer reads or writes it, and neither do we.
     let stale = b"\x10\x00\x00\x00\x00\x00\x00\x00\x00\x01\x09\x02\x01\x04\x00\x10\x01\x04\x74\x65\x73\x74\x00\x20\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
     assert!(BinTensors::from_buffer(&stale[..]).is_err());

@@ -182,7 +182,7 @@ fn round_trips_tensors_metadata_and_vocabulary() {
     let b = tiny_file();
     let file = open(&b).unwrap();
     file.verify().unwrap();
-    assert_eq!(file.metadata_map(), &tiny_metadata());
+    assert_eq!(file.metadata(), Some(&tiny_metadata()));
     assert_eq!(file.tokens().collect::<Vec<_>>(), TOKENS);
     assert_eq!(file.special_tokens(), Some(SPECIALS));
     let tensors = tiny_tensors();
@@ -190,7 +190,7 @@ fn round_trips_tensors_metadata_and_vocabulary() {
     for (ours, want) in file.tensors().zip(&tensors) {
         assert_eq!(ours, want.view());
     }
-    let config = BertConfig::check(&file).unwrap();
+    let config = BertConfig::validate(&file).unwrap();
     assert_eq!(
         (config.hidden_size, config.num_heads, config.type_vocab_size),
         (4, 2, 2)
@@ -233,7 +233,7 @@ fn all_nine_dtypes_and_every_layout_option_round_trip() {
         file.verify().unwrap();
         assert_eq!(file.header().has(embd::flags::CHECKSUM_ENABLED), checksums);
         assert_eq!(file.token_count(), if with_vocab { 8 } else { 0 });
-        assert_eq!(file.metadata_map(), &metadata);
+        assert_eq!(file.metadata(), Some(&metadata));
         for (ours, want) in file.tensors().zip(&tensors) {
             assert_eq!(ours, want.view());
         }
@@ -253,15 +253,15 @@ fn the_real_minilm_converts_losslessly_and_opens_cheaply() {
     let opened = start.elapsed();
     println!("open + validate of a {size}-byte file: {opened:?}");
     file.verify().unwrap();
-    let config = BertConfig::check(&file).unwrap();
+    let config = BertConfig::validate(&file).unwrap();
     assert_eq!(
         (config.num_layers, config.hidden_size, config.max_seq_length),
         (6, 384, 256)
     );
     assert_eq!(file.token_count(), 30522);
     assert_eq!(file.token(101), Some("[CLS]"));
-    assert_eq!(file.meta("pooling"), Some("mean"));
-    assert_eq!(file.meta("normalize"), Some("true"));
+    assert_eq!(file.metadata_value("pooling"), Some("mean"));
+    assert_eq!(file.metadata_value("normalize"), Some("true"));
     let source = modelbin_format::safetensors::open(common::minilm_safetensors()).unwrap();
     for tensor in source
         .tensors()
@@ -652,7 +652,7 @@ fn model_check(
         tensors,
         WriteOptions::default(),
     );
-    BertConfig::check(&open(&b).unwrap())
+    BertConfig::validate(&open(&b).unwrap())
 }
 
 #[test]
@@ -720,7 +720,7 @@ proptest! {
         }
         if let Ok(file) = open(&b) {
             let _ = file.verify();
-            let _ = BertConfig::check(&file);
+            let _ = BertConfig::validate(&file);
             for t in file.tensors() {
                 prop_assert_eq!(t.data().len() as u64, modelbin_format::tensor::byte_len(t.dtype(), t.shape()).unwrap());
             }

@@ -5,12 +5,12 @@
 //! padding: the linear layers see one tall matrix (rows split across the
 //! rayon pool), attention runs per sequence and head.
 
+use modelbin_format::embd::Embd;
 use modelbin_format::embd::bert::BertConfig;
-use modelbin_format::embd::{self, Embd};
 use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
-use crate::kernels::{gelu_erf, layer_norm, sgemm, softmax};
+use crate::kernels::{gelu_erf, gemm_strided, layer_norm, softmax};
 use crate::packed::PackedWeights;
 use crate::{Error, Result};
 
@@ -47,24 +47,16 @@ pub struct Bert {
     layers: Vec<Layer>,
 }
 
-/// A tensor as f32 values (F32, F16 or BF16 in the file).
+/// A tensor as f32 values (the model check admits F32, F16 or BF16).
 fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
-    let view = embd.tensor(name)?;
-    embd::float_values(&view).ok_or_else(|| {
-        modelbin_format::Error::WrongDtype {
-            name: name.to_owned(),
-            dtype: view.dtype(),
-            expected: "model weights must be F32, F16 or BF16",
-        }
-        .into()
-    })
+    Ok(embd.tensor(name)?.to_f32()?.into_owned())
 }
 
 impl Bert {
     /// Loads the encoder of a validated EMBD file, checking that its tensors
     /// make the model its metadata describes.
     pub fn load<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
-        let config = BertConfig::check(embd)?;
+        let config = BertConfig::validate(embd)?;
         let (h, f) = (config.hidden_size, config.intermediate_size);
         let layers = (0..config.num_layers)
             .map(|i| {
@@ -213,7 +205,7 @@ impl Bert {
                 // row stride 3h inside this sequence's rows of `qkv`;
                 // `scores` is len × len.
                 unsafe {
-                    sgemm(
+                    gemm_strided(
                         (len, d, len),
                         (q, [3 * h, 1]),
                         (k, [1, 3 * h]),
@@ -229,7 +221,7 @@ impl Bert {
                 // SAFETY: `scores` is len × len, v is len × d with row stride
                 // 3h inside `qkv`, `out` is len × d.
                 unsafe {
-                    sgemm(
+                    gemm_strided(
                         (len, len, d),
                         (&scores, [len, 1]),
                         (v, [3 * h, 1]),

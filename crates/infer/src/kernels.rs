@@ -13,7 +13,7 @@ pub fn matmul(
     // SAFETY: the three slices hold the m×k, k×n and m×n dense row-major
     // matrices the strides describe (asserted above); `c` is borrowed
     // mutably, so it aliases neither `a` nor `b`.
-    unsafe { sgemm((m, k, n), (a, [k, 1]), (b, [n, 1]), (c, n), accumulate) }
+    unsafe { gemm_strided((m, k, n), (a, [k, 1]), (b, [n, 1]), (c, n), accumulate) }
 }
 
 /// `c[m, n] (+)= a[m, k] · w[n, k]ᵀ`: a product with a PyTorch-layout
@@ -28,19 +28,21 @@ pub fn matmul_bt(
     assert!(a.len() >= m * k && w.len() >= k * n && c.len() >= m * n);
     // SAFETY: as in `matmul`; `w` read with strides (1, k) is the k×n
     // transpose of the dense n×k matrix it holds.
-    unsafe { sgemm((m, k, n), (a, [k, 1]), (w, [1, k]), (c, n), accumulate) }
+    unsafe { gemm_strided((m, k, n), (a, [k, 1]), (w, [1, k]), (c, n), accumulate) }
 }
 
-/// `c = a · b (+ c)` over strided matrices: `a` is m×k with strides
-/// `[row, col]`, `b` is k×n likewise, `c` is m×n with row stride `ldc`.
+/// `c = a · b (+ c)` over strided matrices of any float type the gemm
+/// crate handles (f32 for inference and training, f64 for gradient
+/// checks): `a` is m×k with strides `[row, col]`, `b` is k×n likewise, `c`
+/// is m×n with row stride `ldc`.
 ///
 /// # Safety
 /// Every element the shapes and strides address must lie inside its slice.
-pub unsafe fn sgemm(
+pub unsafe fn gemm_strided<T: num_traits::One + Copy + 'static>(
     (m, k, n): (usize, usize, usize),
-    (a, [rsa, csa]): (&[f32], [usize; 2]),
-    (b, [rsb, csb]): (&[f32], [usize; 2]),
-    (c, ldc): (&mut [f32], usize),
+    (a, [rsa, csa]): (&[T], [usize; 2]),
+    (b, [rsb, csb]): (&[T], [usize; 2]),
+    (c, ldc): (&mut [T], usize),
     accumulate: bool,
 ) {
     // SAFETY: the caller guarantees the strided matrices lie inside the
@@ -60,8 +62,8 @@ pub unsafe fn sgemm(
             b.as_ptr(),
             csb as isize,
             rsb as isize,
-            1.0,
-            1.0,
+            T::one(),
+            T::one(),
             false,
             false,
             false,
@@ -152,13 +154,20 @@ pub fn tanh(x: f32) -> f32 {
     (e - 1.0) / (e + 1.0)
 }
 
-/// GELU, tanh approximation, in place.
+/// `sqrt(2 / pi)`, the scale inside GELU's tanh approximation.
+pub const GELU_TANH_C: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient inside GELU's tanh approximation.
+pub const GELU_TANH_CUBIC: f64 = 0.044_715;
+
+/// GELU, tanh approximation, in place:
+/// `0.5 u (1 + tanh(C (u + CUBIC u³)))`.
 pub fn gelu_tanh(x: &mut [f32]) {
     simd_dispatch!(gelu_tanh_simd(x: &mut [f32]) {
-        const C: f32 = 0.797_884_6; // sqrt(2 / pi)
+        const C: f32 = GELU_TANH_C as f32;
+        const CUBIC: f32 = GELU_TANH_CUBIC as f32;
         for v in x.iter_mut() {
             let u = *v;
-            *v = 0.5 * u * (1.0 + tanh(C * (u + 0.044_715 * u * u * u)));
+            *v = 0.5 * u * (1.0 + tanh(C * (u + CUBIC * u * u * u)));
         }
     });
 }

@@ -23,7 +23,7 @@ fn random_model(dir: &Path, config: Config, seed: u64) -> std::path::PathBuf {
         .collect();
     let path = dir.join(format!("model-{seed}.tllm"));
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-    tllm::write_file(&path, &config, &slices).unwrap();
+    tllm::write_file(&path, &config, &slices, &mut |_, _| {}).unwrap();
     path
 }
 

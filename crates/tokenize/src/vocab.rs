@@ -61,7 +61,7 @@ impl Vocab {
     pub fn new(file: Bpe2<Source>, is_special: impl Fn(u32) -> bool) -> Self {
         let count = file.token_count() as usize;
         let blob_start = modelbin_format::bpe2::HEADER_LEN + count * 8;
-        let bytes = file.as_bytes();
+        let bytes = file.file_bytes();
         let spans: Vec<(u32, u32)> = bytes[modelbin_format::bpe2::HEADER_LEN..blob_start]
             .chunks_exact(8)
             .map(|e| {
@@ -106,7 +106,7 @@ impl Vocab {
             return None;
         }
         let start = self.blob_start + start as usize;
-        Some(&self.file.as_bytes()[start..start + len as usize])
+        Some(&self.file.file_bytes()[start..start + len as usize])
     }
 
     /// Whether `rank` is an ordinary token: present and not special.
@@ -129,7 +129,7 @@ impl Vocab {
         let h = hash(bytes);
         let tag = h >> 32 << 32;
         let mut slot = h as usize & self.mask;
-        let file = self.file.as_bytes();
+        let file = self.file.file_bytes();
         loop {
             let entry = self.slots[slot];
             if entry == EMPTY {

@@ -118,7 +118,7 @@ impl WordPiece {
         let specials = embd
             .special_tokens()
             .ok_or_else(|| Error::InvalidWordPiece("the EMBD file has no vocabulary".into()))?;
-        let uncased = !matches!(embd.meta("do_lower_case"), Some("false" | "0"));
+        let uncased = !matches!(embd.metadata_value("do_lower_case"), Some("false" | "0"));
         WordPiece::new(embd.tokens().map(Box::from).collect(), specials, uncased)
     }
 

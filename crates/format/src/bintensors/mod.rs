@@ -40,6 +40,18 @@ impl<B: AsRef<[u8]>> BinTensors<B> {
         Ok(BinTensors { buf, header })
     }
 
+    /// Absolute offset of the tensor data (after the size prefix and the
+    /// header).
+    pub fn data_offset(&self) -> u64 {
+        8 + self.header_len()
+    }
+
+    /// Opening checks every rule already (the format has no checksum): a
+    /// no-op, for the same face as the other formats.
+    pub fn verify(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Header size `n` (the bytes after the 8-byte prefix, padding included).
     pub fn header_len(&self) -> u64 {
         self.header.header_len
@@ -56,13 +68,15 @@ impl<B: AsRef<[u8]>> BinTensors<B> {
     }
 }
 
+impl<B: AsRef<[u8]>> crate::tensor::sealed::Sealed for BinTensors<B> {
+    fn table(&self) -> &TensorTable {
+        &self.header.table
+    }
+}
+
 impl<B: AsRef<[u8]>> TensorStore for BinTensors<B> {
     fn file_bytes(&self) -> &[u8] {
         self.buf.as_ref()
-    }
-
-    fn table(&self) -> &TensorTable {
-        &self.header.table
     }
 
     fn metadata(&self) -> Option<&BTreeMap<String, String>> {

@@ -212,7 +212,7 @@ impl BertConfig {
     /// Checks that `embd` holds a usable BERT encoder: a vocabulary of
     /// `vocab_size` tokens, and every tensor present with the shape the
     /// metadata implies and a float dtype (F32, F16 or BF16).
-    pub fn check<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
+    pub fn validate<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         if embd.special_tokens().is_none() {
             return Err(Error::InvalidMetadata {
                 key: "flags".into(),
@@ -225,7 +225,7 @@ impl BertConfig {
             .and_then(|t| t.shape().first().copied())
             .filter(|&rows| rows > 0)
             .unwrap_or(1);
-        let config = BertConfig::from_metadata(embd.metadata_map(), type_vocab_size)?;
+        let config = BertConfig::from_metadata(&embd.metadata, type_vocab_size)?;
         for (name, shape) in config.tensors() {
             let tensor = embd
                 .get(&name)

@@ -167,55 +167,15 @@ fn iso8601(seconds: u64) -> String {
     )
 }
 
-/// The values of an F32, F16 or BF16 tensor as f32; `None` for other dtypes.
-pub fn float_values(view: &TensorView<'_>) -> Option<Vec<f32>> {
-    Some(match view.dtype() {
-        DType::F32 => view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        DType::F16 => view
-            .data()
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        DType::BF16 => view
-            .data()
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        _ => return None,
-    })
-}
-
-/// Float tensor bytes converted to `to` (F32, F16 or BF16); `None` when
-/// either dtype is not one of those.
-pub(crate) fn cast_floats(view: &TensorView<'_>, to: DType) -> Option<Vec<u8>> {
-    let values = float_values(view)?;
-    Some(match to {
-        DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::F16 => values
-            .iter()
-            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
-            .collect(),
-        DType::BF16 => values
-            .iter()
-            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
-            .collect(),
-        _ => return None,
-    })
-}
-
 /// Each float tensor's bytes converted to `dtype` (`None` where nothing
 /// changes: no dtype asked for, the same dtype, or not a float tensor).
 pub(crate) fn cast_all(tensors: &[TensorView<'_>], dtype: Option<DType>) -> Vec<Option<Vec<u8>>> {
     tensors
         .iter()
         .map(|t| {
-            dtype
-                .filter(|&d| d != t.dtype())
-                .and_then(|d| cast_floats(t, d))
+            dtype.filter(|&d| d != t.dtype()).and_then(|d| {
+                crate::floats::encode(&crate::floats::decode(t.dtype(), t.data())?, d)
+            })
         })
         .collect()
 }

@@ -27,7 +27,7 @@ use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
 
-pub use hf::{HfOptions, float_values, from_hf_dir, is_hf_model_dir};
+pub use hf::{HfOptions, from_hf_dir, is_hf_model_dir};
 pub use writer::{Vocabulary, WriteOptions, recast, write_file};
 
 /// Magic bytes at the start of the file.
@@ -246,13 +246,9 @@ impl<B: AsRef<[u8]>> Embd<B> {
         &self.footer
     }
 
-    /// The metadata.
-    pub fn metadata_map(&self) -> &BTreeMap<String, String> {
-        &self.metadata
-    }
-
-    /// The value of metadata `key`.
-    pub fn meta(&self, key: &str) -> Option<&str> {
+    /// The value of metadata `key` (the whole map is
+    /// [`TensorStore::metadata`]).
+    pub fn metadata_value(&self, key: &str) -> Option<&str> {
         self.metadata.get(key).map(String::as_str)
     }
 
@@ -286,18 +282,13 @@ impl<B: AsRef<[u8]>> Embd<B> {
             .map(|index| self.descriptor_offsets[index])
     }
 
-    /// The whole file.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
     /// Checks the data and file CRC-32s (when the file has checksums): the
     /// integrity check that opening skips because it reads every byte.
     pub fn verify(&self) -> Result<()> {
         if !self.header.has(flags::CHECKSUM_ENABLED) {
             return Ok(());
         }
-        let file = self.as_bytes();
+        let file = self.buf.as_ref();
         let footer_at = self.header.footer_offset();
         let data = &file[self.header.tensor_data_offset as usize..footer_at as usize];
         let computed = crc32(data);
@@ -322,13 +313,15 @@ impl<B: AsRef<[u8]>> Embd<B> {
     }
 }
 
-impl<B: AsRef<[u8]>> TensorStore for Embd<B> {
-    fn file_bytes(&self) -> &[u8] {
-        self.as_bytes()
-    }
-
+impl<B: AsRef<[u8]>> crate::tensor::sealed::Sealed for Embd<B> {
     fn table(&self) -> &TensorTable {
         &self.table
+    }
+}
+
+impl<B: AsRef<[u8]>> TensorStore for Embd<B> {
+    fn file_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
     }
 
     fn metadata(&self) -> Option<&BTreeMap<String, String>> {

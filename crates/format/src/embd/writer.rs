@@ -320,7 +320,7 @@ pub fn recast<B: AsRef<[u8]>>(
     };
     write_file(
         out,
-        file.metadata_map(),
+        &file.metadata,
         vocabulary.as_ref(),
         &views,
         options,

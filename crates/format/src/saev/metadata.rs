@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn design_golden_hash() {
-        // DESIGN.md's vector uses the key `n_patches_per_shard`; hash it as given.
+        // The protocol's golden vector uses the key `n_patches_per_shard`; hash it as given.
         let value: Value = serde_json::from_str(GOLDEN).unwrap();
         let digest = hex(&Sha256::digest(
             dumps(&value, Layout::SortedCompact).as_bytes(),

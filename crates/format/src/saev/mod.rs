@@ -1,6 +1,5 @@
 //! SAEV: sharded transformer activations for sparse-autoencoder training
-//! (protocol v1; spec `specs/saev.md`, decisions in DESIGN.md "SAEV", and
-//! `docs/formats/saev.md`).
+//! (protocol v1 of the `saev` project; every rule in `docs/formats/saev.md`).
 //!
 //! A dataset is a directory `<root>/<HASH>/` holding `metadata.json` and
 //! shards `acts000000.bin`…: raw little-endian f32, C order

@@ -152,7 +152,7 @@ pub fn tensor_set() -> impl Strategy<Value = TensorSet> {
         })
 }
 
-/// DESIGN.md's 59-byte worked example.
+/// The 59-byte worked example of docs/formats/bintensors.md.
 pub const WORKED_EXAMPLE: &[u8] = include_bytes!("../../../../tests/data/worked-example.bt");
 
 /// Location of the real all-MiniLM-L6-v2 `model.safetensors`, fetched by

@@ -6,8 +6,12 @@
 //! rate) applies to the output of each attention and feed-forward sublayer
 //! before its residual add, as in GPT-2's residual dropout.
 
-use modelbin_format::tllm::Config;
+use std::ops::Range;
+
+use modelbin_format::tllm::{Config, LAYER_NORM_EPS, LayerTensor::*, ModelTensor, PerLayerTensor};
 use num_traits::Float;
+
+use crate::kernels::{GELU_TANH_C, GELU_TANH_CUBIC, gemm_strided};
 
 use crate::rng::Rng;
 
@@ -43,174 +47,106 @@ impl Real for f32 {
 
 impl Real for f64 {}
 
-/// LayerNorm epsilon of the TLLM architecture.
-const LN_EPS: f64 = 1e-5;
-
-/// Offsets of one layer's tensors in the flat parameter vector.
-#[derive(Debug, Clone, Copy)]
-struct LayerOffsets {
-    q: usize,
-    k: usize,
-    v: usize,
-    o: usize,
-    w1: usize,
-    b1: usize,
-    w2: usize,
-    b2: usize,
-    ln1_w: usize,
-    ln1_b: usize,
-    ln2_w: usize,
-    ln2_b: usize,
-}
-
 /// Where each tensor sits in the flat parameter vector (TLLM file order).
 #[derive(Debug, Clone)]
 pub struct ParamLayout {
     d: usize,
     heads: usize,
     f: usize,
-    s: usize,
     v: usize,
     tok: usize,
     pos: usize,
-    layers: Vec<LayerOffsets>,
+    /// Per layer, each tensor's offset.
+    layers: Vec<PerLayerTensor<usize>>,
     output: usize,
-    total: usize,
+    /// Each tensor's range, in file order.
+    ranges: Vec<(ModelTensor, Range<usize>)>,
 }
 
 impl ParamLayout {
     /// The layout of `config`'s tensors.
     pub fn new(config: &Config) -> Self {
-        let (d, f) = (config.model_dim as usize, config.ffn_hidden_dim as usize);
-        let (s, v) = (config.max_seq_len as usize, config.vocab_size as usize);
+        let mut ranges = Vec::new();
         let mut at = 0;
-        let mut take = |n: usize| {
-            at += n;
-            at - n
+        for tensor in config.model_tensors() {
+            let len = tensor.shape(config).len();
+            ranges.push((tensor, at..at + len));
+            at += len;
+        }
+        let start = |wanted: ModelTensor| {
+            ranges
+                .iter()
+                .find(|(t, _)| *t == wanted)
+                .map_or(0, |(_, r)| r.start)
         };
-        let tok = take(v * d);
-        let pos = take(s * d);
         let layers = (0..config.n_layers)
-            .map(|_| LayerOffsets {
-                q: take(d * d),
-                k: take(d * d),
-                v: take(d * d),
-                o: take(d * d),
-                w1: take(d * f),
-                b1: take(f),
-                w2: take(f * d),
-                b2: take(d),
-                ln1_w: take(d),
-                ln1_b: take(d),
-                ln2_w: take(d),
-                ln2_b: take(d),
-            })
+            .map(|l| PerLayerTensor::from_fn(|t| start(ModelTensor::Layer(l, t))))
             .collect();
-        let output = take(d * v);
         ParamLayout {
-            d,
+            d: config.model_dim as usize,
             heads: config.n_heads as usize,
-            f,
-            s,
-            v,
-            tok,
-            pos,
+            f: config.ffn_hidden_dim as usize,
+            v: config.vocab_size as usize,
+            tok: start(ModelTensor::TokEmbeddings),
+            pos: start(ModelTensor::PosEmbeddings),
             layers,
-            output,
-            total: at,
+            output: start(ModelTensor::Output),
+            ranges,
         }
     }
 
     /// Number of parameters.
     pub fn len(&self) -> usize {
-        self.total
+        self.ranges.last().map_or(0, |(_, r)| r.end)
     }
 
     /// Whether there are no parameters (never, for a valid configuration).
     pub fn is_empty(&self) -> bool {
-        self.total == 0
+        self.len() == 0
     }
 
     /// The ranges of the tensors weight decay applies to (matrices, the
     /// embeddings included; not biases or LayerNorm parameters).
-    pub fn decayed(&self) -> Vec<std::ops::Range<usize>> {
-        let (d, f, s, v) = (self.d, self.f, self.s, self.v);
-        let mut out = vec![self.tok..self.tok + v * d, self.pos..self.pos + s * d];
-        for l in &self.layers {
-            out.extend([l.q..l.q + 4 * d * d, l.w1..l.w1 + d * f, l.w2..l.w2 + f * d]);
-        }
-        out.push(self.output..self.output + d * v);
-        out
+    pub fn decayed(&self) -> Vec<Range<usize>> {
+        self.ranges
+            .iter()
+            .filter(|(tensor, _)| match tensor {
+                ModelTensor::Layer(_, t) => t.is_matrix(),
+                _ => true,
+            })
+            .map(|(_, range)| range.clone())
+            .collect()
     }
 
     /// Each tensor's range, in file order, for per-tensor checks.
-    pub fn tensor_ranges(&self) -> Vec<std::ops::Range<usize>> {
-        let (d, f, s, v) = (self.d, self.f, self.s, self.v);
-        let mut out = vec![self.tok..self.tok + v * d, self.pos..self.pos + s * d];
-        for l in &self.layers {
-            for (start, len) in [
-                (l.q, d * d),
-                (l.k, d * d),
-                (l.v, d * d),
-                (l.o, d * d),
-                (l.w1, d * f),
-                (l.b1, f),
-                (l.w2, f * d),
-                (l.b2, d),
-                (l.ln1_w, d),
-                (l.ln1_b, d),
-                (l.ln2_w, d),
-                (l.ln2_b, d),
-            ] {
-                out.push(start..start + len);
-            }
-        }
-        out.push(self.output..self.output + d * v);
-        out
+    pub fn tensor_ranges(&self) -> Vec<Range<usize>> {
+        self.ranges.iter().map(|(_, range)| range.clone()).collect()
     }
 }
 
-/// `c (+)= op(a) · op(b)`: `a` is `m × k` (stored `k × m` when `ta`), `b`
-/// is `k × n` (stored `n × k` when `tb`), `c` is `m × n`, all row-major.
-#[allow(clippy::too_many_arguments)]
+/// `c (+)= op(a) · op(b)` through the inference kernels' product: `a` is
+/// `m × k` (stored `k × m` when transposed), `b` is `k × n` (stored `n × k`
+/// when transposed), `c` is `m × n`, all row-major.
 fn mm<R: Real>(
-    a: &[R],
-    ta: bool,
-    b: &[R],
-    tb: bool,
+    (a, a_transposed): (&[R], bool),
+    (b, b_transposed): (&[R], bool),
     c: &mut [R],
-    m: usize,
-    k: usize,
-    n: usize,
-    acc: bool,
+    (m, k, n): (usize, usize, usize),
+    accumulate: bool,
 ) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    let (a_cs, a_rs) = if ta { (m, 1) } else { (1, k) };
-    let (b_cs, b_rs) = if tb { (k, 1) } else { (1, n) };
+    let a_strides = if a_transposed { [1, m] } else { [k, 1] };
+    let b_strides = if b_transposed { [1, k] } else { [n, 1] };
     // SAFETY: the asserted lengths hold the dense matrices these strides
     // describe; `c` is a unique borrow.
     unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            acc,
-            a.as_ptr(),
-            a_cs as isize,
-            a_rs as isize,
-            b.as_ptr(),
-            b_cs as isize,
-            b_rs as isize,
-            R::one(),
-            R::one(),
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
+        gemm_strided(
+            (m, k, n),
+            (a, a_strides),
+            (b, b_strides),
+            (c, n),
+            accumulate,
+        )
     }
 }
 
@@ -229,7 +165,7 @@ fn ln_forward<R: Real>(x: &[R], w: &[R], b: &[R], d: usize, out: &mut [R]) -> Ln
         let row = &x[r * d..(r + 1) * d];
         let mean = row.iter().copied().sum::<R>() / n;
         let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<R>() / n;
-        let inv = R::one() / (var + R::of(LN_EPS)).sqrt();
+        let inv = R::one() / (var + R::of(f64::from(LAYER_NORM_EPS))).sqrt();
         rstd[r] = inv;
         for i in 0..d {
             let h = (row[i] - mean) * inv;
@@ -271,19 +207,17 @@ fn ln_backward<R: Real>(
     }
 }
 
-const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
-
 fn gelu<R: Real>(u: R) -> R {
-    let c = R::of(GELU_C);
-    let inner = c * (u + R::of(0.044_715) * u * u * u);
+    let c = R::of(GELU_TANH_C);
+    let inner = c * (u + R::of(GELU_TANH_CUBIC) * u * u * u);
     R::of(0.5) * u * (R::one() + inner.fast_tanh())
 }
 
 fn gelu_grad<R: Real>(u: R) -> R {
-    let c = R::of(GELU_C);
-    let inner = c * (u + R::of(0.044_715) * u * u * u);
+    let c = R::of(GELU_TANH_C);
+    let inner = c * (u + R::of(GELU_TANH_CUBIC) * u * u * u);
     let t = inner.fast_tanh();
-    let dinner = c * (R::one() + R::of(3.0 * 0.044_715) * u * u);
+    let dinner = c * (R::one() + R::of(3.0 * GELU_TANH_CUBIC) * u * u);
     R::of(0.5) * (R::one() + t) + R::of(0.5) * u * (R::one() - t * t) * dinner
 }
 
@@ -383,74 +317,86 @@ pub fn sequence_loss<R: Real>(
     let mut caches = Vec::with_capacity(layout.layers.len());
     for o in &layout.layers {
         let mut a = vec![R::zero(); t_len * d];
-        let ln1 = ln_forward(&x, &p[o.ln1_w..][..d], &p[o.ln1_b..][..d], d, &mut a);
+        let ln1 = ln_forward(
+            &x,
+            &p[o[Ln1Weight]..][..d],
+            &p[o[Ln1Bias]..][..d],
+            d,
+            &mut a,
+        );
         let mut qkv = [
             vec![R::zero(); t_len * d],
             vec![R::zero(); t_len * d],
             vec![R::zero(); t_len * d],
         ];
-        for (out, w) in qkv.iter_mut().zip([o.q, o.k, o.v]) {
-            mm(&a, false, &p[w..][..d * d], false, out, t_len, d, d, false);
+        for (out, w) in qkv.iter_mut().zip([o[AttnQ], o[AttnK], o[AttnV]]) {
+            mm(
+                (&a, false),
+                (&p[w..][..d * d], false),
+                out,
+                (t_len, d, d),
+                false,
+            );
         }
         let mut probs = vec![R::zero(); heads * t_len * t_len];
         let mut ctx = vec![R::zero(); t_len * d];
         for h in 0..heads {
             let [qh, kh, vh] = [&qkv[0], &qkv[1], &qkv[2]].map(|m| head_columns(m, h, hd, d));
             let pr = &mut probs[h * t_len * t_len..][..t_len * t_len];
-            mm(&qh, false, &kh, true, pr, t_len, hd, t_len, false);
+            mm((&qh, false), (&kh, true), pr, (t_len, hd, t_len), false);
             for (i, row) in pr.chunks_exact_mut(t_len).enumerate() {
                 causal_softmax(row, i, scale);
             }
             let mut ch = vec![R::zero(); t_len * hd];
-            mm(pr, false, &vh, false, &mut ch, t_len, t_len, hd, false);
+            mm(
+                (pr, false),
+                (&vh, false),
+                &mut ch,
+                (t_len, t_len, hd),
+                false,
+            );
             scatter_head(&ch, &mut ctx, h, hd, d);
         }
         let mut attn = vec![R::zero(); t_len * d];
         mm(
-            &ctx,
-            false,
-            &p[o.o..][..d * d],
-            false,
+            (&ctx, false),
+            (&p[o[AttnO]..][..d * d], false),
             &mut attn,
-            t_len,
-            d,
-            d,
+            (t_len, d, d),
             false,
         );
         let drop1 = dropout_mask(attn.len(), dropout, rng);
         apply_mask(&mut attn, &drop1);
         let h_res: Vec<R> = x.iter().zip(&attn).map(|(&a, &b)| a + b).collect();
         let mut b = vec![R::zero(); t_len * d];
-        let ln2 = ln_forward(&h_res, &p[o.ln2_w..][..d], &p[o.ln2_b..][..d], d, &mut b);
+        let ln2 = ln_forward(
+            &h_res,
+            &p[o[Ln2Weight]..][..d],
+            &p[o[Ln2Bias]..][..d],
+            d,
+            &mut b,
+        );
         let mut u = vec![R::zero(); t_len * f];
         for row in u.chunks_exact_mut(f) {
-            row.copy_from_slice(&p[o.b1..][..f]);
+            row.copy_from_slice(&p[o[FfnBias1]..][..f]);
         }
         mm(
-            &b,
-            false,
-            &p[o.w1..][..d * f],
-            false,
+            (&b, false),
+            (&p[o[FfnLinear1]..][..d * f], false),
             &mut u,
-            t_len,
-            d,
-            f,
+            (t_len, d, f),
             true,
         );
         let g: Vec<R> = u.iter().map(|&z| gelu(z)).collect();
         let mut ffn = vec![R::zero(); t_len * d];
         for row in ffn.chunks_exact_mut(d) {
-            row.copy_from_slice(&p[o.b2..][..d]);
+            row.copy_from_slice(&p[o[FfnBias2]..][..d]);
         }
         mm(
-            &g,
-            false,
-            &p[o.w2..][..f * d],
-            false,
+            (&g, false),
+            (&p[o[FfnLinear2]..][..f * d], false),
             &mut ffn,
-            t_len,
-            f,
-            d,
+            (t_len, f, d),
             true,
         );
         let drop2 = dropout_mask(ffn.len(), dropout, rng);
@@ -472,14 +418,10 @@ pub fn sequence_loss<R: Real>(
     }
     let mut logits = vec![R::zero(); t_len * v];
     mm(
-        &x,
-        false,
-        &p[layout.output..][..d * v],
-        false,
+        (&x, false),
+        (&p[layout.output..][..d * v], false),
         &mut logits,
-        t_len,
-        d,
-        v,
+        (t_len, d, v),
         false,
     );
     // Softmax cross-entropy; logits become probabilities.
@@ -509,26 +451,18 @@ pub fn sequence_loss<R: Real>(
     }
     dlogits.iter_mut().for_each(|g| *g *= loss_scale);
     mm(
-        &x,
-        true,
-        &dlogits,
-        false,
+        (&x, true),
+        (&dlogits, false),
         &mut grad[layout.output..][..d * v],
-        d,
-        t_len,
-        v,
+        (d, t_len, v),
         true,
     );
     let mut dx = vec![R::zero(); t_len * d];
     mm(
-        &dlogits,
-        false,
-        &p[layout.output..][..d * v],
-        true,
+        (&dlogits, false),
+        (&p[layout.output..][..d * v], true),
         &mut dx,
-        t_len,
-        v,
-        d,
+        (t_len, v, d),
         false,
     );
     for (o, c) in layout.layers.iter().zip(caches).rev() {
@@ -536,102 +470,78 @@ pub fn sequence_loss<R: Real>(
         let mut dffn = dx.clone();
         apply_mask(&mut dffn, &c.drop2);
         mm(
-            &c.g,
-            true,
-            &dffn,
-            false,
-            &mut grad[o.w2..][..f * d],
-            f,
-            t_len,
-            d,
+            (&c.g, true),
+            (&dffn, false),
+            &mut grad[o[FfnLinear2]..][..f * d],
+            (f, t_len, d),
             true,
         );
         for row in dffn.chunks_exact(d) {
-            grad[o.b2..][..d]
+            grad[o[FfnBias2]..][..d]
                 .iter_mut()
                 .zip(row)
                 .for_each(|(g, &r)| *g += r);
         }
         let mut du = vec![R::zero(); t_len * f];
         mm(
-            &dffn,
-            false,
-            &p[o.w2..][..f * d],
-            true,
+            (&dffn, false),
+            (&p[o[FfnLinear2]..][..f * d], true),
             &mut du,
-            t_len,
-            d,
-            f,
+            (t_len, d, f),
             false,
         );
         du.iter_mut()
             .zip(&c.u)
             .for_each(|(g, &z)| *g *= gelu_grad(z));
         mm(
-            &c.b,
-            true,
-            &du,
-            false,
-            &mut grad[o.w1..][..d * f],
-            d,
-            t_len,
-            f,
+            (&c.b, true),
+            (&du, false),
+            &mut grad[o[FfnLinear1]..][..d * f],
+            (d, t_len, f),
             true,
         );
         for row in du.chunks_exact(f) {
-            grad[o.b1..][..f]
+            grad[o[FfnBias1]..][..f]
                 .iter_mut()
                 .zip(row)
                 .for_each(|(g, &r)| *g += r);
         }
         let mut db = vec![R::zero(); t_len * d];
         mm(
-            &du,
-            false,
-            &p[o.w1..][..d * f],
-            true,
+            (&du, false),
+            (&p[o[FfnLinear1]..][..d * f], true),
             &mut db,
-            t_len,
-            f,
-            d,
+            (t_len, f, d),
             false,
         );
         let mut dh = dx;
         {
-            let (head, tail) = grad.split_at_mut(o.ln2_b);
+            let (head, tail) = grad.split_at_mut(o[Ln2Bias]);
             ln_backward(
                 &c.ln2,
                 &db,
-                &p[o.ln2_w..][..d],
+                &p[o[Ln2Weight]..][..d],
                 d,
                 &mut dh,
-                (&mut head[o.ln2_w..][..d], &mut tail[..d]),
+                (&mut head[o[Ln2Weight]..][..d], &mut tail[..d]),
             );
         }
         // h = x + drop(Attn(LN1(x)))
         let mut dattn = dh.clone();
         apply_mask(&mut dattn, &c.drop1);
         mm(
-            &c.ctx,
-            true,
-            &dattn,
-            false,
-            &mut grad[o.o..][..d * d],
-            d,
-            t_len,
-            d,
+            (&c.ctx, true),
+            (&dattn, false),
+            &mut grad[o[AttnO]..][..d * d],
+            (d, t_len, d),
             true,
         );
         let mut dctx = vec![R::zero(); t_len * d];
         mm(
-            &dattn,
-            false,
-            &p[o.o..][..d * d],
-            true,
+            (&dattn, false),
+            (&p[o[AttnO]..][..d * d], true),
             &mut dctx,
-            t_len,
-            d,
-            d,
+            (t_len, d, d),
             false,
         );
         let mut dqkv = [
@@ -645,9 +555,21 @@ pub fn sequence_loss<R: Real>(
             let pr = &c.probs[h * t_len * t_len..][..t_len * t_len];
             // dP = dctx_h · v_hᵀ; dv_h = Pᵀ · dctx_h
             let mut ds = vec![R::zero(); t_len * t_len];
-            mm(&dch, false, &vh, true, &mut ds, t_len, hd, t_len, false);
+            mm(
+                (&dch, false),
+                (&vh, true),
+                &mut ds,
+                (t_len, hd, t_len),
+                false,
+            );
             let mut dvh = vec![R::zero(); t_len * hd];
-            mm(pr, true, &dch, false, &mut dvh, t_len, t_len, hd, false);
+            mm(
+                (pr, true),
+                (&dch, false),
+                &mut dvh,
+                (t_len, t_len, hd),
+                false,
+            );
             // dS = P ∘ (dP − Σ_j P dP) · scale (zero where P is masked)
             for (p_row, ds_row) in pr.chunks_exact(t_len).zip(ds.chunks_exact_mut(t_len)) {
                 let dot: R = p_row.iter().zip(ds_row.iter()).map(|(&p, &g)| p * g).sum();
@@ -656,48 +578,52 @@ pub fn sequence_loss<R: Real>(
                 }
             }
             let mut dqh = vec![R::zero(); t_len * hd];
-            mm(&ds, false, &kh, false, &mut dqh, t_len, t_len, hd, false);
+            mm(
+                (&ds, false),
+                (&kh, false),
+                &mut dqh,
+                (t_len, t_len, hd),
+                false,
+            );
             let mut dkh = vec![R::zero(); t_len * hd];
-            mm(&ds, true, &qh, false, &mut dkh, t_len, t_len, hd, false);
+            mm(
+                (&ds, true),
+                (&qh, false),
+                &mut dkh,
+                (t_len, t_len, hd),
+                false,
+            );
             for (m, g) in dqkv.iter_mut().zip([&dqh, &dkh, &dvh]) {
                 scatter_head(g, m, h, hd, d);
             }
         }
         let mut da = vec![R::zero(); t_len * d];
-        for (dm, w) in dqkv.iter().zip([o.q, o.k, o.v]) {
+        for (dm, w) in dqkv.iter().zip([o[AttnQ], o[AttnK], o[AttnV]]) {
             mm(
-                &c.a,
-                true,
-                dm,
-                false,
+                (&c.a, true),
+                (dm, false),
                 &mut grad[w..][..d * d],
-                d,
-                t_len,
-                d,
+                (d, t_len, d),
                 true,
             );
             mm(
-                dm,
-                false,
-                &p[w..][..d * d],
-                true,
+                (dm, false),
+                (&p[w..][..d * d], true),
                 &mut da,
-                t_len,
-                d,
-                d,
+                (t_len, d, d),
                 true,
             );
         }
         let mut dx_in = dh;
         {
-            let (head, tail) = grad.split_at_mut(o.ln1_b);
+            let (head, tail) = grad.split_at_mut(o[Ln1Bias]);
             ln_backward(
                 &c.ln1,
                 &da,
-                &p[o.ln1_w..][..d],
+                &p[o[Ln1Weight]..][..d],
                 d,
                 &mut dx_in,
-                (&mut head[o.ln1_w..][..d], &mut tail[..d]),
+                (&mut head[o[Ln1Weight]..][..d], &mut tail[..d]),
             );
         }
         dx = dx_in;

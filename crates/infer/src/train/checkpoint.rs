@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use modelbin_format::atomic::AtomicFile;
 use modelbin_format::bytes::ByteReader;
 use modelbin_format::checksum::crc32;
+use modelbin_format::floats;
 use modelbin_format::source::MappedFile;
+use modelbin_format::tensor::TensorStore;
 use modelbin_format::tllm::{self, Config};
 
 use crate::{Error, Result};
@@ -45,10 +47,6 @@ pub fn sidecar(weights: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
-    values.iter().flat_map(|v| v.to_le_bytes())
-}
-
 /// Writes the weights (TLLM, atomically) and then the sidecar (atomically).
 pub fn save(
     path: &Path,
@@ -56,9 +54,9 @@ pub fn save(
     tensors: &[&[f32]],
     state: &OptimizerState,
 ) -> Result<()> {
-    let bytes: Vec<Vec<u8>> = tensors.iter().map(|t| f32_bytes(t).collect()).collect();
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|t| floats::encode_f32(t)).collect();
     let slices: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-    tllm::write_file(path, config, &slices)?;
+    tllm::write_file(path, config, &slices, &mut |_, _| {})?;
     let weights_crc = crc32(&MappedFile::open(path)?);
     let mut out = Vec::with_capacity(64 + 8 * state.m.len());
     out.extend(MAGIC);
@@ -67,8 +65,8 @@ pub fn save(
     out.extend(state.step.to_le_bytes());
     out.extend(state.seed.to_le_bytes());
     out.extend((state.m.len() as u64).to_le_bytes());
-    out.extend(f32_bytes(&state.m));
-    out.extend(f32_bytes(&state.v));
+    out.extend(floats::encode_f32(&state.m));
+    out.extend(floats::encode_f32(&state.v));
     out.extend(crc32(&out).to_le_bytes());
     let side = sidecar(path);
     let mut file = AtomicFile::create(&side)?;
@@ -84,8 +82,8 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
     let file = tllm::open(path)?;
     let config = *file.config();
     let mut params = Vec::new();
-    for spec in file.specs() {
-        params.extend_from_slice(&file.values(&spec.name).unwrap_or_default());
+    for tensor in file.tensors() {
+        params.extend_from_slice(&floats::decode_f32(tensor.data()));
     }
     let side = sidecar(path);
     let bad = |reason: String| Error::BadTraining(format!("{}: {reason}", side.display()));
@@ -112,7 +110,7 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
             "it belongs to a model of a different configuration".into()
         ));
     }
-    if r.u32_le("weights checksum")? != crc32(file.as_bytes()) {
+    if r.u32_le("weights checksum")? != crc32(file.file_bytes()) {
         return Err(bad(format!(
             "it belongs to other weights than {} (a checkpoint interrupted \
              between writing the weights and the optimiser state?)",
@@ -130,10 +128,7 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
     }
     let read = |r: &mut ByteReader<'_>| -> Result<Vec<f32>> {
         let raw = r.bytes(4 * n, "moments")?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        Ok(floats::decode_f32(raw).into_owned())
     };
     let m = read(&mut r)?;
     let v = read(&mut r)?;
