@@ -45,6 +45,32 @@ pub struct InitArgs {
     output: PathBuf,
 }
 
+/// A configuration error in the words of the flags that set each field.
+pub fn config_failure(e: modelbin_format::Error) -> Failure {
+    use modelbin_format::{Error, TllmError};
+    match e {
+        Error::Tllm(TllmError::InvalidConfig {
+            field,
+            value,
+            reason,
+            ..
+        }) => {
+            let flag = match field {
+                "model_dim" => "--dim",
+                "n_layers" => "--layers",
+                "n_heads" => "--heads",
+                "ffn_hidden_dim" => "--ffn",
+                "max_seq_len" => "--seq",
+                "vocab_size" => "--vocab",
+                _ => "--dropout",
+            };
+            let reason = reason.replace("model_dim", "--dim");
+            Failure::Invalid(format!("{flag} {value}: {reason}"))
+        }
+        other => Failure::Invalid(other.to_string()),
+    }
+}
+
 /// Writes a model with N(0, 0.02) weights, LayerNorm weights 1, biases 0.
 pub fn init(args: &InitArgs) -> Result<(), Failure> {
     let config = Config {
@@ -56,6 +82,7 @@ pub fn init(args: &InitArgs) -> Result<(), Failure> {
         vocab_size: args.vocab,
         dropout: args.dropout,
     };
+    config.validate().map_err(config_failure)?;
     let model = Model::random(config, args.seed, 0.02).map_err(invalid)?;
     let bytes = model
         .save(&args.output)

@@ -111,7 +111,12 @@ impl VocabChoice {
         };
         Tokenizer::embedded(name)
             .map(TokenizerRef::Embedded)
-            .map_err(invalid)
+            .map_err(|e| match e {
+                modelbin_tokenize::Error::NotEmbedded(_) => {
+                    Failure::Invalid(format!("{e}; pass it with --vocab FILE.bpe2"))
+                }
+                other => invalid(other),
+            })
     }
 }
 

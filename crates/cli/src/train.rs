@@ -89,6 +89,24 @@ fn invalid(e: impl std::fmt::Display) -> Failure {
     Failure::Invalid(e.to_string())
 }
 
+/// A training error, with the flag that would change it where one would.
+fn training_failure(e: modelbin_infer::Error) -> Failure {
+    use modelbin_infer::{Error, TrainingError};
+    let hint = match &e {
+        Error::Training(TrainingError::ValidationFraction(_)) => " (--val-fraction)",
+        Error::Training(TrainingError::CorpusTooShort {
+            part: "training", ..
+        }) => ": use more text or a shorter --seq",
+        Error::Training(TrainingError::CorpusTooShort { .. }) => {
+            ": use more text or a larger --val-fraction"
+        }
+        Error::Training(TrainingError::EmptyBatch) => " (--batch-size)",
+        Error::Training(TrainingError::OtherSeed { .. }) => " (--seed)",
+        _ => "",
+    };
+    Failure::Invalid(format!("{e}{hint}"))
+}
+
 /// Bits per byte of a loss in nats per byte.
 fn bits(nats: f64) -> f64 {
     nats / std::f64::consts::LN_2
@@ -116,7 +134,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         vocab_size: 256,
         dropout: args.dropout,
     };
-    config.validate().map_err(invalid)?;
+    config.validate().map_err(crate::tllm::config_failure)?;
     let optimizer = AdamW {
         lr: args.lr,
         warmup: args.warmup,
@@ -128,11 +146,11 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         eps: 1e-8,
     };
     let corpus = Corpus::new(
-        read_corpus(&args.corpus).map_err(invalid)?,
+        read_corpus(&args.corpus).map_err(training_failure)?,
         args.val_fraction,
         args.seq as usize,
     )
-    .map_err(invalid)?;
+    .map_err(training_failure)?;
     // Fail on an unwritable output now, not after the training.
     modelbin_format::atomic::AtomicFile::create(&args.out)
         .map_err(|e| Failure::Invalid(format!("cannot write the model: {e}")))?;
@@ -151,7 +169,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     } else {
         Trainer::new(config, optimizer, args.batch_size, args.seed)
     }
-    .map_err(invalid)?;
+    .map_err(training_failure)?;
     let mut log = match &args.log {
         Some(path) => Some(BufWriter::new(
             File::options()

@@ -215,7 +215,7 @@ fn bad_files_are_one_line_errors() {
         "3",
         dir.path().join("bad.tllm").to_str().unwrap(),
     ]);
-    assert!(err.contains("must divide model_dim"), "{err}");
+    assert!(err.contains("--heads 3: must divide --dim"), "{err}");
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn train_rejects_bad_input_before_working() {
     );
     assert!(
         fails(&["tllm", "train", short.to_str().unwrap(), "--out", o])
-            .contains("one sequence needs 65")
+            .contains("has 9 bytes; it needs at least 65: use more text or a shorter --seq")
     );
     let missing = dir.path().join("missing.txt");
     assert!(
@@ -330,7 +330,7 @@ fn train_rejects_bad_input_before_working() {
             "--heads",
             "3"
         ])
-        .contains("n_heads")
+        .contains("--heads 3: must divide --dim")
     );
     assert!(
         fails(&[

@@ -6,6 +6,7 @@
 //! token bytes. A rank with no token is the entry (0, 0). All little-endian.
 //! See `docs/formats/bpe2.md` for the decisions and every validation rule.
 
+use crate::{Bpe2Error, LayoutError};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::io::Write;
@@ -233,40 +234,40 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
             let (start, len) = self.entry(rank);
             if len == 0 {
                 if start != 0 {
-                    return Err(Error::NonCanonicalEmptyToken {
+                    return Err(Error::Bpe2(Bpe2Error::NonCanonicalEmptyToken {
                         rank,
                         offset,
                         start,
-                    });
+                    }));
                 }
                 continue;
             }
             let end = u64::from(start) + u64::from(len);
             if end > u64::from(blob_size) {
-                return Err(Error::TokenOutsideBlob {
+                return Err(Error::Bpe2(Bpe2Error::TokenOutsideBlob {
                     rank,
                     offset,
                     start: start.into(),
                     end,
                     blob_size: blob_size.into(),
-                });
+                }));
             }
             if u64::from(start) < previous_end {
-                return Err(Error::OverlappingToken {
+                return Err(Error::Bpe2(Bpe2Error::OverlappingToken {
                     rank,
                     offset,
                     start: start.into(),
                     previous_end,
-                });
+                }));
             }
             previous_end = end;
             if len > max_token_len {
-                return Err(Error::TokenTooLong {
+                return Err(Error::Bpe2(Bpe2Error::TokenTooLong {
                     rank,
                     offset,
                     len,
                     max: max_token_len,
-                });
+                }));
             }
             longest = longest.max(len);
             let token = self.token(rank).expect("a non-empty, in-range entry");
@@ -275,19 +276,19 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
                     slot.insert(rank);
                 }
                 Entry::Occupied(slot) => {
-                    return Err(Error::DuplicateToken {
+                    return Err(Error::Bpe2(Bpe2Error::DuplicateToken {
                         rank,
                         offset,
                         earlier: *slot.get(),
-                    });
+                    }));
                 }
             }
         }
         if longest != max_token_len {
-            return Err(Error::MaxTokenLenMismatch {
+            return Err(Error::Bpe2(Bpe2Error::MaxTokenLenMismatch {
                 declared: max_token_len,
                 actual: longest,
-            });
+            }));
         }
         Ok(())
     }
@@ -297,19 +298,19 @@ fn parse_header(file: &[u8]) -> Result<Header> {
     let mut r = ByteReader::new(file, 0);
     let magic = r.array::<4>("magic")?;
     if &magic != MAGIC {
-        return Err(Error::BadMagic {
+        return Err(Error::Layout(LayoutError::BadMagic {
             expected: "\"BPE2\"",
             found: format!("\"{}\"", magic.escape_ascii()),
-        });
+        }));
     }
     let version = r.u32_le("version")?;
     if version != VERSION {
-        return Err(Error::UnsupportedVersion {
+        return Err(Error::Layout(LayoutError::UnsupportedVersion {
             format: "BPE2",
             offset: 4,
             found: version,
             expected: VERSION,
-        });
+        }));
     }
     let token_count = r.u32_le("token_count")?;
     let max_token_len = r.u32_le("max_token_len")?;
@@ -317,29 +318,29 @@ fn parse_header(file: &[u8]) -> Result<Header> {
     let source_hash = r.array::<32>("source_hash")?;
     let reserved = r.array::<12>("reserved")?;
     if let Some(i) = reserved.iter().position(|&b| b != 0) {
-        return Err(Error::NonZeroReserved {
+        return Err(Error::Layout(LayoutError::NonZeroReserved {
             offset: (RESERVED.start + i) as u64,
             byte: reserved[i],
-        });
+        }));
     }
     if token_count == 0 {
-        return Err(Error::EmptyVocabulary { offset: 8 });
+        return Err(Error::Bpe2(Bpe2Error::EmptyVocabulary { offset: 8 }));
     }
     if token_count > MAX_TOKEN_COUNT {
-        return Err(Error::CountTooLarge {
+        return Err(Error::Layout(LayoutError::CountTooLarge {
             what: "token_count",
             offset: 8,
             count: token_count.into(),
             limit: MAX_TOKEN_COUNT.into(),
-        });
+        }));
     }
     // u32 × 8 + u32 + 64 cannot overflow u64.
     let expected = HEADER_LEN as u64 + u64::from(token_count) * ENTRY_LEN + u64::from(blob_size);
     if expected != file.len() as u64 {
-        return Err(Error::FileSizeMismatch {
+        return Err(Error::Layout(LayoutError::FileSizeMismatch {
             expected,
             found: file.len() as u64,
-        });
+        }));
     }
     Ok(Header {
         token_count,
@@ -368,10 +369,12 @@ pub fn parse_tiktoken(source: &[u8]) -> Result<Vec<RankedToken>> {
     let mut tokens = Vec::new();
     let mut offset = 0u64;
     for (index, line) in source.split_inclusive(|&b| b == b'\n').enumerate() {
-        let invalid = |reason: String| Error::InvalidTiktokenLine {
-            line: index + 1,
-            offset,
-            reason,
+        let invalid = |reason: String| {
+            Error::Bpe2(Bpe2Error::InvalidTiktokenLine {
+                line: index + 1,
+                offset,
+                reason,
+            })
         };
         let text = line.strip_suffix(b"\n").unwrap_or(line);
         let (token, rank) = match text.iter().position(|&b| b == b' ') {
@@ -453,27 +456,29 @@ pub fn build(tokens: &[RankedToken], source_hash: [u8; 32]) -> Result<Vec<u8>> {
     // huge file (and allocation) out of a few tokens.
     let allowed = 2 * tokens.len() as u64 + MAX_RANK_SLACK;
     if token_count > allowed {
-        return Err(Error::InvalidVocabulary(format!(
+        return Err(Error::Bpe2(Bpe2Error::InvalidVocabulary(format!(
             "highest rank {} is too sparse for {} tokens (at most {allowed} ranks)",
             token_count - 1,
             tokens.len()
-        )));
+        ))));
     }
     let token_count = token_count as u32;
     let mut by_rank: Vec<Option<&[u8]>> = vec![None; token_count as usize];
     for (token, rank) in tokens {
         let slot = &mut by_rank[*rank as usize];
         if slot.is_some() {
-            return Err(Error::InvalidVocabulary(format!(
+            return Err(Error::Bpe2(Bpe2Error::InvalidVocabulary(format!(
                 "rank {rank} appears twice"
-            )));
+            ))));
         }
         *slot = Some(token);
     }
     let blob_size: usize = tokens.iter().map(|(t, _)| t.len()).sum();
-    let blob_size = u32::try_from(blob_size).map_err(|_| Error::Overflow {
-        what: "token blob size".into(),
-        at: crate::At(None),
+    let blob_size = u32::try_from(blob_size).map_err(|_| {
+        Error::Layout(LayoutError::Overflow {
+            what: "token blob size".into(),
+            at: crate::At(None),
+        })
     })?;
     let max_token_len = tokens.iter().map(|(t, _)| t.len()).max().unwrap_or(0) as u32;
 

@@ -3,6 +3,7 @@
 //! Every read returns a [`Result`] whose error names the field and its
 //! absolute byte offset, so parsers never index out of bounds.
 
+use crate::LayoutError;
 use crate::{Error, Result};
 
 /// A cursor over a byte slice that knows where the slice sits in its file.
@@ -48,12 +49,12 @@ impl<'a> ByteReader<'a> {
                 self.pos += n;
                 Ok(out)
             }
-            _ => Err(Error::Truncated {
+            _ => Err(Error::Layout(LayoutError::Truncated {
                 what,
                 offset: self.offset(),
                 needed: len,
                 available: available as u64,
-            }),
+            })),
         }
     }
 
@@ -99,7 +100,8 @@ impl<'a> ByteReader<'a> {
     pub fn str(&mut self, len: u64, what: &'static str) -> Result<&'a str> {
         let offset = self.offset();
         let bytes = self.bytes(len, what)?;
-        std::str::from_utf8(bytes).map_err(|_| Error::InvalidUtf8 { what, offset })
+        std::str::from_utf8(bytes)
+            .map_err(|_| Error::Layout(LayoutError::InvalidUtf8 { what, offset }))
     }
 }
 
@@ -126,12 +128,12 @@ mod tests {
         assert_eq!(r.f32_le("d").unwrap(), 1.0);
         assert_eq!(r.remaining(), 1);
         match r.u16_le("tail") {
-            Err(Error::Truncated {
+            Err(Error::Layout(LayoutError::Truncated {
                 what,
                 offset,
                 needed,
                 available,
-            }) => {
+            })) => {
                 assert_eq!((what, offset, needed, available), ("tail", 111, 2, 1));
             }
             other => panic!("expected Truncated, got {other:?}"),
@@ -145,11 +147,11 @@ mod tests {
         let mut r = ByteReader::new(&[0u8; 4], 0);
         assert!(matches!(
             r.bytes(u64::MAX, "blob"),
-            Err(Error::Truncated { .. })
+            Err(Error::Layout(LayoutError::Truncated { .. }))
         ));
         assert!(matches!(
             r.str(5, "name"),
-            Err(Error::Truncated { needed: 5, .. })
+            Err(Error::Layout(LayoutError::Truncated { needed: 5, .. }))
         ));
     }
 
@@ -158,10 +160,10 @@ mod tests {
         let mut r = ByteReader::new(&[b'a', 0xff], 10);
         assert!(matches!(
             r.str(2, "name"),
-            Err(Error::InvalidUtf8 {
+            Err(Error::Layout(LayoutError::InvalidUtf8 {
                 what: "name",
                 offset: 10
-            })
+            }))
         ));
     }
 

@@ -142,11 +142,11 @@ pub mod convert;
 pub mod detect;
 mod dtype;
 pub mod embd;
-mod error;
+pub mod error;
 pub mod file;
 pub mod floats;
 pub mod inspect;
-mod json_budget;
+mod json;
 pub mod rng;
 pub mod saev;
 pub mod safetensors;
@@ -161,6 +161,9 @@ mod write;
 pub use any::{AnyFile, open, open_as};
 pub use detect::Format;
 pub use dtype::DType;
-pub use error::{At, Error, Result};
+pub use error::{
+    At, BintensorsError, Bpe2Error, EmbdError, Error, LayoutError, ModelError, Result, SaevError,
+    TllmError,
+};
 pub use file::TensorFile;
 pub use tensor::{Index, SlicedView, TensorStore, TensorView};

@@ -4,6 +4,7 @@
 //! near 2^64) and a writer. Dtypes outside modelbin's [`DType`] set (F4,
 //! F6_*, F8_E8M0, the FNUZ floats, C64) are reported as unsupported.
 
+use crate::LayoutError;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
@@ -18,7 +19,7 @@ use crate::source::MappedFile;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::{TensorStore, TensorView};
 use crate::write::{canonical_order, write_atomic};
-use crate::{DType, Error, Result};
+use crate::{DType, Error, Result, json};
 
 const FORMAT: &str = "safetensors";
 const METADATA_KEY: &str = "__metadata__";
@@ -45,29 +46,31 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
         let mut prefix = ByteReader::new(file, 0);
         let header_len = prefix.u64_le("header size")?;
         if header_len > MAX_HEADER_SIZE {
-            return Err(Error::HeaderTooLarge {
+            return Err(Error::Layout(LayoutError::HeaderTooLarge {
                 size: header_len,
                 limit: MAX_HEADER_SIZE,
-            });
+            }));
         }
-        let json = prefix
-            .bytes(header_len, "header")
-            .map_err(|_| Error::HeaderPastEnd {
+        let json = prefix.bytes(header_len, "header").map_err(|_| {
+            Error::Layout(LayoutError::HeaderPastEnd {
                 size: header_len,
                 file_len: file.len() as u64,
-            })?;
+            })
+        })?;
         let RawHeader {
             metadata,
             tensors,
             dims,
-        } = serde_json::from_slice(json).map_err(|e| Error::InvalidHeader {
-            format: FORMAT,
-            offset: PREFIX_LEN + json_error_offset(json, &e),
-            reason: e.to_string(),
+        } = serde_json::from_slice(json).map_err(|e| {
+            Error::Layout(LayoutError::InvalidHeader {
+                format: FORMAT,
+                offset: PREFIX_LEN + json::error_offset(json, &e),
+                reason: e.to_string(),
+            })
         })?;
         let data_offset = PREFIX_LEN + header_len;
-        let table =
-            build_table(tensors, dims)?.finish(data_offset, file.len() as u64 - data_offset)?;
+        let table = build_table(tensors, dims, &json::top_level_key_offsets(json))?
+            .finish(data_offset, file.len() as u64 - data_offset)?;
         Ok(SafeTensors {
             buf,
             metadata,
@@ -110,21 +113,11 @@ impl<B: AsRef<[u8]>> TensorStore for SafeTensors<B> {
     }
 }
 
-/// Byte offset within `json` of the line and column serde_json reports.
-fn json_error_offset(json: &[u8], e: &serde_json::Error) -> u64 {
-    let line_start = json
-        .iter()
-        .enumerate()
-        .filter(|&(_, &b)| b == b'\n')
-        .nth(e.line().saturating_sub(2))
-        .map_or(0, |(i, _)| i + 1);
-    let line_start = if e.line() <= 1 { 0 } else { line_start };
-    (line_start + e.column().saturating_sub(1)) as u64
-}
-
 /// One tensor entry of the JSON header, as written; its shape is a range
 /// of the header's dims arena.
 struct RawEntry {
+    /// Which key of the header object it is (0 for the first).
+    key_index: usize,
     dtype: String,
     shape: Range<usize>,
     data_offsets: (u64, u64),
@@ -158,14 +151,20 @@ impl<'de> Visitor<'de> for RawHeaderVisitor {
         let mut metadata = None;
         let mut tensors = Vec::new();
         let mut dims = Vec::new();
+        let mut key_index = 0;
         while let Some(key) = map.next_key::<String>()? {
+            key_index += 1;
             if key == METADATA_KEY {
                 if metadata.is_some() {
                     return Err(de::Error::custom("duplicate key `__metadata__`"));
                 }
                 metadata = Some(map.next_value::<UniqueMap>()?.0);
             } else {
-                tensors.push((key, map.next_value_seed(EntrySeed(&mut dims))?));
+                let seed = EntrySeed {
+                    dims: &mut dims,
+                    key_index: key_index - 1,
+                };
+                tensors.push((key, map.next_value_seed(seed)?));
             }
         }
         Ok(RawHeader {
@@ -178,8 +177,12 @@ impl<'de> Visitor<'de> for RawHeaderVisitor {
 
 const ENTRY_FIELDS: &[&str] = &["dtype", "shape", "data_offsets"];
 
-/// Parses one tensor entry, appending its shape to the dims arena.
-struct EntrySeed<'a>(&'a mut Vec<usize>);
+/// Parses one tensor entry (key number `key_index` of the header),
+/// appending its shape to the dims arena.
+struct EntrySeed<'a> {
+    dims: &'a mut Vec<usize>,
+    key_index: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
     type Value = RawEntry;
@@ -202,7 +205,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
             match key.as_str() {
                 "dtype" if dtype.is_none() => dtype = Some(map.next_value::<String>()?),
                 "shape" if shape.is_none() => {
-                    shape = Some(map.next_value_seed(ShapeSeed(&mut *self.0))?)
+                    shape = Some(map.next_value_seed(ShapeSeed(&mut *self.dims))?)
                 }
                 "data_offsets" if data_offsets.is_none() => {
                     data_offsets = Some(map.next_value::<(u64, u64)>()?)
@@ -214,6 +217,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
             }
         }
         Ok(RawEntry {
+            key_index: self.key_index,
             dtype: dtype.ok_or_else(|| de::Error::missing_field("dtype"))?,
             shape: shape.ok_or_else(|| de::Error::missing_field("shape"))?,
             data_offsets: data_offsets.ok_or_else(|| de::Error::missing_field("data_offsets"))?,
@@ -283,17 +287,26 @@ impl<'de> Deserialize<'de> for UniqueMap {
 
 /// Resolves dtypes and adds the entries in data-offset order, so that the
 /// table checks they tile the data section. The table adopts the dims arena.
-fn build_table(mut raw: Vec<(String, RawEntry)>, dims: Vec<usize>) -> Result<TableBuilder> {
+/// The tensor table of the parsed entries; `key_offsets` (within the JSON)
+/// locate each entry's key for errors.
+fn build_table(
+    mut raw: Vec<(String, RawEntry)>,
+    dims: Vec<usize>,
+    key_offsets: &[u64],
+) -> Result<TableBuilder> {
     raw.sort_by_key(|(_, e)| e.data_offsets);
     let name_bytes = raw.iter().map(|(name, _)| name.len()).sum();
     let mut table = TableBuilder::with_dims(raw.len(), name_bytes, dims);
     for (name, entry) in raw {
-        let dtype = DType::from_name(&entry.dtype).ok_or_else(|| Error::UnsupportedDtype {
-            name: name.clone(),
-            dtype: entry.dtype.clone(),
-            format: "modelbin (its dtypes are those of BinTensors)",
+        let dtype = DType::from_name(&entry.dtype).ok_or_else(|| {
+            Error::Layout(LayoutError::UnsupportedDtype {
+                name: name.clone(),
+                dtype: entry.dtype.clone(),
+                format: "modelbin (its dtypes are those of BinTensors)",
+            })
         })?;
-        table.push_with_dims(&name, dtype, entry.shape, entry.data_offsets, PREFIX_LEN)?;
+        let at = PREFIX_LEN + key_offsets.get(entry.key_index).copied().unwrap_or(0);
+        table.push_with_dims(&name, dtype, entry.shape, entry.data_offsets, at)?;
     }
     Ok(table)
 }
@@ -312,10 +325,10 @@ fn plan<'a>(
     let mut offset = 0u64;
     for t in &tensors {
         if t.name() == METADATA_KEY {
-            return Err(Error::ReservedName {
+            return Err(Error::Layout(LayoutError::ReservedName {
                 name: METADATA_KEY.into(),
                 format: FORMAT,
-            });
+            }));
         }
         let end = offset + t.data().len() as u64;
         entries.push(format!(
@@ -329,10 +342,10 @@ fn plan<'a>(
     let mut header = format!("{{{}}}", entries.join(",")).into_bytes();
     header.resize(header.len().next_multiple_of(8), b' ');
     if header.len() as u64 > MAX_HEADER_SIZE {
-        return Err(Error::HeaderTooLarge {
+        return Err(Error::Layout(LayoutError::HeaderTooLarge {
             size: header.len() as u64,
             limit: MAX_HEADER_SIZE,
-        });
+        }));
     }
     let mut head = (header.len() as u64).to_le_bytes().to_vec();
     head.extend_from_slice(&header);

@@ -5,6 +5,7 @@
 //! device is refused at once ([`Error::NotRegularFile`]); the file is opened
 //! non-blocking, so a FIFO without a writer cannot hang the check.
 
+use crate::LayoutError;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -96,9 +97,11 @@ pub fn read_capped(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8
 
 /// [`read_capped`] for UTF-8 text.
 pub fn read_capped_text(path: &Path, what: &'static str, limit: u64) -> Result<String> {
-    String::from_utf8(read_capped(path, what, limit)?).map_err(|e| Error::InvalidUtf8 {
-        what,
-        offset: e.utf8_error().valid_up_to() as u64,
+    String::from_utf8(read_capped(path, what, limit)?).map_err(|e| {
+        Error::Layout(LayoutError::InvalidUtf8 {
+            what,
+            offset: e.utf8_error().valid_up_to() as u64,
+        })
     })
 }
 
@@ -263,7 +266,7 @@ mod tests {
         std::fs::write(&path, b"\xff").unwrap();
         assert!(matches!(
             read_capped_text(&path, "a document", 9),
-            Err(Error::InvalidUtf8 { offset: 0, .. })
+            Err(Error::Layout(LayoutError::InvalidUtf8 { offset: 0, .. }))
         ));
     }
 }

@@ -10,6 +10,7 @@
 //! The types here are public only so that [`crate::tensor::TensorStore`] can
 //! name them; this module is private, so nothing outside the crate can.
 
+use crate::LayoutError;
 use std::ops::Range;
 
 use crate::checksum::fnv1a32;
@@ -28,6 +29,8 @@ struct Entry {
     /// Data range, relative to the start of the data section.
     start: u64,
     end: u64,
+    /// Where its entry is described in the file (for errors).
+    at: u64,
 }
 
 /// Collects and validates tensor entries in data order.
@@ -143,35 +146,37 @@ impl TableBuilder {
         let shape = &self.dims[shape_range.clone()];
         let expected_start = self.next_start();
         if start != expected_start && !(self.gapped && start > expected_start) {
-            return Err(Error::NonContiguousData {
+            return Err(Error::Layout(LayoutError::NonContiguousData {
                 name: name.to_owned(),
                 offset: at,
                 start,
                 end,
                 expected: expected_start,
-            });
+            }));
         }
         if end < start {
-            return Err(Error::ReversedDataRange {
+            return Err(Error::Layout(LayoutError::ReversedDataRange {
                 name: name.to_owned(),
                 offset: at,
                 start,
                 end,
-            });
+            }));
         }
-        let expected = byte_len(dtype, shape).ok_or_else(|| Error::Overflow {
-            what: format!("byte size of tensor `{name}`"),
-            at: At(Some(at)),
+        let expected = byte_len(dtype, shape).ok_or_else(|| {
+            Error::Layout(LayoutError::Overflow {
+                what: format!("byte size of tensor `{name}`"),
+                at: At(Some(at)),
+            })
         })?;
         if end - start != expected {
-            return Err(Error::ByteCountMismatch {
+            return Err(Error::Layout(LayoutError::ByteCountMismatch {
                 name: name.to_owned(),
                 at: At(Some(at)),
                 dtype,
                 shape: shape.to_vec(),
                 expected,
                 found: end - start,
-            });
+            }));
         }
         let name_start = self.names.len();
         self.names.push_str(name);
@@ -181,6 +186,7 @@ impl TableBuilder {
             dtype,
             start,
             end,
+            at,
         });
         Ok(())
     }
@@ -191,17 +197,17 @@ impl TableBuilder {
     pub fn finish(self, data_offset: u64, available: u64) -> Result<TensorTable> {
         let data_len = self.entries.last().map_or(0, |e| e.end);
         if available < data_len {
-            return Err(Error::DataTruncated {
+            return Err(Error::Layout(LayoutError::DataTruncated {
                 offset: data_offset,
                 expected: data_len,
                 found: available,
-            });
+            }));
         }
         if available > data_len {
-            return Err(Error::TrailingBytes {
+            return Err(Error::Layout(LayoutError::TrailingBytes {
                 offset: data_offset + data_len,
                 count: available - data_len,
-            });
+            }));
         }
         let mut table = TensorTable {
             entries: self.entries,
@@ -264,10 +270,10 @@ impl TensorTable {
                         break;
                     }
                     other if self.name(other as usize) == self.name(index) => {
-                        return Err(Error::DuplicateTensorName {
+                        return Err(Error::Layout(LayoutError::DuplicateTensorName {
                             name: self.name(index).to_owned(),
-                            at: At(None),
-                        });
+                            at: At(Some(self.entries[index].at)),
+                        }));
                     }
                     _ => slot = (slot + 1) & mask,
                 }

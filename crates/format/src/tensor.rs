@@ -1,5 +1,6 @@
 //! Borrowed tensor views shared by the tensor formats, and slicing.
 
+use crate::{LayoutError, ModelError};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
@@ -22,19 +23,21 @@ impl<'a> TensorView<'a> {
     /// A view of `data` as a `dtype` tensor of `shape`; fails when the byte
     /// count disagrees with dtype × shape.
     pub fn new(name: &'a str, dtype: DType, shape: &'a [usize], data: &'a [u8]) -> Result<Self> {
-        let expected = byte_len(dtype, shape).ok_or_else(|| Error::Overflow {
-            what: format!("byte size of tensor `{name}`"),
-            at: At(None),
+        let expected = byte_len(dtype, shape).ok_or_else(|| {
+            Error::Layout(LayoutError::Overflow {
+                what: format!("byte size of tensor `{name}`"),
+                at: At(None),
+            })
         })?;
         if expected != data.len() as u64 {
-            return Err(Error::ByteCountMismatch {
+            return Err(Error::Layout(LayoutError::ByteCountMismatch {
                 name: name.to_owned(),
                 at: At(None),
                 dtype,
                 shape: shape.to_vec(),
                 expected,
                 found: data.len() as u64,
-            });
+            }));
         }
         Ok(TensorView {
             name,
@@ -96,12 +99,14 @@ impl<'a> TensorView<'a> {
 
     /// The values as `f32`, for every float dtype (see [`crate::floats`]):
     /// borrowed for aligned F32 data, decoded otherwise. Integer and boolean
-    /// tensors are [`Error::WrongDtype`].
+    /// tensors are [`Error::Model(ModelError::WrongDtype)`].
     pub fn to_f32(&self) -> Result<Cow<'a, [f32]>> {
-        crate::floats::decode(self.dtype, self.data).ok_or_else(|| Error::WrongDtype {
-            name: self.name.to_owned(),
-            dtype: self.dtype,
-            expected: "only float tensors decode to f32",
+        crate::floats::decode(self.dtype, self.data).ok_or_else(|| {
+            Error::Model(ModelError::WrongDtype {
+                name: self.name.to_owned(),
+                dtype: self.dtype,
+                expected: "only float tensors decode to f32",
+            })
         })
     }
 
@@ -405,15 +410,15 @@ mod tests {
         assert!(TensorView::new("t", DType::F32, &[2], &data).is_ok());
         assert!(matches!(
             TensorView::new("t", DType::F32, &[3], &data),
-            Err(Error::ByteCountMismatch {
+            Err(Error::Layout(LayoutError::ByteCountMismatch {
                 expected: 12,
                 found: 8,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             TensorView::new("t", DType::F32, &[usize::MAX, 2], &data),
-            Err(Error::Overflow { .. })
+            Err(Error::Layout(LayoutError::Overflow { .. }))
         ));
     }
 

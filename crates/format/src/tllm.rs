@@ -6,6 +6,7 @@
 //! prefix (matrices: u64 rows, u64 cols; vectors: u64 len) and its f32 data,
 //! in the order of [`Config::tensors`]. See `docs/formats/tllm.md`.
 
+use crate::{LayoutError, ModelError, TllmError};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -376,29 +377,29 @@ impl Config {
         ];
         for (field, value, offset) in fields {
             if value == 0 || value > i32::MAX as u32 {
-                return Err(Error::InvalidConfig {
+                return Err(Error::Tllm(TllmError::InvalidConfig {
                     field,
                     value: (value as i32).to_string(),
                     offset,
                     reason: "must be positive",
-                });
+                }));
             }
         }
         if self.model_dim % self.n_heads != 0 {
-            return Err(Error::InvalidConfig {
+            return Err(Error::Tllm(TllmError::InvalidConfig {
                 field: "n_heads",
                 value: self.n_heads.to_string(),
                 offset: 16,
                 reason: "must divide model_dim",
-            });
+            }));
         }
         if !(0.0..1.0).contains(&self.dropout) {
-            return Err(Error::InvalidConfig {
+            return Err(Error::Tllm(TllmError::InvalidConfig {
                 field: "dropout",
                 value: self.dropout.to_string(),
                 offset: 32,
                 reason: "must be in [0, 1)",
-            });
+            }));
         }
         Ok(())
     }
@@ -427,11 +428,15 @@ impl Config {
             m: &BTreeMap<String, String>,
             key: &'static str,
         ) -> Result<T> {
-            let value = m.get(key).ok_or(Error::MissingMetadata { key })?;
-            value.parse().map_err(|_| Error::InvalidMetadata {
-                key: key.into(),
-                value: value.clone(),
-                reason: "not a number".into(),
+            let value = m
+                .get(key)
+                .ok_or(Error::Model(ModelError::MissingMetadata { key }))?;
+            value.parse().map_err(|_| {
+                Error::Model(ModelError::InvalidMetadata {
+                    key: key.into(),
+                    value: value.clone(),
+                    reason: "not a number".into(),
+                })
             })
         }
         let config = Config {
@@ -468,25 +473,25 @@ pub fn open(path: impl AsRef<Path>) -> Result<Tllm<MappedFile>> {
 fn read_config(r: &mut ByteReader<'_>) -> Result<Config> {
     let magic = r.array::<4>("magic")?;
     if &magic == b"TLLM" {
-        return Err(Error::TllmMagicByteOrder);
+        return Err(Error::Tllm(TllmError::TllmMagicByteOrder));
     }
     if u32::from_le_bytes(magic) != MAGIC {
-        return Err(Error::BadMagic {
+        return Err(Error::Layout(LayoutError::BadMagic {
             expected: "4D 4C 4C 54 (the u32 0x544C4C4D, little-endian)",
             found: format!(
                 "{:02X} {:02X} {:02X} {:02X}",
                 magic[0], magic[1], magic[2], magic[3]
             ),
-        });
+        }));
     }
     let version = r.u32_le("version")?;
     if version != VERSION {
-        return Err(Error::UnsupportedVersion {
+        return Err(Error::Layout(LayoutError::UnsupportedVersion {
             format: "TLLM",
             offset: 4,
             found: version,
             expected: VERSION,
-        });
+        }));
     }
     let mut dim = |what| r.i32_le(what).map(|v| v as u32);
     let config = Config {
@@ -510,24 +515,24 @@ impl<B: AsRef<[u8]>> Tllm<B> {
         let file = buf.as_ref();
         let mut r = ByteReader::new(file, 0);
         let config = read_config(&mut r)?;
-        let expected = config.file_size().ok_or_else(|| Error::Overflow {
-            what: "the file size this configuration implies".into(),
-            at: crate::At(Some(8)),
+        let expected = config.file_size().ok_or_else(|| {
+            Error::Layout(LayoutError::Overflow {
+                what: "the file size this configuration implies".into(),
+                at: crate::At(Some(8)),
+            })
         })?;
         let found = file.len() as u64;
         if found < expected {
-            return Err(Error::Truncated {
-                what: "TLLM weights",
-                offset: found,
-                needed: expected,
-                available: found,
-            });
+            return Err(Error::Layout(LayoutError::FileSizeMismatch {
+                expected,
+                found,
+            }));
         }
         if found > expected {
-            return Err(Error::TrailingBytes {
+            return Err(Error::Layout(LayoutError::TrailingBytes {
                 offset: expected,
                 count: found - expected,
-            });
+            }));
         }
         let mut table = TableBuilder::gapped(config.tensor_count() as usize);
         for tensor in config.model_tensors() {
@@ -546,12 +551,12 @@ impl<B: AsRef<[u8]>> Tllm<B> {
                     Some(b) => format!("[{a}, {b}]"),
                     None => format!("[{a}]"),
                 };
-                return Err(Error::DimensionMismatch {
+                return Err(Error::Tllm(TllmError::DimensionMismatch {
                     tensor: tensor.name(),
                     offset,
                     expected: show(wanted),
                     found: show(stored),
-                });
+                }));
             }
             let start = r.offset();
             let len = shape.len() as u64 * 4;
@@ -651,9 +656,11 @@ pub fn write_file(
             )));
         }
     }
-    let total = config.file_size().ok_or_else(|| Error::Overflow {
-        what: "the file size this configuration implies".into(),
-        at: crate::At(None),
+    let total = config.file_size().ok_or_else(|| {
+        Error::Layout(LayoutError::Overflow {
+            what: "the file size this configuration implies".into(),
+            at: crate::At(None),
+        })
     })?;
     let mut file = AtomicFile::create(path)?;
     let mut written = 0;

@@ -1,5 +1,6 @@
 //! Writing steps shared by the tensor-file writers.
 
+use crate::LayoutError;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
@@ -20,10 +21,10 @@ pub(crate) fn canonical_order<'a>(
     let mut tensors: Vec<TensorView<'a>> = tensors.into_iter().collect();
     let mut seen = HashSet::with_capacity(tensors.len());
     if let Some(dup) = tensors.iter().find(|t| !seen.insert(t.name())) {
-        return Err(Error::DuplicateTensorName {
+        return Err(Error::Layout(LayoutError::DuplicateTensorName {
             name: dup.name().to_owned(),
             at: At(None),
-        });
+        }));
     }
     tensors.sort_by(|a, b| b.dtype().cmp(&a.dtype()).then(a.name().cmp(b.name())));
     Ok(tensors)

@@ -5,6 +5,7 @@ mod common;
 use common::WORKED_EXAMPLE;
 use modelbin_format::Error;
 use modelbin_format::bintensors::BinTensors;
+use modelbin_format::{At, BintensorsError, LayoutError};
 
 /// Varint as bincode `standard()` writes it.
 fn varint(v: u64) -> Vec<u8> {
@@ -69,39 +70,39 @@ fn truncated_files() {
     for len in 0..8 {
         assert!(matches!(
             parse(&WORKED_EXAMPLE[..len]),
-            Err(Error::Truncated {
+            Err(Error::Layout(LayoutError::Truncated {
                 what: "header size",
                 ..
-            })
+            }))
         ));
     }
     // Cut inside the header: the declared header runs past the end.
     assert!(matches!(
         parse(&WORKED_EXAMPLE[..20]),
-        Err(Error::HeaderPastEnd {
+        Err(Error::Layout(LayoutError::HeaderPastEnd {
             size: 40,
             file_len: 20
-        })
+        }))
     ));
     // Cut inside the data.
     assert!(matches!(
         parse(&WORKED_EXAMPLE[..58]),
-        Err(Error::DataTruncated {
+        Err(Error::Layout(LayoutError::DataTruncated {
             offset: 48,
             expected: 11,
             found: 10
-        })
+        }))
     ));
     // A header that stops mid-entry (unpadded, so nothing follows the name).
     let mut bytes = 4u64.to_le_bytes().to_vec();
     bytes.extend([0, 1, 1, b'w']);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::Truncated {
+        Err(Error::Layout(LayoutError::Truncated {
             what: "dtype",
             offset: 12,
             ..
-        })
+        }))
     ));
 }
 
@@ -111,13 +112,16 @@ fn header_length_beyond_the_file() {
     bytes[..8].copy_from_slice(&1000u64.to_le_bytes());
     assert!(matches!(
         parse(&bytes),
-        Err(Error::HeaderPastEnd {
+        Err(Error::Layout(LayoutError::HeaderPastEnd {
             size: 1000,
             file_len: 59
-        })
+        }))
     ));
     bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-    assert!(matches!(parse(&bytes), Err(Error::HeaderTooLarge { .. })));
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::Layout(LayoutError::HeaderTooLarge { .. }))
+    ));
 }
 
 #[test]
@@ -126,10 +130,10 @@ fn header_over_100_mb() {
     bytes.extend([0u8; 16]);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::HeaderTooLarge {
+        Err(Error::Layout(LayoutError::HeaderTooLarge {
             size: 100_000_001,
             limit: 100_000_000
-        })
+        }))
     ));
 }
 
@@ -141,7 +145,7 @@ fn overlapping_and_gapped_offsets() {
     );
     assert!(matches!(
         parse(&overlapping),
-        Err(Error::NonContiguousData { ref name, start: 7, expected: 8, .. }) if name == "m"
+        Err(Error::Layout(LayoutError::NonContiguousData { ref name, start: 7, expected: 8, .. })) if name == "m"
     ));
     let gapped = file(
         &[entry(b"w", F32, &[2], 0, 8), entry(b"m", U8, &[3], 9, 12)],
@@ -149,16 +153,19 @@ fn overlapping_and_gapped_offsets() {
     );
     assert!(matches!(
         parse(&gapped),
-        Err(Error::NonContiguousData {
+        Err(Error::Layout(LayoutError::NonContiguousData {
             start: 9,
             expected: 8,
             ..
-        })
+        }))
     ));
     let not_from_zero = file(&[entry(b"w", F32, &[2], 4, 12)], &[0; 12]);
     assert!(matches!(
         parse(&not_from_zero),
-        Err(Error::NonContiguousData { expected: 0, .. })
+        Err(Error::Layout(LayoutError::NonContiguousData {
+            expected: 0,
+            ..
+        }))
     ));
     let reversed = file(
         &[
@@ -169,7 +176,7 @@ fn overlapping_and_gapped_offsets() {
     );
     assert!(matches!(
         parse(&reversed),
-        Err(Error::ByteCountMismatch { .. })
+        Err(Error::Layout(LayoutError::ByteCountMismatch { .. }))
     ));
     let backwards = file(
         &[entry(b"w", U8, &[2], 0, 2), entry(b"m", U8, &[0], 2, 1)],
@@ -177,11 +184,11 @@ fn overlapping_and_gapped_offsets() {
     );
     assert!(matches!(
         parse(&backwards),
-        Err(Error::ReversedDataRange {
+        Err(Error::Layout(LayoutError::ReversedDataRange {
             start: 2,
             end: 1,
             ..
-        })
+        }))
     ));
 }
 
@@ -190,11 +197,11 @@ fn byte_count_disagreeing_with_dtype_and_shape() {
     let bytes = file(&[entry(b"w", F32, &[3], 0, 8)], &[0; 8]);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::ByteCountMismatch {
+        Err(Error::Layout(LayoutError::ByteCountMismatch {
             expected: 12,
             found: 8,
             ..
-        })
+        }))
     ));
 }
 
@@ -205,7 +212,7 @@ fn duplicate_tensor_names() {
         &[0; 2],
     );
     assert!(
-        matches!(parse(&bytes), Err(Error::DuplicateTensorName { ref name, .. }) if name == "w")
+        matches!(parse(&bytes), Err(Error::Layout(LayoutError::DuplicateTensorName { ref name, at: At(Some(_)) })) if name == "w")
     );
 }
 
@@ -219,7 +226,7 @@ fn duplicate_metadata_keys() {
     payload.push(0);
     assert!(matches!(
         parse(&with_payload(&payload, &[])),
-        Err(Error::DuplicateMetadataKey { ref key, .. }) if key == "k"
+        Err(Error::Layout(LayoutError::DuplicateMetadataKey { ref key, .. })) if key == "k"
     ));
 }
 
@@ -227,7 +234,7 @@ fn duplicate_metadata_keys() {
 fn unknown_dtype_byte() {
     let bytes = file(&[entry(b"w", 15, &[1], 0, 1)], &[0]);
     assert!(
-        matches!(parse(&bytes), Err(Error::UnknownDtype { offset: 12, ref found }) if found == "15")
+        matches!(parse(&bytes), Err(Error::Layout(LayoutError::UnknownDtype { offset: 12, ref found })) if found == "15")
     );
 }
 
@@ -236,10 +243,10 @@ fn bad_utf8() {
     let name = file(&[entry(&[0xC3, 0x28], U8, &[1], 0, 1)], &[0]);
     assert!(matches!(
         parse(&name),
-        Err(Error::InvalidUtf8 {
+        Err(Error::Layout(LayoutError::InvalidUtf8 {
             what: "tensor name",
             offset: 11
-        })
+        }))
     ));
     let mut payload = vec![1, 1];
     payload.extend(string(b"k"));
@@ -247,10 +254,10 @@ fn bad_utf8() {
     payload.push(0);
     assert!(matches!(
         parse(&with_payload(&payload, &[])),
-        Err(Error::InvalidUtf8 {
+        Err(Error::Layout(LayoutError::InvalidUtf8 {
             what: "metadata value",
             ..
-        })
+        }))
     ));
 }
 
@@ -261,17 +268,20 @@ fn non_canonical_varints() {
     e.extend([U8 as u8, 1, 0xFB, 2, 0, 0, 2]);
     assert!(matches!(
         parse(&file(&[e], &[0; 2])),
-        Err(Error::NonCanonicalVarint {
+        Err(Error::Bintensors(BintensorsError::NonCanonicalVarint {
             value: 2,
             offset: 14
-        })
+        }))
     ));
     // A tag no varint uses.
     let mut e = string(b"w");
     e.extend([U8 as u8, 1, 0xFE, 2, 0]);
     assert!(matches!(
         parse(&file(&[e], &[])),
-        Err(Error::InvalidVarintTag { tag: 0xFE, .. })
+        Err(Error::Bintensors(BintensorsError::InvalidVarintTag {
+            tag: 0xFE,
+            ..
+        }))
     ));
 }
 
@@ -281,7 +291,10 @@ fn invalid_option_tag() {
     bytes[8] = 2;
     assert!(matches!(
         parse(&bytes),
-        Err(Error::InvalidOptionTag { tag: 2, offset: 8 })
+        Err(Error::Bintensors(BintensorsError::InvalidOptionTag {
+            tag: 2,
+            offset: 8
+        }))
     ));
 }
 
@@ -291,11 +304,11 @@ fn junk_in_the_padding() {
     bytes[45] = 0;
     assert!(matches!(
         parse(&bytes),
-        Err(Error::BadPadding {
+        Err(Error::Layout(LayoutError::BadPadding {
             offset: 45,
             byte: 0,
             ..
-        })
+        }))
     ));
 
     // Bytes between the payload and the padding: 8 extra spaces.
@@ -306,10 +319,10 @@ fn junk_in_the_padding() {
     bytes.extend(payload);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::JunkAfterHeader {
+        Err(Error::Layout(LayoutError::JunkAfterHeader {
             offset: 10,
             count: 8
-        })
+        }))
     ));
 
     // Padding shorter than alignment needs.
@@ -317,11 +330,11 @@ fn junk_in_the_padding() {
     bytes.extend([0, 0, b' ']);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::ShortPadding {
+        Err(Error::Layout(LayoutError::ShortPadding {
             expected: 6,
             found: 1,
             ..
-        })
+        }))
     ));
 }
 
@@ -331,10 +344,10 @@ fn trailing_bytes() {
     bytes.push(0);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::TrailingBytes {
+        Err(Error::Layout(LayoutError::TrailingBytes {
             offset: 59,
             count: 1
-        })
+        }))
     ));
 }
 
@@ -342,16 +355,19 @@ fn trailing_bytes() {
 fn offsets_near_2_pow_64() {
     // A shape whose byte size overflows 64 bits.
     let bytes = file(&[entry(b"w", F32, &[1 << 62, 8], 0, u64::MAX)], &[]);
-    assert!(matches!(parse(&bytes), Err(Error::Overflow { .. })));
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::Layout(LayoutError::Overflow { .. }))
+    ));
     // A consistent but absurd tensor: the data section cannot hold it.
     let bytes = file(&[entry(b"w", U8, &[u64::MAX], 0, u64::MAX)], &[0; 4]);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::DataTruncated {
+        Err(Error::Layout(LayoutError::DataTruncated {
             expected: u64::MAX,
             found: 4,
             ..
-        })
+        }))
     ));
     // An end near 2^64 followed by another tensor.
     let bytes = file(
@@ -363,17 +379,17 @@ fn offsets_near_2_pow_64() {
     );
     assert!(matches!(
         parse(&bytes),
-        Err(Error::DataTruncated {
+        Err(Error::Layout(LayoutError::DataTruncated {
             expected: u64::MAX,
             found: 0,
             ..
-        })
+        }))
     ));
     // A count of tensors near 2^64 allocates nothing up front.
     let mut payload = vec![0];
     payload.extend(varint(u64::MAX));
     assert!(matches!(
         parse(&with_payload(&payload, &[])),
-        Err(Error::Truncated { .. })
+        Err(Error::Layout(LayoutError::Truncated { .. }))
     ));
 }

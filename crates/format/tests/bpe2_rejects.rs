@@ -2,6 +2,7 @@
 
 use modelbin_format::Error;
 use modelbin_format::bpe2::{self, Bpe2};
+use modelbin_format::{Bpe2Error, LayoutError};
 
 /// A small valid vocabulary: ranks 0..=3 with rank 2 absent.
 fn small() -> Vec<u8> {
@@ -40,14 +41,18 @@ fn truncated() {
         assert!(
             matches!(
                 parse(&bytes[..len]),
-                Err(Error::Truncated { .. }) | Err(Error::BadMagic { .. })
+                Err(Error::Layout(LayoutError::Truncated { .. }))
+                    | Err(Error::Layout(LayoutError::BadMagic { .. }))
             ),
             "{len}"
         );
     }
     for len in [64, 80, bytes.len() - 1] {
         assert!(
-            matches!(parse(&bytes[..len]), Err(Error::FileSizeMismatch { .. })),
+            matches!(
+                parse(&bytes[..len]),
+                Err(Error::Layout(LayoutError::FileSizeMismatch { .. }))
+            ),
             "{len}"
         );
     }
@@ -55,10 +60,10 @@ fn truncated() {
     longer.push(0);
     assert!(matches!(
         parse(&longer),
-        Err(Error::FileSizeMismatch {
+        Err(Error::Layout(LayoutError::FileSizeMismatch {
             expected: 100,
             found: 101
-        })
+        }))
     ));
 }
 
@@ -66,16 +71,18 @@ fn truncated() {
 fn wrong_magic_and_version() {
     let mut bytes = small();
     bytes[..4].copy_from_slice(b"BPZ2");
-    assert!(matches!(parse(&bytes), Err(Error::BadMagic { ref found, .. }) if found == "\"BPZ2\""));
+    assert!(
+        matches!(parse(&bytes), Err(Error::Layout(LayoutError::BadMagic { ref found, .. })) if found == "\"BPZ2\"")
+    );
     let mut bytes = small();
     set_u32(&mut bytes, 4, 1);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::UnsupportedVersion {
+        Err(Error::Layout(LayoutError::UnsupportedVersion {
             found: 1,
             expected: 2,
             ..
-        })
+        }))
     ));
 }
 
@@ -87,7 +94,7 @@ fn zero_token_count() {
     set_u32(&mut bytes, 16, 0);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::EmptyVocabulary { offset: 8 })
+        Err(Error::Bpe2(Bpe2Error::EmptyVocabulary { offset: 8 }))
     ));
 }
 
@@ -98,12 +105,12 @@ fn token_counts_above_the_cap_are_refused_before_the_size() {
         set_u32(&mut bytes, 8, count);
         assert!(matches!(
             parse(&bytes),
-            Err(Error::CountTooLarge {
+            Err(Error::Layout(LayoutError::CountTooLarge {
                 what: "token_count",
                 offset: 8,
                 limit: 16_777_216,
                 ..
-            })
+            }))
         ));
     }
 }
@@ -112,10 +119,16 @@ fn token_counts_above_the_cap_are_refused_before_the_size() {
 fn overflowing_counts_are_size_mismatches() {
     let mut bytes = small();
     set_u32(&mut bytes, 8, bpe2::MAX_TOKEN_COUNT);
-    assert!(matches!(parse(&bytes), Err(Error::FileSizeMismatch { .. })));
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::Layout(LayoutError::FileSizeMismatch { .. }))
+    ));
     let mut bytes = small();
     set_u32(&mut bytes, 16, u32::MAX);
-    assert!(matches!(parse(&bytes), Err(Error::FileSizeMismatch { .. })));
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::Layout(LayoutError::FileSizeMismatch { .. }))
+    ));
 }
 
 #[test]
@@ -124,19 +137,19 @@ fn offsets_past_the_blob() {
     set_u32(&mut bytes, entry(3), 3); // "ab" at 3..5 in a 4-byte blob
     assert!(matches!(
         parse(&bytes),
-        Err(Error::TokenOutsideBlob {
+        Err(Error::Bpe2(Bpe2Error::TokenOutsideBlob {
             rank: 3,
             start: 3,
             end: 5,
             blob_size: 4,
             ..
-        })
+        }))
     ));
     let mut bytes = small();
     set_u32(&mut bytes, entry(0), u32::MAX);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::TokenOutsideBlob { rank: 0, .. })
+        Err(Error::Bpe2(Bpe2Error::TokenOutsideBlob { rank: 0, .. }))
     ));
 }
 
@@ -146,21 +159,21 @@ fn tokens_longer_than_max_token_len() {
     set_u32(&mut bytes, 12, 1);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::TokenTooLong {
+        Err(Error::Bpe2(Bpe2Error::TokenTooLong {
             rank: 3,
             len: 2,
             max: 1,
             ..
-        })
+        }))
     ));
     let mut bytes = small();
     set_u32(&mut bytes, 12, 9);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::MaxTokenLenMismatch {
+        Err(Error::Bpe2(Bpe2Error::MaxTokenLenMismatch {
             declared: 9,
             actual: 2
-        })
+        }))
     ));
 }
 
@@ -171,14 +184,25 @@ fn duplicate_token_bytes() {
     bytes[blob + 1] = b'a'; // blob "abab" -> "aaab": rank 1 is "a" too
     assert!(matches!(
         parse(&bytes),
-        Err(Error::DuplicateToken {
+        Err(Error::Bpe2(Bpe2Error::DuplicateToken {
             rank: 1,
             earlier: 0,
             ..
-        })
+        }))
     ));
     let dup = [(b"a".to_vec(), 0), (b"a".to_vec(), 1)];
-    assert!(bpe2::build(&dup, [0; 32]).is_err());
+    let built = bpe2::build(&dup, [0; 32]);
+    assert!(
+        matches!(
+            built,
+            Err(Error::Bpe2(Bpe2Error::DuplicateToken {
+                rank: 1,
+                earlier: 0,
+                ..
+            }))
+        ),
+        "{built:?}"
+    );
 }
 
 #[test]
@@ -187,23 +211,23 @@ fn aliased_or_overlapping_token_bytes() {
     set_u32(&mut bytes, entry(1), 0); // rank 1 points at rank 0's byte
     assert!(matches!(
         parse(&bytes),
-        Err(Error::OverlappingToken {
+        Err(Error::Bpe2(Bpe2Error::OverlappingToken {
             rank: 1,
             start: 0,
             previous_end: 1,
             ..
-        })
+        }))
     ));
     let mut bytes = small();
     set_u32(&mut bytes, entry(3), 1); // "ab" at 1..3 overlaps "b" at 1..2
     assert!(matches!(
         parse(&bytes),
-        Err(Error::OverlappingToken {
+        Err(Error::Bpe2(Bpe2Error::OverlappingToken {
             rank: 3,
             start: 1,
             previous_end: 2,
             ..
-        })
+        }))
     ));
 }
 
@@ -213,11 +237,11 @@ fn stray_offset_on_an_absent_rank() {
     set_u32(&mut bytes, entry(2), 1);
     assert!(matches!(
         parse(&bytes),
-        Err(Error::NonCanonicalEmptyToken {
+        Err(Error::Bpe2(Bpe2Error::NonCanonicalEmptyToken {
             rank: 2,
             start: 1,
             ..
-        })
+        }))
     ));
 }
 
@@ -227,10 +251,10 @@ fn reserved_bytes_must_be_zero() {
     bytes[60] = 1;
     assert!(matches!(
         parse(&bytes),
-        Err(Error::NonZeroReserved {
+        Err(Error::Layout(LayoutError::NonZeroReserved {
             offset: 60,
             byte: 1
-        })
+        }))
     ));
 }
 
@@ -245,13 +269,16 @@ fn malformed_tiktoken_lines() {
         (b" 0\n", 1),
     ] {
         match bpe2::parse_tiktoken(source) {
-            Err(Error::InvalidTiktokenLine { line: l, .. }) => assert_eq!(l, line),
+            Err(Error::Bpe2(Bpe2Error::InvalidTiktokenLine { line: l, .. })) => assert_eq!(l, line),
             other => panic!("{source:?}: {other:?}"),
         }
     }
     let sparse = bpe2::parse_tiktoken(b"YQ== 4000000000\n").unwrap();
     assert!(
-        bpe2::build(&sparse, [0; 32]).is_err(),
+        matches!(
+            bpe2::build(&sparse, [0; 32]),
+            Err(Error::Bpe2(Bpe2Error::InvalidVocabulary(_)))
+        ),
         "no 32 GB table for one token"
     );
     assert_eq!(

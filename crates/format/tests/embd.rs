@@ -4,6 +4,7 @@
 
 mod common;
 
+use modelbin_format::{EmbdError, LayoutError, ModelError, TllmError};
 use std::collections::BTreeMap;
 
 use modelbin_format::checksum::{crc32, fnv1a32};
@@ -334,7 +335,7 @@ fn truncation_at_every_section_boundary_names_the_section() {
     long.push(0);
     assert!(matches!(
         open_err(&long),
-        Error::TrailingBytes { count: 1, .. }
+        Error::Layout(LayoutError::TrailingBytes { count: 1, .. })
     ));
 }
 
@@ -350,11 +351,14 @@ fn edited(edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 fn header_rules() {
     let mut b = tiny_file();
     b[0] = b'X';
-    assert!(matches!(open_err(&b), Error::BadMagic { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::BadMagic { .. })
+    ));
     let b = edited(|b| b[4] = 2);
     assert!(matches!(
         open_err(&b),
-        Error::UnsupportedVersion { found: 2, .. }
+        Error::Layout(LayoutError::UnsupportedVersion { found: 2, .. })
     ));
     let b = edited(|b| b[6] = 7);
     open(&b).expect("a higher minor version is read");
@@ -362,27 +366,30 @@ fn header_rules() {
     b[20] ^= 1;
     assert!(matches!(
         open_err(&b),
-        Error::ChecksumMismatch {
+        Error::Embd(EmbdError::ChecksumMismatch {
             section: "header",
             ..
-        }
+        })
     ));
     let b = edited(|b| b[61] = 1);
     assert!(matches!(
         open_err(&b),
-        Error::NonZeroReserved { offset: 61, .. }
+        Error::Layout(LayoutError::NonZeroReserved { offset: 61, .. })
     ));
     let b = edited(|b| b[8] |= 0x10);
-    assert!(matches!(open_err(&b), Error::UnsupportedFlags { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Embd(EmbdError::UnsupportedFlags { .. })
+    ));
     let b = edited(|b| b[8] |= 0x08);
     assert!(open_err(&b).to_string().contains("COMPRESSED"));
     let b = edited(|b| put_u32(b, 12, 65));
     assert!(matches!(
         open_err(&b),
-        Error::SectionMisplaced {
+        Error::Embd(EmbdError::SectionMisplaced {
             section: "metadata section",
             ..
-        }
+        })
     ));
     let b = edited(|b| {
         let v = u32_at(b, 20);
@@ -390,10 +397,10 @@ fn header_rules() {
     });
     assert!(matches!(
         open_err(&b),
-        Error::SectionMisplaced {
+        Error::Embd(EmbdError::SectionMisplaced {
             section: "vocabulary section",
             ..
-        }
+        })
     ));
     let b = edited(|b| {
         let v = u32_at(b, 28);
@@ -401,39 +408,52 @@ fn header_rules() {
     });
     assert!(matches!(
         open_err(&b),
-        Error::SectionMisplaced {
+        Error::Embd(EmbdError::SectionMisplaced {
             section: "tensor index",
             ..
-        }
+        })
     ));
     let b = edited(|b| {
         let v = u32_at(b, 36);
         put_u32(b, 36, v + 64)
     });
-    assert!(open(&b).is_err());
+    let err = open_err(&b);
+    assert!(
+        matches!(
+            err,
+            Error::Layout(LayoutError::InvalidHeader { offset: 48, .. })
+        ),
+        "{err:?}"
+    );
     let b = edited(|b| {
         let v = u64_at(b, 48);
         b[48..56].copy_from_slice(&(v + 1).to_le_bytes())
     });
     assert!(matches!(
         open_err(&b),
-        Error::InvalidHeader { offset: 48, .. }
+        Error::Layout(LayoutError::InvalidHeader { offset: 48, .. })
     ));
     let b = edited(|b| b[40..48].copy_from_slice(&u64::MAX.to_le_bytes()));
-    assert!(matches!(open_err(&b), Error::Overflow { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::Overflow { .. })
+    ));
     // Found by fuzzing: data offset + size fits, adding the footer does not.
     let b = edited(|b| {
         let size = u64::MAX - u64::from(u32_at(b, 36)) - 3;
         b[40..48].copy_from_slice(&size.to_le_bytes())
     });
-    assert!(matches!(open_err(&b), Error::Overflow { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::Overflow { .. })
+    ));
     let b = edited(|b| put_u32(b, 32, u32::MAX));
     assert!(matches!(
         open_err(&b),
-        Error::SectionMisplaced {
+        Error::Embd(EmbdError::SectionMisplaced {
             section: "tensor data",
             ..
-        }
+        })
     ));
     let b = edited(|b| {
         b[8] &= !1;
@@ -453,7 +473,7 @@ fn metadata_rules() {
     let b = write(&missing, Some(&vocab), &tensors, WriteOptions::default());
     assert!(matches!(
         open_err(&b),
-        Error::MissingMetadata { key: "created_at" }
+        Error::Model(ModelError::MissingMetadata { key: "created_at" })
     ));
     for (key, value) in [
         ("hidden_size", "four"),
@@ -464,7 +484,10 @@ fn metadata_rules() {
         bad.insert(key.into(), value.into());
         let b = write(&bad, Some(&vocab), &tensors, WriteOptions::default());
         assert!(
-            matches!(open_err(&b), Error::InvalidMetadata { .. }),
+            matches!(
+                open_err(&b),
+                Error::Model(ModelError::InvalidMetadata { .. })
+            ),
             "{key}={value}"
         );
     }
@@ -475,24 +498,33 @@ fn metadata_rules() {
     let mut b = write(&two, Some(&vocab), &tensors, WriteOptions::default());
     let at = b.windows(2).position(|w| w == b"ab").unwrap();
     b[at + 1] = b'a';
-    assert!(matches!(open_err(&b), Error::DuplicateMetadataKey { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::DuplicateMetadataKey { .. })
+    ));
     // Invalid UTF-8 in a key.
     let mut b = tiny_file();
     let at = b.windows(10).position(|w| w == b"model_name").unwrap();
     b[at] = 0xFF;
-    assert!(matches!(open_err(&b), Error::InvalidUtf8 { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::InvalidUtf8 { .. })
+    ));
     // total_size disagreeing with metadata_size.
     let mut b = tiny_file();
     let v = u32_at(&b, 68);
     put_u32(&mut b, 68, v - 1);
     assert!(matches!(
         open_err(&b),
-        Error::InvalidHeader { offset: 68, .. }
+        Error::Layout(LayoutError::InvalidHeader { offset: 68, .. })
     ));
     // An entry count larger than the entries (no huge allocation).
     let mut b = tiny_file();
     put_u32(&mut b, 64, u32::MAX);
-    assert!(matches!(open_err(&b), Error::Truncated { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::Truncated { .. })
+    ));
 }
 
 #[test]
@@ -510,26 +542,30 @@ fn vocabulary_rules() {
     put_u32(&mut b, vocab_offset + 8, 0);
     assert!(matches!(
         open_err(&b),
-        Error::SectionMisplaced {
+        Error::Embd(EmbdError::SectionMisplaced {
             section: "special token ids",
             ..
-        }
+        })
     ));
     let mut b = tiny_file();
     let at = b.windows(2).position(|w| w == "ö".as_bytes()).unwrap();
     b[at + 1] = 0x20;
     assert!(matches!(
         open_err(&b),
-        Error::InvalidUtf8 { what: "token", .. }
+        Error::Layout(LayoutError::InvalidUtf8 { what: "token", .. })
     ));
     let mut b = tiny_file();
     put_u32(&mut b, vocab_offset, u32::MAX);
-    assert!(matches!(open_err(&b), Error::Truncated { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::Truncated { .. })
+    ));
     let mut b = tiny_file();
     put_u32(&mut b, vocab_offset, 7);
+    let err = open_err(&b);
     assert!(
-        open(&b).is_err(),
-        "7 tokens leave bytes before the special ids"
+        matches!(err, Error::Layout(LayoutError::InvalidHeader { .. })),
+        "7 tokens leave bytes before the special ids: {err:?}"
     );
     // Writing refuses special ids outside the vocabulary.
     let bad = Vocabulary {
@@ -559,7 +595,10 @@ fn tensor_index_rules() {
     let d1 = descriptor(&b0, 1);
     let mut b = b0.clone();
     b[d1 + 4] = 9;
-    assert!(matches!(open_err(&b), Error::UnknownDtype { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::UnknownDtype { .. })
+    ));
     let mut b = b0.clone();
     b[d1 + 5] = 0;
     assert!(open_err(&b).to_string().contains("ndim 0"));
@@ -571,31 +610,56 @@ fn tensor_index_rules() {
     assert!(open_err(&b).to_string().contains("non-zero shape[2]"));
     let mut b = b0.clone();
     b[d1] ^= 1;
-    assert!(matches!(open_err(&b), Error::NameHashMismatch { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Embd(EmbdError::NameHashMismatch { .. })
+    ));
     let mut b = b0.clone();
     let offset = u64_at(&b, d1 + 24);
     b[d1 + 24..d1 + 32].copy_from_slice(&(offset + 4).to_le_bytes());
-    assert!(matches!(open_err(&b), Error::MisalignedTensor { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Embd(EmbdError::MisalignedTensor { .. })
+    ));
     let mut b = b0.clone();
     let first = u64_at(&b, descriptor(&b, 0) + 24);
     b[d1 + 24..d1 + 32].copy_from_slice(&first.to_le_bytes());
-    assert!(matches!(open_err(&b), Error::OverlappingTensors { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Embd(EmbdError::OverlappingTensors { .. })
+    ));
     let mut b = b0.clone();
     let last = descriptor(&b, u32_at(&b, 32) as usize - 1);
     b[last + 24..last + 32].copy_from_slice(&(1u64 << 40).to_le_bytes());
-    assert!(matches!(open_err(&b), Error::DataTruncated { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::DataTruncated { .. })
+    ));
     let mut b = b0.clone();
     put_u32(&mut b, d1 + 8, u32::MAX);
-    assert!(open(&b).is_err());
+    let err = open_err(&b);
+    assert!(
+        matches!(
+            err,
+            Error::Layout(LayoutError::DataTruncated { offset: 1856, .. })
+        ),
+        "{err:?}"
+    );
     // A non-zero padding byte between two tensors, and before the data.
     let mut b = b0.clone();
     let data = u32_at(&b, 36) as usize;
     // Token-type embeddings ([2, 4] f32) end at 288; the next tensor starts at 320.
     b[data + 300] = 1;
-    assert!(matches!(open_err(&b), Error::BadPadding { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::BadPadding { .. })
+    ));
     let mut b = b0.clone();
     b[data - 1] = 1;
-    assert!(matches!(open_err(&b), Error::BadPadding { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::BadPadding { .. })
+    ));
 }
 
 #[test]
@@ -606,17 +670,20 @@ fn footer_and_checksum_rules() {
     assert!(open_err(&b).to_string().contains("end magic"));
     let mut b = tiny_file();
     b[footer + 13] = 1;
-    assert!(matches!(open_err(&b), Error::NonZeroReserved { .. }));
+    assert!(matches!(
+        open_err(&b),
+        Error::Layout(LayoutError::NonZeroReserved { .. })
+    ));
     let mut b = tiny_file();
     let data = u32_at(&b, 36) as usize;
     b[data + 3] ^= 0x80;
     let file = open(&b).expect("opening skips the data checksum");
     assert!(matches!(
         file.verify(),
-        Err(Error::ChecksumMismatch {
+        Err(Error::Embd(EmbdError::ChecksumMismatch {
             section: "tensor data",
             ..
-        })
+        }))
     ));
     let mut b = tiny_file();
     let at = b.windows(5).position(|w| w == b"hello").unwrap();
@@ -661,34 +728,40 @@ fn model_rules() {
     let removed = tensors.remove(7);
     assert!(matches!(
         model_check(&tiny_metadata(), true, &tensors),
-        Err(Error::MissingTensor { name }) if name == removed.name
+        Err(Error::Model(ModelError::MissingTensor { name })) if name == removed.name
     ));
     let mut tensors = tiny_tensors();
     tensors[5].shape = vec![2, 8];
     assert!(matches!(
         model_check(&tiny_metadata(), true, &tensors),
-        Err(Error::DimensionMismatch { .. })
+        Err(Error::Tllm(TllmError::DimensionMismatch { .. }))
     ));
     let mut tensors = tiny_tensors();
     tensors[3].dtype = DType::I32;
     assert!(matches!(
         model_check(&tiny_metadata(), true, &tensors),
-        Err(Error::WrongDtype { .. })
+        Err(Error::Model(ModelError::WrongDtype { .. }))
     ));
     let mut metadata = tiny_metadata();
     metadata.insert("num_attention_heads".into(), "3".into());
     assert!(matches!(
         model_check(&metadata, true, &tiny_tensors()),
-        Err(Error::InvalidMetadata { .. })
+        Err(Error::Model(ModelError::InvalidMetadata { .. }))
     ));
     assert!(
-        model_check(&tiny_metadata(), false, &tiny_tensors()).is_err(),
+        matches!(
+            model_check(&tiny_metadata(), false, &tiny_tensors()),
+            Err(Error::Model(ModelError::InvalidMetadata { ref key, .. })) if key == "flags"
+        ),
         "no vocabulary"
     );
     let mut metadata = tiny_metadata();
     metadata.insert("hidden_act".into(), "relu".into());
     assert!(
-        model_check(&metadata, true, &tiny_tensors()).is_err(),
+        matches!(
+            model_check(&metadata, true, &tiny_tensors()),
+            Err(Error::Model(ModelError::InvalidMetadata { ref key, .. })) if key == "hidden_act"
+        ),
         "relu"
     );
     model_check(&tiny_metadata(), true, &tiny_tensors()).unwrap();

@@ -2,6 +2,7 @@
 //! Python writer/reader (tests/reference/saev_reference.py), views, and every
 //! rejection path.
 
+use modelbin_format::SaevError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -141,20 +142,32 @@ fn shard_arithmetic_and_views() {
             }
             assert!(seen.insert((e.img, e.layer, e.token)), "each example once");
         }
-        assert!(view.get(len).is_err());
+        assert!(matches!(
+            view.get(len),
+            Err(Error::Saev(SaevError::InvalidCoordinate(_)))
+        ));
     }
     assert!(matches!(
         dataset.view(Patches::All, LayerChoice::One(3)),
-        Err(Error::InvalidCoordinate(_))
+        Err(Error::Saev(SaevError::InvalidCoordinate(_)))
     ));
-    assert!(dataset.vector(7, 5, 0).is_err());
-    assert!(dataset.vector(0, 5, 5).is_err());
+    assert!(matches!(
+        dataset.vector(7, 5, 0),
+        Err(Error::Saev(SaevError::InvalidCoordinate(_)))
+    ));
+    assert!(matches!(
+        dataset.vector(0, 5, 5),
+        Err(Error::Saev(SaevError::InvalidCoordinate(_)))
+    ));
 
     let no_cls = metadata(2, false, 100);
     let root = tempfile::tempdir().unwrap();
     let dataset = saev::open(write_ours(root.path(), &no_cls)).unwrap();
     assert!(
-        dataset.view(Patches::Cls, LayerChoice::All).is_err(),
+        matches!(
+            dataset.view(Patches::Cls, LayerChoice::All),
+            Err(Error::InvalidArgument(_))
+        ),
         "CLS view without a CLS token"
     );
     assert_eq!(
@@ -177,13 +190,16 @@ fn rejections() {
 
     // The same dataset again is reported, a different one at the path refused.
     assert!(
-        matches!(Writer::create(root.path(), m.clone()), Err(Error::DatasetExists { reason, .. }) if reason.contains("already"))
+        matches!(Writer::create(root.path(), m.clone()), Err(Error::Saev(SaevError::DatasetExists { reason, .. })) if reason.contains("already"))
     );
 
     // Truncated shard.
     let full = std::fs::read(shard(1)).unwrap();
     std::fs::write(shard(1), &full[..full.len() - 4]).unwrap();
-    assert!(matches!(saev::open(&dir), Err(Error::ShardSize { .. })));
+    assert!(matches!(
+        saev::open(&dir),
+        Err(Error::Saev(SaevError::ShardSize { .. }))
+    ));
     std::fs::write(shard(1), &full).unwrap();
     // The last shard may be exactly as long as its images need.
     let last = std::fs::read(shard(2)).unwrap();
@@ -191,13 +207,16 @@ fn rejections() {
     saev::open(&dir).unwrap();
     // Missing shard.
     std::fs::rename(shard(2), dir.join("moved")).unwrap();
-    assert!(matches!(saev::open(&dir), Err(Error::MissingShard { .. })));
+    assert!(matches!(
+        saev::open(&dir),
+        Err(Error::Saev(SaevError::MissingShard { .. }))
+    ));
     std::fs::rename(dir.join("moved"), shard(2)).unwrap();
     // An unexpected shard.
     std::fs::write(shard(3), vec![0; m.shard_bytes() as usize]).unwrap();
     assert!(matches!(
         saev::open(&dir),
-        Err(Error::UnexpectedShard { .. })
+        Err(Error::Saev(SaevError::UnexpectedShard { .. }))
     ));
     std::fs::remove_file(shard(3)).unwrap();
 
@@ -247,13 +266,19 @@ fn rejections() {
     // Writer input checks.
     let other = tempfile::tempdir().unwrap();
     let mut writer = Writer::create(other.path(), metadata(1, true, 45)).unwrap();
-    assert!(writer.push(&[0.0; 3]).is_err());
+    assert!(matches!(
+        writer.push(&[0.0; 3]),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(
         Writer::create(other.path(), metadata(1, true, 45)).is_ok(),
         "a stale .partial is replaced"
     );
     let incomplete = Writer::create(other.path(), metadata(2, true, 45)).unwrap();
-    assert!(incomplete.finish().is_err());
+    assert!(matches!(
+        incomplete.finish(),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
@@ -395,7 +420,7 @@ mod loaders {
         .unwrap();
         assert!(loader.next().is_some());
         drop(loader);
-        assert!(
+        assert!(matches!(
             Loader::ordered(
                 ds,
                 Patches::All,
@@ -404,8 +429,8 @@ mod loaders {
                     batch_size: 0,
                     ..Default::default()
                 }
-            )
-            .is_err()
-        );
+            ),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }

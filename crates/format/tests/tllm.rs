@@ -3,6 +3,7 @@
 use modelbin_format::Error;
 use modelbin_format::TensorStore;
 use modelbin_format::tllm::{self, Config, Tllm};
+use modelbin_format::{LayoutError, ModelError, TllmError};
 use proptest::prelude::*;
 
 fn config() -> Config {
@@ -104,10 +105,13 @@ fn ascii_magic_explains_the_byte_order() {
     let mut bytes = written(&config());
     bytes[..4].copy_from_slice(b"TLLM");
     let err = Tllm::from_buffer(bytes.as_slice()).unwrap_err();
-    assert!(matches!(err, Error::TllmMagicByteOrder));
+    assert!(matches!(err, Error::Tllm(TllmError::TllmMagicByteOrder)));
     assert!(err.to_string().contains("little-endian"), "{err}");
     bytes[..4].copy_from_slice(b"GGUF");
-    assert!(matches!(parse(&bytes), Err(Error::BadMagic { .. })));
+    assert!(matches!(
+        parse(&bytes),
+        Err(Error::Layout(LayoutError::BadMagic { .. }))
+    ));
 }
 
 #[test]
@@ -120,7 +124,10 @@ fn version_and_configuration_rules() {
     };
     assert!(matches!(
         set(4, 2u32.to_le_bytes()),
-        Err(Error::UnsupportedVersion { found: 2, .. })
+        Err(Error::Layout(LayoutError::UnsupportedVersion {
+            found: 2,
+            ..
+        }))
     ));
     for (at, field) in [
         (8, "model_dim"),
@@ -131,28 +138,28 @@ fn version_and_configuration_rules() {
         (28, "vocab_size"),
     ] {
         assert!(
-            matches!(set(at, 0i32.to_le_bytes()), Err(Error::InvalidConfig { field: f, .. }) if f == field),
+            matches!(set(at, 0i32.to_le_bytes()), Err(Error::Tllm(TllmError::InvalidConfig { field: f, .. })) if f == field),
             "{field} = 0"
         );
         assert!(
-            matches!(set(at, (-3i32).to_le_bytes()), Err(Error::InvalidConfig { field: f, ref value, .. }) if f == field && value == "-3")
+            matches!(set(at, (-3i32).to_le_bytes()), Err(Error::Tllm(TllmError::InvalidConfig { field: f, ref value, .. })) if f == field && value == "-3")
         );
     }
     assert!(matches!(
         set(16, 3i32.to_le_bytes()),
-        Err(Error::InvalidConfig {
+        Err(Error::Tllm(TllmError::InvalidConfig {
             field: "n_heads",
             reason: "must divide model_dim",
             ..
-        })
+        }))
     ));
     for dropout in [1.0f32, -0.5, f32::NAN] {
         assert!(matches!(
             set(32, dropout.to_le_bytes()),
-            Err(Error::InvalidConfig {
+            Err(Error::Tllm(TllmError::InvalidConfig {
                 field: "dropout",
                 ..
-            })
+            }))
         ));
     }
 }
@@ -160,23 +167,28 @@ fn version_and_configuration_rules() {
 #[test]
 fn sizes_and_dimensions() {
     let bytes = written(&config());
+    let size = bytes.len() as u64;
     assert!(matches!(
         parse(&bytes[..bytes.len() - 1]),
-        Err(Error::Truncated { .. })
+        Err(Error::Layout(LayoutError::FileSizeMismatch { expected, found }))
+            if expected == size && found == size - 1
     ));
-    assert!(matches!(parse(&bytes[..20]), Err(Error::Truncated { .. })));
+    assert!(matches!(
+        parse(&bytes[..20]),
+        Err(Error::Layout(LayoutError::Truncated { .. }))
+    ));
     let mut longer = bytes.clone();
     longer.extend([0; 3]);
     assert!(matches!(
         parse(&longer),
-        Err(Error::TrailingBytes { count: 3, .. })
+        Err(Error::Layout(LayoutError::TrailingBytes { count: 3, .. }))
     ));
     // A dimension prefix that disagrees with the header.
     let mut wrong = bytes.clone();
     wrong[36..44].copy_from_slice(&6u64.to_le_bytes());
     assert!(matches!(
         parse(&wrong),
-        Err(Error::DimensionMismatch { ref tensor, offset: 36, .. }) if tensor == "tok_embeddings"
+        Err(Error::Tllm(TllmError::DimensionMismatch { ref tensor, offset: 36, .. })) if tensor == "tok_embeddings"
     ));
     // Huge dimensions: the implied size overflows before anything is read.
     let mut huge = bytes.clone();
@@ -185,7 +197,8 @@ fn sizes_and_dimensions() {
     huge[28..32].copy_from_slice(&i32::MAX.to_le_bytes());
     assert!(matches!(
         parse(&huge),
-        Err(Error::Truncated { .. } | Error::Overflow { .. })
+        Err(Error::Layout(LayoutError::FileSizeMismatch { .. })
+            | Error::Layout(LayoutError::Overflow { .. }))
     ));
 }
 
@@ -221,5 +234,10 @@ fn metadata_round_trip() {
     );
     let mut m = config.to_metadata();
     m.remove("tllm.n_heads");
-    assert!(Config::from_metadata(&m).is_err());
+    assert!(matches!(
+        Config::from_metadata(&m),
+        Err(Error::Model(ModelError::MissingMetadata {
+            key: "tllm.n_heads"
+        }))
+    ));
 }

@@ -1,4 +1,6 @@
-//! The error type of this crate.
+//! The error types of this crate.
+
+use std::path::PathBuf;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -38,6 +40,71 @@ pub enum Error {
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),
     /// A training run that cannot start or continue.
-    #[error("{0}")]
-    BadTraining(String),
+    #[error(transparent)]
+    Training(#[from] TrainingError),
+}
+
+/// Why a training run cannot start or continue.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainingError {
+    /// The corpus holds no bytes.
+    #[error("the corpus is empty")]
+    EmptyCorpus,
+    /// A corpus file cannot be read.
+    #[error("{path}: {source}")]
+    ReadCorpus {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The validation fraction is outside [0, 1).
+    #[error("the validation fraction {0} must be in [0, 1)")]
+    ValidationFraction(f64),
+    /// A part of the corpus is too short for what it must hold.
+    #[error("the {part} part of the corpus has {bytes} bytes; it needs at least {needed}")]
+    CorpusTooShort {
+        /// `training` or `validation`.
+        part: &'static str,
+        /// Its length.
+        bytes: usize,
+        /// The least it needs (one sequence plus its target for training,
+        /// two bytes for validation).
+        needed: usize,
+    },
+    /// A batch of no sequences.
+    #[error("the batch size must be at least 1")]
+    EmptyBatch,
+    /// A checkpoint of another model configuration than the one asked for.
+    #[error(
+        "{path}: the checkpoint is a different model ({saved}) from the one asked for ({requested})"
+    )]
+    OtherConfiguration {
+        /// The checkpoint.
+        path: PathBuf,
+        /// Its configuration.
+        saved: String,
+        /// The one asked for.
+        requested: String,
+    },
+    /// A checkpoint trained with another seed (batches would differ).
+    #[error("{path}: the checkpoint was trained with seed {saved}, not {requested}")]
+    OtherSeed {
+        /// The checkpoint.
+        path: PathBuf,
+        /// Its seed.
+        saved: u64,
+        /// The one asked for.
+        requested: u64,
+    },
+    /// The optimiser state beside a checkpoint cannot be used.
+    #[error("{path}: {reason}")]
+    OptimizerState {
+        /// The sidecar file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

@@ -16,6 +16,6 @@ pub mod tllm;
 pub mod train;
 
 pub use embedder::{Embedder, cosine};
-pub use error::{Error, Result};
+pub use error::{Error, Result, TrainingError};
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;

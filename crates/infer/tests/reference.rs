@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use modelbin_format::tllm::{self, Config};
+use modelbin_infer::Error;
 use modelbin_infer::rng::Rng;
 use modelbin_infer::tllm::{Model, Sampling, generate};
 
@@ -116,14 +117,20 @@ fn cached_decoding_matches_full_recompute() {
         }
         done += chunk;
     }
-    assert!(session.extend(&[1], false).is_err(), "context is full");
+    assert!(
+        matches!(
+            session.extend(&[1], false),
+            Err(Error::SequenceTooLong { len: 25, max: 24 })
+        ),
+        "context is full"
+    );
 }
 
 #[test]
 fn bad_inputs_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let model = Model::open(random_model(dir.path(), config(16, 1, 2, 16, 4, 10), 3)).unwrap();
-    assert!(model.forward(&[]).is_err());
+    assert!(matches!(model.forward(&[]), Err(Error::EmptyInput)));
     let err = model.forward(&[1, 10]).unwrap_err().to_string();
     assert!(err.contains("token id 10 at position 1"), "{err}");
     let err = model.forward(&[1; 5]).unwrap_err().to_string();
@@ -132,13 +139,19 @@ fn bad_inputs_are_errors() {
         temperature: -1.0,
         ..Sampling::default()
     };
-    assert!(generate(&model, &[1], 2, bad, None, |_| {}).is_err());
+    assert!(matches!(
+        generate(&model, &[1], 2, bad, None, |_| {}),
+        Err(Error::BadSampling(m)) if m.contains("temperature")
+    ));
     let bad = Sampling {
         top_p: Some(1.5),
         temperature: 1.0,
         ..Sampling::default()
     };
-    assert!(generate(&model, &[1], 2, bad, None, |_| {}).is_err());
+    assert!(matches!(
+        generate(&model, &[1], 2, bad, None, |_| {}),
+        Err(Error::BadSampling(m)) if m.contains("top-p")
+    ));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use modelbin_infer::tllm::{Model, Sampling, generate};
 use modelbin_infer::train::Trainer;
 use modelbin_infer::train::data::Corpus;
 use modelbin_infer::train::optim::AdamW;
+use modelbin_infer::{Error, TrainingError};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -174,14 +175,27 @@ fn runs_are_deterministic_and_resume_bit_for_bit() {
         model_dim: 32,
         ..config
     };
-    assert!(Trainer::resume(&path, Some(other), optimizer(6), 4, 11).is_err());
-    assert!(Trainer::resume(&path, Some(config), optimizer(6), 4, 12).is_err());
+    assert!(matches!(
+        Trainer::resume(&path, Some(other), optimizer(6), 4, 11),
+        Err(Error::Training(TrainingError::OtherConfiguration { .. }))
+    ));
+    assert!(matches!(
+        Trainer::resume(&path, Some(config), optimizer(6), 4, 12),
+        Err(Error::Training(TrainingError::OtherSeed {
+            saved: 11,
+            requested: 12,
+            ..
+        }))
+    ));
     // The sidecar is checked.
     let side = modelbin_infer::train::checkpoint::sidecar(&path);
     let mut bytes = std::fs::read(&side).unwrap();
     bytes[40] ^= 1;
     std::fs::write(&side, &bytes).unwrap();
-    assert!(Trainer::resume(&path, Some(config), optimizer(6), 4, 11).is_err());
+    assert!(matches!(
+        Trainer::resume(&path, Some(config), optimizer(6), 4, 11),
+        Err(Error::Training(TrainingError::OptimizerState { .. }))
+    ));
     // Weights of step 4 beside the optimiser state of step 3 (a run killed
     // between the two renames) are refused, not silently mixed.
     run(3).save(&path).unwrap();
@@ -189,8 +203,8 @@ fn runs_are_deterministic_and_resume_bit_for_bit() {
     run(4).save(&path).unwrap();
     std::fs::write(&side, &step3_state).unwrap();
     match Trainer::resume(&path, Some(config), optimizer(6), 4, 11) {
-        Err(modelbin_infer::Error::BadTraining(message)) => {
-            assert!(message.contains("other weights"), "{message}")
+        Err(Error::Training(TrainingError::OptimizerState { reason, .. })) => {
+            assert!(reason.contains("other weights"), "{reason}")
         }
         other => panic!("{:?}", other.map(|t| t.steps_done())),
     }

@@ -23,7 +23,7 @@ pub enum Error {
     UnknownEncodingName(String),
     /// The encoding exists but its vocabulary is not built in.
     #[error(
-        "{0} is not built in: load it with --vocab FILE.bpe2 (build one with `modelbin convert {0}.tiktoken {0}.bpe2`)"
+        "{0} is not built in: load its BPE2 file (build one with `modelbin convert {0}.tiktoken {0}.bpe2`)"
     )]
     NotEmbedded(String),
     /// A custom pre-tokenizer pattern does not compile.

@@ -20,6 +20,12 @@ fn embedded_vocabularies_are_the_converters_output() {
         let tokenizer = modelbin_tokenize::Tokenizer::embedded(name).unwrap();
         assert_eq!(tokenizer.name(), Some(name));
     }
-    assert!(modelbin_tokenize::Tokenizer::embedded("p50k_base").is_err());
-    assert!(modelbin_tokenize::Tokenizer::embedded("gpt-9").is_err());
+    assert!(matches!(
+        modelbin_tokenize::Tokenizer::embedded("p50k_base"),
+        Err(modelbin_tokenize::Error::NotEmbedded(name)) if name == "p50k_base"
+    ));
+    assert!(matches!(
+        modelbin_tokenize::Tokenizer::embedded("gpt-9"),
+        Err(modelbin_tokenize::Error::UnknownEncodingName(name)) if name == "gpt-9"
+    ));
 }

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use modelbin_tokenize::{Specials, Tokenizer};
+use modelbin_tokenize::{Error, Specials, Tokenizer};
 use proptest::prelude::*;
 use tiktoken_rs::CoreBPE;
 
@@ -118,14 +118,20 @@ fn special_tokens_follow_tiktoken() {
         cl.encode(text, Specials::None, Specials::None).unwrap(),
         cl.encode_ordinary(text)
     );
-    assert!(
-        cl.encode("x", Specials::Only(&["<|nope|>"]), Specials::None)
-            .is_err()
-    );
+    assert!(matches!(
+        cl.encode("x", Specials::Only(&["<|nope|>"]), Specials::None),
+        Err(Error::UnknownSpecial(s)) if s == "<|nope|>"
+    ));
     assert_eq!(cl.decode(&ids).unwrap(), text);
     assert_eq!(cl.decode_bytes(&[100257]).unwrap(), b"<|endoftext|>");
-    assert!(cl.decode(&[100261]).is_err(), "a rank with no token");
-    assert!(cl.decode(&[u32::MAX]).is_err());
+    assert!(
+        matches!(cl.decode(&[100261]), Err(Error::UnknownToken(100261))),
+        "a rank with no token"
+    );
+    assert!(matches!(
+        cl.decode(&[u32::MAX]),
+        Err(Error::UnknownToken(u32::MAX))
+    ));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! encoding of `(Option<BTreeMap<String, String>>, Vec<(String, TensorInfo)>)`,
 //! then spaces up to an 8-byte boundary.
 
+use crate::{BintensorsError, LayoutError};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
@@ -40,17 +41,17 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header> {
     let mut prefix = ByteReader::new(file, 0);
     let header_len = prefix.u64_le("header size")?;
     if header_len > MAX_HEADER_SIZE {
-        return Err(Error::HeaderTooLarge {
+        return Err(Error::Layout(LayoutError::HeaderTooLarge {
             size: header_len,
             limit: MAX_HEADER_SIZE,
-        });
+        }));
     }
-    let header_bytes = prefix
-        .bytes(header_len, "header")
-        .map_err(|_| Error::HeaderPastEnd {
+    let header_bytes = prefix.bytes(header_len, "header").map_err(|_| {
+        Error::Layout(LayoutError::HeaderPastEnd {
             size: header_len,
             file_len: file.len() as u64,
-        })?;
+        })
+    })?;
     let mut r = ByteReader::new(header_bytes, PREFIX_LEN);
     let metadata = read_metadata(&mut r)?;
     let tensors = read_tensors(&mut r)?;
@@ -77,12 +78,12 @@ fn read_metadata(r: &mut ByteReader<'_>) -> Result<Option<BTreeMap<String, Strin
             let count_offset = r.offset();
             let count = varint::read(r, "metadata entry count")?;
             if count > MAX_METADATA_ENTRIES {
-                return Err(Error::CountTooLarge {
+                return Err(Error::Layout(LayoutError::CountTooLarge {
                     what: "metadata entry count",
                     offset: count_offset,
                     count,
                     limit: MAX_METADATA_ENTRIES,
-                });
+                }));
             }
             let mut map = BTreeMap::new();
             for _ in 0..count {
@@ -94,16 +95,19 @@ fn read_metadata(r: &mut ByteReader<'_>) -> Result<Option<BTreeMap<String, Strin
                         slot.insert(value);
                     }
                     Entry::Occupied(slot) => {
-                        return Err(Error::DuplicateMetadataKey {
+                        return Err(Error::Layout(LayoutError::DuplicateMetadataKey {
                             key: slot.key().clone(),
                             at: At(Some(entry_offset)),
-                        });
+                        }));
                     }
                 }
             }
             Ok(Some(map))
         }
-        tag => Err(Error::InvalidOptionTag { offset, tag }),
+        tag => Err(Error::Bintensors(BintensorsError::InvalidOptionTag {
+            offset,
+            tag,
+        })),
     }
 }
 
@@ -119,19 +123,22 @@ fn read_tensors(r: &mut ByteReader<'_>) -> Result<TableBuilder> {
         let name = r.str(name_len, "tensor name")?;
         let dtype_offset = r.offset();
         let code = varint::read(r, "dtype")?;
-        let dtype = DType::from_bintensors_code(code).ok_or(Error::UnknownDtype {
-            offset: dtype_offset,
-            found: code.to_string(),
-        })?;
+        let dtype =
+            DType::from_bintensors_code(code).ok_or(Error::Layout(LayoutError::UnknownDtype {
+                offset: dtype_offset,
+                found: code.to_string(),
+            }))?;
         let rank = varint::read(r, "shape length")?;
         // Straight into the table's arena: 8 bytes per dimension, which
         // takes at least one header byte.
         let shape_start = table.dims_len();
         for _ in 0..rank {
             let dim = varint::read(r, "shape dimension")?;
-            table.push_dim(usize::try_from(dim).map_err(|_| Error::Overflow {
-                what: format!("dimension {dim} of tensor `{name}`"),
-                at: At(Some(entry_offset)),
+            table.push_dim(usize::try_from(dim).map_err(|_| {
+                Error::Layout(LayoutError::Overflow {
+                    what: format!("dimension {dim} of tensor `{name}`"),
+                    at: At(Some(entry_offset)),
+                })
             })?);
         }
         let start = varint::read(r, "data start offset")?;
@@ -149,24 +156,24 @@ fn check_padding(r: &ByteReader<'_>) -> Result<()> {
     let rest = r.rest();
     let payload_end = r.offset();
     if rest.len() > expected {
-        return Err(Error::JunkAfterHeader {
+        return Err(Error::Layout(LayoutError::JunkAfterHeader {
             offset: payload_end,
             count: (rest.len() - expected) as u64,
-        });
+        }));
     }
     if rest.len() < expected {
-        return Err(Error::ShortPadding {
+        return Err(Error::Layout(LayoutError::ShortPadding {
             offset: payload_end + rest.len() as u64,
             expected: expected as u64,
             found: rest.len() as u64,
-        });
+        }));
     }
     match rest.iter().position(|&b| b != PAD) {
-        Some(i) => Err(Error::BadPadding {
+        Some(i) => Err(Error::Layout(LayoutError::BadPadding {
             offset: payload_end + i as u64,
             byte: rest[i],
             expected: PAD,
-        }),
+        })),
         None => Ok(()),
     }
 }
@@ -199,9 +206,11 @@ pub(crate) fn encode(
         }
         let end = offset
             .checked_add(tensor.data().len() as u64)
-            .ok_or_else(|| Error::Overflow {
-                what: "total tensor data size".into(),
-                at: At(None),
+            .ok_or_else(|| {
+                Error::Layout(LayoutError::Overflow {
+                    what: "total tensor data size".into(),
+                    at: At(None),
+                })
             })?;
         varint::write(&mut out, offset);
         varint::write(&mut out, end);
@@ -209,10 +218,10 @@ pub(crate) fn encode(
     }
     out.resize(out.len().next_multiple_of(8), PAD);
     if out.len() as u64 > MAX_HEADER_SIZE {
-        return Err(Error::HeaderTooLarge {
+        return Err(Error::Layout(LayoutError::HeaderTooLarge {
             size: out.len() as u64,
             limit: MAX_HEADER_SIZE,
-        });
+        }));
     }
     Ok(out)
 }

@@ -1,6 +1,7 @@
 //! bincode-2 `standard()` varints: `< 251` in one byte, else a tag byte
 //! (0xFB u16, 0xFC u32, 0xFD u64) and the value little-endian.
 
+use crate::BintensorsError;
 use crate::bytes::ByteReader;
 use crate::{Error, Result};
 
@@ -17,10 +18,18 @@ pub(crate) fn read(r: &mut ByteReader<'_>, what: &'static str) -> Result<u64> {
         TAG_U16 => (u64::from(r.u16_le(what)?), 251),
         TAG_U32 => (u64::from(r.u32_le(what)?), 1 << 16),
         TAG_U64 => (r.u64_le(what)?, 1 << 32),
-        _ => return Err(Error::InvalidVarintTag { offset, tag }),
+        _ => {
+            return Err(Error::Bintensors(BintensorsError::InvalidVarintTag {
+                offset,
+                tag,
+            }));
+        }
     };
     if value < min {
-        return Err(Error::NonCanonicalVarint { offset, value });
+        return Err(Error::Bintensors(BintensorsError::NonCanonicalVarint {
+            offset,
+            value,
+        }));
     }
     Ok(value)
 }
@@ -47,6 +56,7 @@ pub(crate) fn write(out: &mut Vec<u8>, value: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LayoutError;
 
     fn encode(value: u64) -> Vec<u8> {
         let mut out = vec![];
@@ -95,28 +105,41 @@ mod tests {
     fn rejects_invalid_and_non_canonical_forms() {
         assert!(matches!(
             decode(&[0xFE, 0, 0]),
-            Err(Error::InvalidVarintTag {
+            Err(Error::Bintensors(BintensorsError::InvalidVarintTag {
                 tag: 0xFE,
                 offset: 0
-            })
+            }))
         ));
         assert!(matches!(
             decode(&[0xFF]),
-            Err(Error::InvalidVarintTag { .. })
+            Err(Error::Bintensors(BintensorsError::InvalidVarintTag { .. }))
         ));
         assert!(matches!(
             decode(&[0xFB, 5, 0]),
-            Err(Error::NonCanonicalVarint { value: 5, .. })
+            Err(Error::Bintensors(BintensorsError::NonCanonicalVarint {
+                value: 5,
+                ..
+            }))
         ));
         assert!(matches!(
             decode(&[0xFC, 0xFF, 0xFF, 0, 0]),
-            Err(Error::NonCanonicalVarint { .. })
+            Err(Error::Bintensors(
+                BintensorsError::NonCanonicalVarint { .. }
+            ))
         ));
         assert!(matches!(
             decode(&[0xFD, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]),
-            Err(Error::NonCanonicalVarint { .. })
+            Err(Error::Bintensors(
+                BintensorsError::NonCanonicalVarint { .. }
+            ))
         ));
-        assert!(matches!(decode(&[0xFB, 1]), Err(Error::Truncated { .. })));
-        assert!(matches!(decode(&[]), Err(Error::Truncated { .. })));
+        assert!(matches!(
+            decode(&[0xFB, 1]),
+            Err(Error::Layout(LayoutError::Truncated { .. }))
+        ));
+        assert!(matches!(
+            decode(&[]),
+            Err(Error::Layout(LayoutError::Truncated { .. }))
+        ));
     }
 }

@@ -1,6 +1,7 @@
 //! The BERT encoder an EMBD file carries: its configuration, read from the
 //! metadata, and the tensors it needs, checked against that configuration.
 
+use crate::{ModelError, TllmError};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -73,10 +74,12 @@ fn optional<T>(
 ) -> Result<T> {
     match metadata.get(key) {
         None => Ok(default),
-        Some(value) => parse(value).ok_or_else(|| Error::InvalidMetadata {
-            key: key.into(),
-            value: value.clone(),
-            reason: format!("expected {expected}"),
+        Some(value) => parse(value).ok_or_else(|| {
+            Error::Model(ModelError::InvalidMetadata {
+                key: key.into(),
+                value: value.clone(),
+                reason: format!("expected {expected}"),
+            })
         }),
     }
 }
@@ -145,21 +148,21 @@ impl BertConfig {
             "gelu (exact erf GELU, the only activation implemented)",
         )?;
         if config.hidden_size % config.num_heads != 0 {
-            return Err(Error::InvalidMetadata {
+            return Err(Error::Model(ModelError::InvalidMetadata {
                 key: "num_attention_heads".into(),
                 value: config.num_heads.to_string(),
                 reason: format!("must divide hidden_size ({})", config.hidden_size),
-            });
+            }));
         }
         if config.embedding_dim != config.hidden_size {
-            return Err(Error::InvalidMetadata {
+            return Err(Error::Model(ModelError::InvalidMetadata {
                 key: "embedding_dim".into(),
                 value: config.embedding_dim.to_string(),
                 reason: format!(
                     "pooling keeps the hidden size ({}), so they must be equal",
                     config.hidden_size
                 ),
-            });
+            }));
         }
         Ok(config)
     }
@@ -214,11 +217,11 @@ impl BertConfig {
     /// metadata implies and a float dtype (F32, F16 or BF16).
     pub fn validate<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         if embd.special_tokens().is_none() {
-            return Err(Error::InvalidMetadata {
+            return Err(Error::Model(ModelError::InvalidMetadata {
                 key: "flags".into(),
                 value: format!("0x{:08X}", embd.header().flags),
                 reason: "the file has no vocabulary (VOCAB_EMBEDDED is clear)".into(),
-            });
+            }));
         }
         let type_vocab_size = embd
             .get("embeddings.token_type_embeddings.weight")
@@ -229,21 +232,21 @@ impl BertConfig {
         for (name, shape) in config.tensors() {
             let tensor = embd
                 .get(&name)
-                .ok_or_else(|| Error::MissingTensor { name: name.clone() })?;
+                .ok_or_else(|| Error::Model(ModelError::MissingTensor { name: name.clone() }))?;
             if tensor.shape() != shape.as_slice() {
-                return Err(Error::DimensionMismatch {
+                return Err(Error::Tllm(TllmError::DimensionMismatch {
                     offset: embd.descriptor_offset(&name).unwrap_or(0) + 8,
                     tensor: name,
                     expected: format!("{shape:?} (from the metadata)"),
                     found: format!("{:?}", tensor.shape()),
-                });
+                }));
             }
             if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-                return Err(Error::WrongDtype {
+                return Err(Error::Model(ModelError::WrongDtype {
                     name,
                     dtype: tensor.dtype(),
                     expected: "model weights must be F32, F16 or BF16",
-                });
+                }));
             }
         }
         Ok(config)

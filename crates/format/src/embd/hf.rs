@@ -3,6 +3,7 @@
 //! `sentence_bert_config.json`, `tokenizer_config.json`, `modules.json`,
 //! `1_Pooling/config.json`) to EMBD.
 
+use crate::{LayoutError, ModelError};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -12,7 +13,7 @@ use super::bert::{BertConfig, Pooling};
 use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
 use crate::checksum::{hex, sha256};
 use crate::tensor::{TensorStore, TensorView};
-use crate::{DType, Error, Result, json_budget, safetensors, source};
+use crate::{DType, Error, Result, json, safetensors, source};
 
 /// The tensor sentence-transformers keeps that the model does not use.
 const SKIPPED: &str = "embeddings.position_ids";
@@ -44,14 +45,14 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
         return Ok(None);
     }
     let bytes = source::read_capped(path, "a model configuration file", MAX_CONFIG_BYTES)?;
-    json_budget::check(&bytes, "a model configuration file", MAX_CONFIG_VALUES)?;
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| Error::InvalidHeader {
+    json::check(&bytes, "a model configuration file", MAX_CONFIG_VALUES)?;
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        Error::Layout(LayoutError::InvalidHeader {
             format: "JSON",
-            offset: 0,
+            offset: json::error_offset(&bytes, &e),
             reason: format!("{}: {e}", path.display()),
         })
+    })
 }
 
 fn config_number(config: &Value, key: &str) -> Result<String> {
@@ -59,10 +60,12 @@ fn config_number(config: &Value, key: &str) -> Result<String> {
         .as_u64()
         .filter(|&n| n > 0)
         .map(|n| n.to_string())
-        .ok_or_else(|| Error::InvalidMetadata {
-            key: format!("config.json {key}"),
-            value: config[key].to_string(),
-            reason: "expected a positive integer".into(),
+        .ok_or_else(|| {
+            Error::Model(ModelError::InvalidMetadata {
+                key: format!("config.json {key}"),
+                value: config[key].to_string(),
+                reason: "expected a positive integer".into(),
+            })
         })
 }
 
@@ -70,11 +73,11 @@ fn config_number(config: &Value, key: &str) -> Result<String> {
 fn model_metadata(dir: &Path, weights_digest: &str) -> Result<BTreeMap<String, String>> {
     let config = read_json(&dir.join("config.json"))?.unwrap_or_default();
     if let Some(kind) = config["model_type"].as_str().filter(|&k| k != "bert") {
-        return Err(Error::InvalidMetadata {
+        return Err(Error::Model(ModelError::InvalidMetadata {
             key: "config.json model_type".into(),
             value: kind.into(),
             reason: "only BERT encoders are supported".into(),
-        });
+        }));
     }
     let mut m = BTreeMap::new();
     let name = dir
@@ -197,11 +200,11 @@ pub(crate) fn recast_view<'a>(
 pub(crate) fn check_weight_dtype(dtype: Option<DType>) -> Result<()> {
     match dtype {
         Some(d) if !matches!(d, DType::F32 | DType::F16 | DType::BF16) => {
-            Err(Error::UnsupportedDtype {
-                name: "--dtype".into(),
+            Err(Error::Layout(LayoutError::UnsupportedDtype {
+                name: "(the requested weight dtype)".into(),
                 dtype: d.to_string(),
                 format: "EMBD weights (F32, F16 or BF16)",
-            })
+            }))
         }
         _ => Ok(()),
     }
@@ -277,22 +280,21 @@ pub fn from_hf_dir(
         .unwrap_or(1);
     let config = BertConfig::from_metadata(&metadata, type_vocab)?;
     if tokens.len() != config.vocab_size {
-        return Err(Error::InvalidMetadata {
+        return Err(Error::Model(ModelError::InvalidMetadata {
             key: "config.json vocab_size".into(),
             value: config.vocab_size.to_string(),
             reason: format!("vocab.txt has {} tokens", tokens.len()),
-        });
+        }));
     }
     for (name, shape) in config.tensors() {
         match views.iter().find(|t| t.name() == name) {
-            None => return Err(Error::MissingTensor { name }),
+            None => return Err(Error::Model(ModelError::MissingTensor { name })),
             Some(t) if t.shape() != shape.as_slice() => {
-                return Err(Error::DimensionMismatch {
-                    tensor: name,
-                    offset: 0,
-                    expected: format!("{shape:?} (from config.json)"),
-                    found: format!("{:?}", t.shape()),
-                });
+                return Err(Error::Model(ModelError::WrongShape {
+                    name,
+                    expected: shape,
+                    found: t.shape().to_vec(),
+                }));
             }
             Some(_) => {}
         }

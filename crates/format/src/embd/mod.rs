@@ -16,6 +16,7 @@ pub mod bert;
 mod hf;
 mod writer;
 
+use crate::{Bpe2Error, EmbdError, LayoutError, ModelError};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -175,7 +176,9 @@ impl SpecialTokens {
                 .iter()
                 .rposition(|t| t.as_ref() == name)
                 .map(|i| i as u32)
-                .ok_or_else(|| Error::InvalidVocabulary(format!("no {name} token")))
+                .ok_or_else(|| {
+                    Error::Bpe2(Bpe2Error::InvalidVocabulary(format!("no {name} token")))
+                })
         };
         Ok(SpecialTokens {
             pad: find("[PAD]")?,
@@ -293,21 +296,21 @@ impl<B: AsRef<[u8]>> Embd<B> {
         let data = &file[self.header.tensor_data_offset as usize..footer_at as usize];
         let computed = crc32(data);
         if computed != self.footer.data_checksum {
-            return Err(Error::ChecksumMismatch {
+            return Err(Error::Embd(EmbdError::ChecksumMismatch {
                 section: "tensor data",
                 offset: footer_at,
                 stored: self.footer.data_checksum,
                 computed,
-            });
+            }));
         }
         let computed = crc32(&file[..footer_at as usize]);
         if computed != self.footer.file_checksum {
-            return Err(Error::ChecksumMismatch {
+            return Err(Error::Embd(EmbdError::ChecksumMismatch {
                 section: "metadata, vocabulary or tensor index (file checksum)",
                 offset: footer_at + 4,
                 stored: self.footer.file_checksum,
                 computed,
-            });
+            }));
         }
         Ok(())
     }
@@ -333,20 +336,20 @@ fn read_header(file: &[u8]) -> Result<Header> {
     let mut r = ByteReader::new(file, 0);
     let magic = r.array::<4>("EMBD magic")?;
     if &magic != MAGIC {
-        return Err(Error::BadMagic {
+        return Err(Error::Layout(LayoutError::BadMagic {
             expected: "\"EMBD\"",
             found: String::from_utf8_lossy(&magic).escape_debug().to_string(),
-        });
+        }));
     }
     let version_major = r.u16_le("version_major")?;
     let version_minor = r.u16_le("version_minor")?;
     if version_major != VERSION_MAJOR {
-        return Err(Error::UnsupportedVersion {
+        return Err(Error::Layout(LayoutError::UnsupportedVersion {
             format: "EMBD",
             offset: 4,
             found: u32::from(version_major),
             expected: u32::from(VERSION_MAJOR),
-        });
+        }));
     }
     let mut u32_field = |what| r.u32_le(what);
     let flags = u32_field("flags")?;
@@ -363,32 +366,32 @@ fn read_header(file: &[u8]) -> Result<Header> {
     let reserved = r.array::<4>("reserved")?;
     let computed = crc32(&file[..HEADER_CRC_SPAN]);
     if computed != header_checksum {
-        return Err(Error::ChecksumMismatch {
+        return Err(Error::Embd(EmbdError::ChecksumMismatch {
             section: "header",
             offset: HEADER_CRC_SPAN as u64,
             stored: header_checksum,
             computed,
-        });
+        }));
     }
     if let Some(i) = reserved.iter().position(|&b| b != 0) {
-        return Err(Error::NonZeroReserved {
+        return Err(Error::Layout(LayoutError::NonZeroReserved {
             offset: 60 + i as u64,
             byte: reserved[i],
-        });
+        }));
     }
     if flags & !flags::KNOWN != 0 {
-        return Err(Error::UnsupportedFlags {
+        return Err(Error::Embd(EmbdError::UnsupportedFlags {
             offset: 8,
             flags,
             reason: format!("bits 0x{:08X} are reserved", flags & !flags::KNOWN),
-        });
+        }));
     }
     if flags & flags::COMPRESSED != 0 {
-        return Err(Error::UnsupportedFlags {
+        return Err(Error::Embd(EmbdError::UnsupportedFlags {
             offset: 8,
             flags,
             reason: "COMPRESSED is reserved: compressed tensor data is not defined".into(),
-        });
+        }));
     }
     Ok(Header {
         version_major,
@@ -421,23 +424,23 @@ impl Sections {
             if u64::from(found) == expected {
                 Ok(())
             } else {
-                Err(Error::SectionMisplaced {
+                Err(Error::Embd(EmbdError::SectionMisplaced {
                     section,
                     offset: field_at,
                     expected,
                     found: u64::from(found),
-                })
+                }))
             }
         };
         place("metadata section", 12, HEADER_LEN, h.metadata_offset)?;
         let metadata_end = HEADER_LEN + u64::from(h.metadata_size);
         place("vocabulary section", 20, metadata_end, h.vocab_offset)?;
         if !h.has(flags::VOCAB_EMBEDDED) && h.vocab_size != 0 {
-            return Err(Error::InvalidHeader {
+            return Err(Error::Layout(LayoutError::InvalidHeader {
                 format: "EMBD",
                 offset: 24,
                 reason: format!("vocab_size is {} but VOCAB_EMBEDDED is clear", h.vocab_size),
-            });
+            }));
         }
         let vocab_end = metadata_end + u64::from(h.vocab_size);
         place("tensor index", 28, vocab_end, h.tensor_index_offset)?;
@@ -446,30 +449,32 @@ impl Sections {
         let descriptors_end = vocab_end + u64::from(h.tensor_index_count) * DESCRIPTOR_LEN;
         let data_offset = u64::from(h.tensor_data_offset);
         if data_offset < descriptors_end {
-            return Err(Error::SectionMisplaced {
+            return Err(Error::Embd(EmbdError::SectionMisplaced {
                 section: "tensor data",
                 offset: 36,
                 expected: descriptors_end,
                 found: data_offset,
-            });
+            }));
         }
-        let overflow = || Error::Overflow {
-            what: "tensor_data_offset + tensor_data_size + 16".into(),
-            at: At(Some(40)),
+        let overflow = || {
+            Error::Layout(LayoutError::Overflow {
+                what: "tensor_data_offset + tensor_data_size + 16".into(),
+                at: At(Some(40)),
+            })
         };
         let footer_at = data_offset
             .checked_add(h.tensor_data_size)
             .ok_or_else(overflow)?;
         let expected_total = footer_at.checked_add(FOOTER_LEN).ok_or_else(overflow)?;
         if h.total_file_size != expected_total {
-            return Err(Error::InvalidHeader {
+            return Err(Error::Layout(LayoutError::InvalidHeader {
                 format: "EMBD",
                 offset: 48,
                 reason: format!(
                     "total_file_size is {}, but tensor_data_offset + tensor_data_size + 16 = {expected_total}",
                     h.total_file_size
                 ),
-            });
+            }));
         }
         if file_len != h.total_file_size {
             return Err(truncation_error(h, file_len, data_offset, footer_at));
@@ -484,10 +489,10 @@ impl Sections {
 /// section the file ends in.
 fn truncation_error(h: &Header, file_len: u64, data_offset: u64, footer_at: u64) -> Error {
     if file_len > h.total_file_size {
-        return Error::TrailingBytes {
+        return Error::Layout(LayoutError::TrailingBytes {
             offset: h.total_file_size,
             count: file_len - h.total_file_size,
-        };
+        });
     }
     let bounds = [
         ("header", 0, HEADER_LEN),
@@ -509,12 +514,12 @@ fn truncation_error(h: &Header, file_len: u64, data_offset: u64, footer_at: u64)
         .into_iter()
         .find(|&(_, _, end)| file_len < end)
         .unwrap_or(bounds[5]);
-    Error::Truncated {
+    Error::Layout(LayoutError::Truncated {
         what,
         offset: start,
         needed: end - start,
         available: file_len.saturating_sub(start),
-    }
+    })
 }
 
 fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, String>> {
@@ -523,14 +528,14 @@ fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, String>> {
     let entry_count = r.u32_le("metadata entry_count")?;
     let total_size = r.u32_le("metadata total_size")?;
     if u64::from(total_size) + 8 != section.len() as u64 {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: HEADER_LEN + 4,
             reason: format!(
                 "metadata total_size {total_size} + 8 disagrees with metadata_size {}",
                 section.len()
             ),
-        });
+        }));
     }
     let mut metadata = BTreeMap::new();
     for _ in 0..entry_count {
@@ -540,21 +545,21 @@ fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, String>> {
         let key = r.str(u64::from(key_len), "metadata key")?;
         let value = r.str(u64::from(value_len), "metadata value")?;
         if metadata.insert(key.to_owned(), value.to_owned()).is_some() {
-            return Err(Error::DuplicateMetadataKey {
+            return Err(Error::Layout(LayoutError::DuplicateMetadataKey {
                 key: key.to_owned(),
                 at: At(Some(at)),
-            });
+            }));
         }
     }
     if r.remaining() != 0 {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: r.offset(),
             reason: format!(
                 "{} bytes after the {entry_count} metadata entries",
                 r.remaining()
             ),
-        });
+        }));
     }
     Ok(metadata)
 }
@@ -571,15 +576,15 @@ fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
     let special_at = r.u32_le("vocabulary special_tokens offset")?;
     let expected = 12 + u64::from(total_size);
     if u64::from(special_at) != expected {
-        return Err(Error::SectionMisplaced {
+        return Err(Error::Embd(EmbdError::SectionMisplaced {
             section: "special token ids",
             offset: base + 8,
             expected: base + expected,
             found: base + u64::from(special_at),
-        });
+        }));
     }
     if section.len() as u64 != expected + SPECIAL_BLOCK_LEN {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: 24,
             reason: format!(
@@ -587,7 +592,7 @@ fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
                 section.len(),
                 expected + SPECIAL_BLOCK_LEN
             ),
-        });
+        }));
     }
     let mut entries = ByteReader::new(&section[12..expected as usize], base + 12);
     let mut tokens = Vec::with_capacity(bounded_capacity(
@@ -603,14 +608,14 @@ fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
         tokens.push((start as u32, len));
     }
     if entries.remaining() != 0 {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: entries.offset(),
             reason: format!(
                 "{} bytes after the {token_count} tokens, before the special ids",
                 entries.remaining()
             ),
-        });
+        }));
     }
     let mut specials = ByteReader::new(&section[expected as usize..], base + expected);
     let mut ids = [0u32; 5];
@@ -618,11 +623,11 @@ fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
         let at = specials.offset();
         *id = specials.u32_le(name)?;
         if *id >= token_count {
-            return Err(Error::InvalidHeader {
+            return Err(Error::Layout(LayoutError::InvalidHeader {
                 format: "EMBD",
                 offset: at,
                 reason: format!("{name} {id} is outside the {token_count}-token vocabulary"),
-            });
+            }));
         }
     }
     let [pad, unk, cls, sep, mask] = ids;
@@ -643,7 +648,7 @@ fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
 fn check_metadata(metadata: &BTreeMap<String, String>, vocab: Option<&TokenTable>) -> Result<()> {
     for key in REQUIRED_KEYS {
         if !metadata.contains_key(key) {
-            return Err(Error::MissingMetadata { key });
+            return Err(Error::Model(ModelError::MissingMetadata { key }));
         }
     }
     for key in NUMERIC_KEYS {
@@ -652,11 +657,11 @@ fn check_metadata(metadata: &BTreeMap<String, String>, vocab: Option<&TokenTable
     if let Some(vocab) = vocab {
         let declared = metadata_number(metadata, "vocab_size")?;
         if declared != vocab.tokens.len() {
-            return Err(Error::InvalidMetadata {
+            return Err(Error::Model(ModelError::InvalidMetadata {
                 key: "vocab_size".into(),
                 value: declared.to_string(),
                 reason: format!("the vocabulary has {} tokens", vocab.tokens.len()),
-            });
+            }));
         }
     }
     Ok(())
@@ -664,18 +669,20 @@ fn check_metadata(metadata: &BTreeMap<String, String>, vocab: Option<&TokenTable
 
 /// The positive integer value of metadata `key`.
 pub fn metadata_number(metadata: &BTreeMap<String, String>, key: &str) -> Result<usize> {
-    let value = metadata.get(key).ok_or_else(|| Error::InvalidMetadata {
-        key: key.into(),
-        value: String::new(),
-        reason: "missing".into(),
+    let value = metadata.get(key).ok_or_else(|| {
+        Error::Model(ModelError::InvalidMetadata {
+            key: key.into(),
+            value: String::new(),
+            reason: "missing".into(),
+        })
     })?;
     match value.parse::<u32>() {
         Ok(n) if n > 0 => Ok(n as usize),
-        _ => Err(Error::InvalidMetadata {
+        _ => Err(Error::Model(ModelError::InvalidMetadata {
             key: key.into(),
             value: value.clone(),
             reason: "must be a positive integer below 2^32".into(),
-        }),
+        })),
     }
 }
 
@@ -719,12 +726,12 @@ fn read_tensor_index(
     };
     let expected_data_offset = index_end.next_multiple_of(alignment);
     if data_offset != expected_data_offset {
-        return Err(Error::SectionMisplaced {
+        return Err(Error::Embd(EmbdError::SectionMisplaced {
             section: "tensor data",
             offset: 36,
             expected: expected_data_offset,
             found: data_offset,
-        });
+        }));
     }
     check_zero(names.rest(), index_end)?;
     place_tensors(file, h, descriptors, alignment)
@@ -742,35 +749,37 @@ fn read_descriptor<'a>(raw: &[u8], at: u64, names: &mut ByteReader<'a>) -> Resul
     }
     let data_offset = d.u64_le("data_offset")?;
     let name = names.str(u64::from(name_len), "tensor name")?;
-    let dtype = DType::from_embd_code(dtype_code).ok_or_else(|| Error::UnknownDtype {
-        offset: at + 4,
-        found: dtype_code.to_string(),
+    let dtype = DType::from_embd_code(dtype_code).ok_or_else(|| {
+        Error::Layout(LayoutError::UnknownDtype {
+            offset: at + 4,
+            found: dtype_code.to_string(),
+        })
     })?;
     if !(1..=4).contains(&ndim) {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: at + 5,
             reason: format!("tensor `{name}` has ndim {ndim}; it must be 1 to 4"),
-        });
+        }));
     }
     if let Some(extra) = dims[usize::from(ndim)..].iter().position(|&d| d != 0) {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: at + 8 + 4 * (u64::from(ndim) + extra as u64),
             reason: format!(
                 "tensor `{name}` has ndim {ndim} but a non-zero shape[{}]",
                 usize::from(ndim) + extra
             ),
-        });
+        }));
     }
     let computed = fnv1a32(name.as_bytes());
     if computed != name_hash {
-        return Err(Error::NameHashMismatch {
+        return Err(Error::Embd(EmbdError::NameHashMismatch {
             name: name.to_owned(),
             offset: at,
             stored: name_hash,
             computed,
-        });
+        }));
     }
     Ok(Descriptor {
         at,
@@ -800,32 +809,36 @@ fn place_tensors(
     let mut previous: Option<&str> = None;
     for d in &descriptors {
         if d.data_offset % alignment != 0 {
-            return Err(Error::MisalignedTensor {
+            return Err(Error::Embd(EmbdError::MisalignedTensor {
                 name: d.name.to_owned(),
                 offset: d.at,
                 data_offset: d.data_offset,
                 alignment,
-            });
+            }));
         }
         if let Some(first) = previous.filter(|_| d.data_offset < builder.end()) {
-            return Err(Error::OverlappingTensors {
+            return Err(Error::Embd(EmbdError::OverlappingTensors {
                 first: first.to_owned(),
                 second: d.name.to_owned(),
                 offset: d.at,
-            });
+            }));
         }
-        let bytes = crate::tensor::byte_len(d.dtype, &d.shape).ok_or_else(|| Error::Overflow {
-            what: format!("byte size of tensor `{}`", d.name),
-            at: At(Some(d.at)),
+        let bytes = crate::tensor::byte_len(d.dtype, &d.shape).ok_or_else(|| {
+            Error::Layout(LayoutError::Overflow {
+                what: format!("byte size of tensor `{}`", d.name),
+                at: At(Some(d.at)),
+            })
         })?;
         let end = d
             .data_offset
             .checked_add(bytes)
             .filter(|&end| end <= h.tensor_data_size)
-            .ok_or_else(|| Error::DataTruncated {
-                offset: data_offset,
-                expected: d.data_offset.saturating_add(bytes),
-                found: h.tensor_data_size,
+            .ok_or_else(|| {
+                Error::Layout(LayoutError::DataTruncated {
+                    offset: data_offset,
+                    expected: d.data_offset.saturating_add(bytes),
+                    found: h.tensor_data_size,
+                })
             })?;
         let gap_start = builder.end();
         if d.data_offset > gap_start && d.data_offset == builder.next_start() {
@@ -844,11 +857,11 @@ fn place_tensors(
 fn check_zero(padding: &[u8], offset: u64) -> Result<()> {
     match padding.iter().position(|&b| b != 0) {
         None => Ok(()),
-        Some(i) => Err(Error::BadPadding {
+        Some(i) => Err(Error::Layout(LayoutError::BadPadding {
             offset: offset + i as u64,
             byte: padding[i],
             expected: 0,
-        }),
+        })),
     }
 }
 
@@ -859,28 +872,28 @@ fn read_footer(file: &[u8], h: &Header) -> Result<Footer> {
     let file_checksum = r.u32_le("file_checksum")?;
     let magic = r.array::<4>("end magic")?;
     if &magic != END_MAGIC {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: at + 8,
             reason: format!(
                 "end magic is {:?}, expected \"DBME\"",
                 String::from_utf8_lossy(&magic)
             ),
-        });
+        }));
     }
     let reserved = r.array::<4>("footer reserved")?;
     if let Some(i) = reserved.iter().position(|&b| b != 0) {
-        return Err(Error::NonZeroReserved {
+        return Err(Error::Layout(LayoutError::NonZeroReserved {
             offset: at + 12 + i as u64,
             byte: reserved[i],
-        });
+        }));
     }
     if !h.has(flags::CHECKSUM_ENABLED) && (data_checksum != 0 || file_checksum != 0) {
-        return Err(Error::InvalidHeader {
+        return Err(Error::Layout(LayoutError::InvalidHeader {
             format: "EMBD",
             offset: at,
             reason: "CHECKSUM_ENABLED is clear but the footer holds checksums".into(),
-        });
+        }));
     }
     Ok(Footer {
         data_checksum,

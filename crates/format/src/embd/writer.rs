@@ -1,5 +1,6 @@
 //! Writing EMBD files: streaming, 64-byte aligned, checksummed, atomic.
 
+use crate::LayoutError;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -112,19 +113,18 @@ fn tensor_index(tensors: &[TensorView<'_>], alignment: u64) -> Result<(Vec<u8>, 
     let mut end = 0u64;
     for t in tensors {
         if !seen.insert(t.name()) {
-            return Err(Error::DuplicateTensorName {
+            return Err(Error::Layout(LayoutError::DuplicateTensorName {
                 name: t.name().to_owned(),
                 at: At(None),
-            });
+            }));
         }
-        let code = t
-            .dtype()
-            .embd_code()
-            .ok_or_else(|| Error::UnsupportedDtype {
+        let code = t.dtype().embd_code().ok_or_else(|| {
+            Error::Layout(LayoutError::UnsupportedDtype {
                 name: t.name().to_owned(),
                 dtype: t.dtype().to_string(),
                 format: "EMBD",
-            })?;
+            })
+        })?;
         let shape = t.shape();
         if !(1..=4).contains(&shape.len()) {
             return Err(unrepresentable(format!(

@@ -1,5 +1,6 @@
 //! Reading a SAEV dataset: validation, the six views, random access.
 
+use crate::{LayoutError, SaevError};
 use std::path::{Path, PathBuf};
 
 use super::metadata::{self, Metadata};
@@ -24,11 +25,20 @@ pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
     let meta_path = dir.join("metadata.json");
     let text = source::read_capped_text(&meta_path, "SAEV metadata.json", metadata::MAX_BYTES)?;
     let metadata = Metadata::parse(&text).map_err(|e| match e {
-        Error::InvalidHeader { reason, .. } => Error::InvalidHeader {
-            format: "SAEV metadata.json",
-            offset: 0,
+        Error::Layout(LayoutError::InvalidHeader {
+            format,
+            offset,
+            reason,
+        }) => Error::Layout(LayoutError::InvalidHeader {
+            format,
+            offset,
             reason: format!("{}: {reason}", meta_path.display()),
-        },
+        }),
+        Error::Saev(SaevError::InvalidMetadata { reason }) => {
+            Error::Saev(SaevError::InvalidMetadata {
+                reason: format!("{}: {reason}", meta_path.display()),
+            })
+        }
         other => other,
     })?;
     let expected = metadata.hash();
@@ -37,17 +47,17 @@ pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     if name.as_deref() != Some(expected.as_str()) {
-        return Err(Error::SaevHashMismatch {
+        return Err(Error::Saev(SaevError::SaevHashMismatch {
             dir: dir.to_path_buf(),
             expected,
-        });
+        }));
     }
     let n = metadata.n_shards();
     let mut shards = Vec::with_capacity(n.min(1 << 16) as usize);
     for index in 0..n {
         let path = dir.join(shard_name(index));
         if !path.is_file() {
-            return Err(Error::MissingShard { path, expected: n });
+            return Err(Error::Saev(SaevError::MissingShard { path, expected: n }));
         }
         let file = MappedFile::open(&path)?;
         let full = metadata.shard_bytes();
@@ -55,7 +65,7 @@ pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
         let exact = last_imgs.min(metadata.imgs_per_shard()) * metadata.img_bytes();
         let found = file.len() as u64;
         if found != full && found != exact {
-            return Err(Error::ShardSize {
+            return Err(Error::Saev(SaevError::ShardSize {
                 path,
                 expected: if full == exact {
                     full.to_string()
@@ -63,7 +73,7 @@ pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
                     format!("{full} or {exact}")
                 },
                 found,
-            });
+            }));
         }
         shards.push(file);
     }
@@ -101,10 +111,10 @@ fn check_extra_shards(dir: &Path, metadata: &Metadata) -> Result<bool> {
         if index == n && divides && size == metadata.shard_bytes() {
             extra = true;
         } else {
-            return Err(Error::UnexpectedShard {
+            return Err(Error::Saev(SaevError::UnexpectedShard {
                 path: entry.path(),
                 expected: n,
-            });
+            }));
         }
     }
     Ok(extra)
@@ -178,10 +188,10 @@ impl Dataset {
             .iter()
             .position(|&l| l == layer)
             .ok_or_else(|| {
-                Error::InvalidCoordinate(format!(
+                Error::Saev(SaevError::InvalidCoordinate(format!(
                     "layer {layer} was not recorded (layers: {:?})",
                     self.metadata.layers
-                ))
+                )))
             })
     }
 
@@ -189,17 +199,17 @@ impl Dataset {
     pub fn vector(&self, img: u64, layer: i64, token: u64) -> Result<&[f32]> {
         let m = &self.metadata;
         if img >= m.n_imgs {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::Saev(SaevError::InvalidCoordinate(format!(
                 "image {img} is out of range (n_imgs {})",
                 m.n_imgs
-            )));
+            ))));
         }
         if token >= m.tokens_per_img() {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::Saev(SaevError::InvalidCoordinate(format!(
                 "token {token} is out of range ({} tokens per image{})",
                 m.tokens_per_img(),
                 if m.cls_token { ", token 0 is CLS" } else { "" }
-            )));
+            ))));
         }
         Ok(self.vector_at(img, self.layer_index(layer)?, token))
     }
@@ -219,8 +229,8 @@ impl Dataset {
     pub fn view(&self, patches: Patches, layer: LayerChoice) -> Result<View<'_>> {
         let m = &self.metadata;
         if patches == Patches::Cls && !m.cls_token {
-            return Err(Error::InvalidCoordinate(
-                "this dataset has no CLS token".into(),
+            return Err(Error::InvalidArgument(
+                "a CLS view of a dataset without a CLS token".into(),
             ));
         }
         let layer_index = match layer {
@@ -279,10 +289,10 @@ impl<'a> View<'a> {
     /// Example `i`: its vector (zero-copy) and coordinates.
     pub fn get(&self, i: u64) -> Result<Example<'a>> {
         if i >= self.len() {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::Saev(SaevError::InvalidCoordinate(format!(
                 "index {i} is out of range for a view of {}",
                 self.len()
-            )));
+            ))));
         }
         let (img, rest) = (i / self.per_img, i % self.per_img);
         let (layer_index, local) = match self.layer_index {

@@ -120,7 +120,7 @@ impl Loader {
         shuffle: bool,
     ) -> Result<Loader> {
         if options.batch_size == 0 || options.threads == 0 {
-            return Err(Error::InvalidCoordinate(
+            return Err(Error::InvalidArgument(
                 "batch size and threads must be at least 1".into(),
             ));
         }

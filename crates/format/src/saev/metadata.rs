@@ -1,9 +1,10 @@
 //! `metadata.json`: the ten v1 keys, their validation, the content hash, and
 //! the shard arithmetic they imply.
 
+use crate::{LayoutError, SaevError};
 use serde_json::{Map, Value};
 
-use crate::json_budget;
+use crate::json;
 use sha2::{Digest, Sha256};
 
 use super::pyjson::{Layout, dumps};
@@ -55,19 +56,21 @@ pub const MAX_BYTES: u64 = 1 << 20;
 pub const MAX_VALUES: u64 = 1 << 16;
 
 fn invalid(reason: String) -> Error {
-    Error::InvalidHeader {
-        format: "SAEV metadata.json",
-        offset: 0,
-        reason,
-    }
+    Error::Saev(SaevError::InvalidMetadata { reason })
 }
 
 impl Metadata {
     /// Parses and validates `metadata.json` text: exactly the ten keys, each
     /// of its type, and a shard size of at least one image.
     pub fn parse(json: &str) -> Result<Metadata> {
-        json_budget::check(json.as_bytes(), "SAEV metadata.json", MAX_VALUES)?;
-        let value: Value = serde_json::from_str(json).map_err(|e| invalid(e.to_string()))?;
+        json::check(json.as_bytes(), "SAEV metadata.json", MAX_VALUES)?;
+        let value: Value = serde_json::from_str(json).map_err(|e| {
+            Error::Layout(LayoutError::InvalidHeader {
+                format: "SAEV metadata.json",
+                offset: json::error_offset(json.as_bytes(), &e),
+                reason: e.to_string(),
+            })
+        })?;
         Metadata::from_value(&value)
     }
 
@@ -250,7 +253,10 @@ mod tests {
             "d5578b280a35c83bdc0fa66d8fa1fa292d8c8dddaff7f2dc88caa32ea3ea4fa7"
         );
         // ... which is not a valid v1 file: the key is `max_patches_per_shard`.
-        assert!(Metadata::parse(GOLDEN).is_err());
+        assert!(matches!(
+            Metadata::parse(GOLDEN),
+            Err(Error::Saev(SaevError::InvalidMetadata { ref reason })) if reason.contains("max_patches_per_shard")
+        ));
         // With the v1 key, Python's json.dumps + hashlib give (checked with python3):
         let v1 = Metadata::parse(&GOLDEN.replace("n_patches_per_shard", "max_patches_per_shard"))
             .unwrap();

@@ -1,6 +1,7 @@
 //! Writing a SAEV dataset: streamed image by image into `<HASH>.partial/`,
 //! renamed to `<HASH>/` when complete.
 
+use crate::SaevError;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -33,14 +34,14 @@ impl Writer {
         let target = root.join(&hash);
         if target.exists() {
             let same = super::open(&target).is_ok_and(|d| d.metadata() == &metadata);
-            return Err(Error::DatasetExists {
+            return Err(Error::Saev(SaevError::DatasetExists {
                 path: target,
                 reason: if same {
                     "this dataset is already written (same metadata hash); nothing to do"
                 } else {
                     "a directory with this dataset's hash exists but is not this dataset; refusing to overwrite it"
                 },
-            });
+            }));
         }
         let partial = root.join(format!("{hash}.partial"));
         if partial.exists() {
@@ -68,7 +69,7 @@ impl Writer {
         let m = &self.metadata;
         let expected = m.vectors_per_img() * m.d_vit;
         if image.len() as u64 != expected {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::InvalidArgument(format!(
                 "an image has {expected} values ([L, T, D] = [{}, {}, {}]), got {}",
                 m.n_layers(),
                 m.tokens_per_img(),
@@ -77,7 +78,7 @@ impl Writer {
             )));
         }
         if self.written == m.n_imgs {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::InvalidArgument(format!(
                 "the metadata says {} images; got more",
                 m.n_imgs
             )));
@@ -125,7 +126,7 @@ impl Writer {
     /// `n_imgs` images are in. Returns the dataset directory.
     pub fn finish(mut self) -> Result<PathBuf> {
         if self.written != self.metadata.n_imgs {
-            return Err(Error::InvalidCoordinate(format!(
+            return Err(Error::InvalidArgument(format!(
                 "{} of {} images written; the dataset is incomplete",
                 self.written, self.metadata.n_imgs
             )));

@@ -21,7 +21,7 @@ use modelbin_format::source::MappedFile;
 use modelbin_format::tensor::TensorStore;
 use modelbin_format::tllm::{self, Config};
 
-use crate::{Error, Result};
+use crate::{Error, Result, TrainingError};
 
 const MAGIC: &[u8; 8] = b"TLLMOPT2";
 /// The magic of the first layout, which did not record the weights' CRC.
@@ -86,7 +86,13 @@ pub fn load(path: &Path) -> Result<(Config, Vec<f32>, OptimizerState)> {
         params.extend_from_slice(&floats::decode_f32(tensor.data()));
     }
     let side = sidecar(path);
-    let bad = |reason: String| Error::BadTraining(format!("{}: {reason}", side.display()));
+    let bad = |reason: String| -> Error {
+        TrainingError::OptimizerState {
+            path: side.clone(),
+            reason,
+        }
+        .into()
+    };
     let bytes =
         std::fs::read(&side).map_err(|e| bad(format!("cannot read the optimiser state: {e}")))?;
     if bytes.len() < 4 || crc32(&bytes[..bytes.len() - 4]).to_le_bytes() != bytes[bytes.len() - 4..]

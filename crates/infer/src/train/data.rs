@@ -2,7 +2,7 @@
 //! the windows a step trains on.
 
 use crate::rng::Rng;
-use crate::{Error, Result};
+use crate::{Result, TrainingError};
 
 /// A corpus split into training and validation bytes (the last
 /// `val_fraction` of the concatenated files is validation).
@@ -17,25 +17,28 @@ impl Corpus {
     /// `seq + 1` bytes: inputs and their next-byte targets).
     pub fn new(bytes: Vec<u8>, val_fraction: f64, seq: usize) -> Result<Self> {
         if bytes.is_empty() {
-            return Err(Error::BadTraining("the corpus is empty".into()));
+            return Err(TrainingError::EmptyCorpus.into());
         }
         if !(0.0..1.0).contains(&val_fraction) {
-            return Err(Error::BadTraining(format!(
-                "--val-fraction {val_fraction} must be in [0, 1)"
-            )));
+            return Err(TrainingError::ValidationFraction(val_fraction).into());
         }
         let val_len = (bytes.len() as f64 * val_fraction) as usize;
         let split = bytes.len() - val_len;
         if split < seq + 1 {
-            return Err(Error::BadTraining(format!(
-                "the training part of the corpus has {split} bytes; one sequence needs {} (--seq {seq} + 1): use more text or a shorter --seq",
-                seq + 1
-            )));
+            return Err(TrainingError::CorpusTooShort {
+                part: "training",
+                bytes: split,
+                needed: seq + 1,
+            }
+            .into());
         }
         if val_fraction > 0.0 && val_len < 2 {
-            return Err(Error::BadTraining(format!(
-                "the validation part of the corpus has {val_len} bytes: use more text or a larger --val-fraction"
-            )));
+            return Err(TrainingError::CorpusTooShort {
+                part: "validation",
+                bytes: val_len,
+                needed: 2,
+            }
+            .into());
         }
         let mut train = bytes;
         let val = train.split_off(split);
@@ -83,8 +86,10 @@ impl Corpus {
 pub fn read_corpus(paths: &[std::path::PathBuf]) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     for path in paths {
-        let data = std::fs::read(path)
-            .map_err(|e| Error::BadTraining(format!("{}: {e}", path.display())))?;
+        let data = std::fs::read(path).map_err(|source| TrainingError::ReadCorpus {
+            path: path.clone(),
+            source,
+        })?;
         bytes.extend(data);
     }
     Ok(bytes)

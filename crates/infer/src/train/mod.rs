@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::rng::Rng;
 use crate::tllm::Model;
-use crate::{Error, Result};
+use crate::{Result, TrainingError};
 use backprop::{ParamLayout, sequence_loss};
 use checkpoint::OptimizerState;
 use data::Corpus;
@@ -87,17 +87,20 @@ impl Trainer {
     ) -> Result<Self> {
         let (saved, params, state) = checkpoint::load(path)?;
         if let Some(config) = config.filter(|c| *c != saved) {
-            return Err(Error::BadTraining(format!(
-                "{}: the checkpoint is a different model ({saved:?}) from the one asked for ({config:?})",
-                path.display()
-            )));
+            return Err(TrainingError::OtherConfiguration {
+                path: path.to_owned(),
+                saved: describe(&saved),
+                requested: describe(&config),
+            }
+            .into());
         }
         if state.seed != seed {
-            return Err(Error::BadTraining(format!(
-                "{}: the checkpoint was trained with --seed {}, not {seed}",
-                path.display(),
-                state.seed
-            )));
+            return Err(TrainingError::OtherSeed {
+                path: path.to_owned(),
+                saved: state.seed,
+                requested: seed,
+            }
+            .into());
         }
         Trainer::assemble(saved, params, Some(state), optimizer, batch_size, seed)
     }
@@ -111,7 +114,7 @@ impl Trainer {
         seed: u64,
     ) -> Result<Self> {
         if batch_size == 0 {
-            return Err(Error::BadTraining("--batch-size must be at least 1".into()));
+            return Err(TrainingError::EmptyBatch.into());
         }
         let layout = ParamLayout::new(&config);
         let n = layout.len();
@@ -270,4 +273,18 @@ impl Trainer {
 fn split(window: &[u8]) -> (Vec<u32>, Vec<u32>) {
     let ids: Vec<u32> = window.iter().map(|&b| u32::from(b)).collect();
     (ids[..ids.len() - 1].to_vec(), ids[1..].to_vec())
+}
+
+/// A configuration in words, for errors: `model_dim 64, n_layers 2, ...`.
+fn describe(config: &Config) -> String {
+    format!(
+        "model_dim {}, n_layers {}, n_heads {}, ffn_hidden_dim {}, max_seq_len {}, vocab_size {}, dropout {}",
+        config.model_dim,
+        config.n_layers,
+        config.n_heads,
+        config.ffn_hidden_dim,
+        config.max_seq_len,
+        config.vocab_size,
+        config.dropout
+    )
 }

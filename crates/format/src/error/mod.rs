@@ -1,0 +1,175 @@
+//! The error type of this crate: file and API errors at the top, the
+//! rules of each format grouped in an enum of their own.
+
+use std::path::PathBuf;
+
+mod bintensors;
+mod bpe2;
+mod embd;
+mod layout;
+mod model;
+mod saev;
+mod tllm;
+
+pub use bintensors::BintensorsError;
+pub use bpe2::Bpe2Error;
+pub use embd::EmbdError;
+pub use layout::LayoutError;
+pub use model::ModelError;
+pub use saev::SaevError;
+pub use tllm::TllmError;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while reading, validating or writing a file.
+///
+/// Each validation rule has its own variant so that callers (and tests) can
+/// tell them apart; the message names the byte offset where it applies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that must be a regular file is something else (a directory,
+    /// a FIFO, a device): refused at once, without reading or blocking.
+    #[error("{path}: is {kind}, not a regular file")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is: "a directory", "a FIFO", "a device", ...
+        kind: &'static str,
+    },
+    /// A file read whole (a JSON document, a text list) is above its cap.
+    #[error("{path}: {what} is {size} bytes, over the limit of {limit} bytes")]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What the file is (for example "SAEV metadata.json").
+        what: &'static str,
+        /// Its size (or the bytes read before giving up).
+        size: u64,
+        /// The documented cap.
+        limit: u64,
+    },
+    /// A JSON document holds more values than its documented cap.
+    #[error("{what} holds up to {values} JSON values, over the limit of {limit}")]
+    TooManyJsonValues {
+        /// The document.
+        what: &'static str,
+        /// An upper bound on the values it holds.
+        values: u64,
+        /// The documented cap.
+        limit: u64,
+    },
+    /// An output path names one of the operation's inputs.
+    #[error("{output}: the output is the input {input}; write to another path")]
+    OutputIsInput {
+        /// The output path.
+        output: PathBuf,
+        /// The input file it is (same device and inode).
+        input: PathBuf,
+    },
+    /// No tensor has the requested name.
+    #[error("no tensor named `{0}`")]
+    TensorNotFound(String),
+    /// More indices than the tensor has dimensions.
+    #[error("{given} indices for a tensor of rank {rank}")]
+    TooManyIndices {
+        /// Indices given.
+        given: usize,
+        /// The tensor's rank.
+        rank: usize,
+    },
+    /// An index or range outside a dimension.
+    #[error("index {start}..{stop} is out of range for dimension {dim} of size {size}")]
+    IndexOutOfRange {
+        /// The dimension.
+        dim: usize,
+        /// Start of the requested range.
+        start: usize,
+        /// End (exclusive) of the requested range.
+        stop: usize,
+        /// The dimension's size.
+        size: usize,
+    },
+    /// Data that the target format has no way to store.
+    #[error("cannot be written as {format}: {reason}")]
+    Unrepresentable {
+        /// The target format.
+        format: &'static str,
+        /// What does not fit.
+        reason: String,
+    },
+    /// The file's format was recognised but this operation does not handle it.
+    #[error("{format} files are not supported by {operation}")]
+    UnsupportedFormat {
+        /// The format.
+        format: crate::Format,
+        /// The operation.
+        operation: &'static str,
+    },
+    /// An argument a caller passed to a library function cannot be used
+    /// (not a property of any file).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The content matches no known format.
+    #[error(
+        "{path}: not a recognised format (no known magic bytes, not a BinTensors or safetensors header)"
+    )]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Rules of the binary layout shared by the readers (sizes, offsets, headers, dtypes, names).
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// BinTensors encoding rules (varints and option tags).
+    #[error(transparent)]
+    Bintensors(#[from] BintensorsError),
+    /// BPE2 and `.tiktoken` vocabulary rules.
+    #[error(transparent)]
+    Bpe2(#[from] Bpe2Error),
+    /// TLLM header and tensor-prefix rules.
+    #[error(transparent)]
+    Tllm(#[from] TllmError),
+    /// SAEV dataset rules (metadata, hash, shards) and its coordinates.
+    #[error(transparent)]
+    Saev(#[from] SaevError),
+    /// EMBD section, flag, checksum and tensor-placement rules.
+    #[error(transparent)]
+    Embd(#[from] EmbdError),
+    /// What a model needs of a file beyond its format (BERT in EMBD, TLLM in a tensor file).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// An optional byte offset, displayed as ` at byte N` when present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At(pub Option<u64>);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(offset) => write!(f, " at byte {offset}"),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! SAEV dataset rules (metadata, hash, shards) and its coordinates.
+
+use std::path::PathBuf;
+
+/// Errors of the SAEV dataset rules (metadata, hash, shards) and its coordinates.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SaevError {
+    /// A SAEV directory whose name is not its metadata's hash.
+    #[error(
+        "{dir}: the directory name is not the metadata's hash {expected} (metadata.json was changed, or the directory renamed)"
+    )]
+    SaevHashMismatch {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The hash of its metadata.
+        expected: String,
+    },
+    /// A SAEV shard the metadata requires is missing.
+    #[error("{path}: shard missing (the metadata implies {expected} shards)")]
+    MissingShard {
+        /// The missing file.
+        path: PathBuf,
+        /// How many shards there should be.
+        expected: u64,
+    },
+    /// A SAEV shard of the wrong size.
+    #[error("{path}: shard is {found} bytes, expected {expected}")]
+    ShardSize {
+        /// The shard.
+        path: PathBuf,
+        /// Allowed size(s).
+        expected: String,
+        /// Its size.
+        found: u64,
+    },
+    /// A shard file beyond what the metadata describes.
+    #[error("{path}: unexpected shard (the metadata implies {expected} shards)")]
+    UnexpectedShard {
+        /// The file.
+        path: PathBuf,
+        /// How many shards there should be.
+        expected: u64,
+    },
+    /// An (image, layer, token) coordinate outside the dataset.
+    #[error("{0}")]
+    InvalidCoordinate(String),
+    /// A dataset is already there.
+    #[error("{path}: {reason}")]
+    DatasetExists {
+        /// The existing directory.
+        path: PathBuf,
+        /// Same dataset, or a different one.
+        reason: &'static str,
+    },
+    /// `metadata.json` parses but breaks a rule of the protocol (a key
+    /// missing or of the wrong type, a value out of range).
+    #[error("SAEV metadata.json: {reason}")]
+    InvalidMetadata {
+        /// What is wrong (with the file's path, when read from a dataset).
+        reason: String,
+    },
+}
