@@ -9,11 +9,7 @@ use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, 
 use modelbin_format::{Format, inspect::Summary};
 
 use crate::progress::Progress;
-use crate::{Failure, print_json};
-
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
-}
+use crate::{Failure, invalid, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum ActsCommand {

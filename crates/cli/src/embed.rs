@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use modelbin_infer::{Embedder, cosine};
 
-use crate::Failure;
 use crate::progress::Progress;
+use crate::{Failure, invalid};
 
 /// Arguments of `modelbin embed`.
 #[derive(Debug, Args)]
@@ -50,10 +50,6 @@ pub struct SimilarityArgs {
 
 fn open_model(path: &Path) -> Result<Embedder, Failure> {
     Embedder::open(path).map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))
-}
-
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
 }
 
 /// Runs `modelbin embed`: one JSON array per input, one per line, in order.

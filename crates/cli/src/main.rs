@@ -118,6 +118,11 @@ enum Failure {
     Usage(String),
 }
 
+/// Any error as an exit-1 failure, with its own message.
+fn invalid(e: impl std::fmt::Display) -> Failure {
+    Failure::Invalid(e.to_string())
+}
+
 impl From<modelbin_format::Error> for Failure {
     fn from(e: modelbin_format::Error) -> Self {
         Failure::Invalid(e.to_string())

@@ -1,5 +1,6 @@
-//! A progress bar on stderr that appears only for work lasting over a second,
-//! and never when stderr is not a terminal.
+//! The CLI's one progress bar, on stderr, never drawn when stderr is not a
+//! terminal: by bytes for conversions and scans (shown once the work has
+//! lasted over a second), by steps for training (shown at once).
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 const DELAY: Duration = Duration::from_secs(1);
 
-/// A byte-count progress bar, hidden until [`DELAY`] has passed.
+/// A progress bar with a label and an optional note.
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
@@ -17,17 +18,35 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A hidden bar labelled `message`.
+    /// A byte-count bar labelled `message`, hidden until [`DELAY`] has passed.
     pub fn new(message: &'static str) -> Self {
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+        let progress = Progress::with_template(
+            "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+            None,
         );
-        bar.set_message(message);
+        progress.bar.set_message(message);
+        progress
+    }
+
+    /// A bar of `total` steps, `done` of them already done, shown at once;
+    /// [`Progress::note`] sets the text after the count.
+    pub fn steps(total: u64, done: u64) -> Self {
+        let mut progress = Progress::with_template(
+            "training [{bar:30}] {pos}/{len} steps, {msg} ({eta})",
+            Some(total),
+        );
+        progress.bar.set_position(done);
+        progress.show();
+        progress
+    }
+
+    fn with_template(template: &str, total: Option<u64>) -> Self {
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
         Progress {
             bar,
             started: Instant::now(),
@@ -36,13 +55,34 @@ impl Progress {
         }
     }
 
-    /// Records progress; shows the bar once the work has lasted over a second.
+    fn show(&mut self) {
+        if self.enabled && !self.shown {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+    }
+
+    /// Records progress; a byte bar shows once the work has lasted over a
+    /// second.
     pub fn update(&mut self, done: u64, total: u64) {
         self.bar.set_length(total);
         self.bar.set_position(done);
-        if self.enabled && !self.shown && self.started.elapsed() > DELAY {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
-            self.shown = true;
+        if self.started.elapsed() > DELAY {
+            self.show();
+        }
+    }
+
+    /// Sets the text shown after the count.
+    pub fn note(&self, note: String) {
+        self.bar.set_message(note);
+    }
+
+    /// Prints `line` on stderr, above the bar when it is drawn.
+    pub fn println(&self, line: String) {
+        if self.shown {
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
         }
     }
 

@@ -8,11 +8,7 @@ use clap::{Args, Subcommand};
 use modelbin_format::tllm::Config;
 use modelbin_infer::tllm::{Model, Sampling, generate};
 
-use crate::{Failure, print_json};
-
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
-}
+use crate::{Failure, invalid, print_json};
 
 /// Shape and seed of a new random model.
 #[derive(Debug, Args)]

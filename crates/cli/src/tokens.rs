@@ -10,7 +10,7 @@ use modelbin_tokenize::cost::{ChatMessage, PriceTable, cost, count_chat, encodin
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
-use crate::{Failure, print_json};
+use crate::{Failure, invalid, print_json};
 
 /// The default encoding when none is chosen: the one current models use.
 const DEFAULT_ENCODING: &str = "o200k_base";
@@ -134,10 +134,6 @@ impl std::ops::Deref for TokenizerRef {
             TokenizerRef::Owned(t) => t,
         }
     }
-}
-
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
 }
 
 pub fn run(command: TokensCommand) -> Result<(), Failure> {

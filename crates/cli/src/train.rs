@@ -1,18 +1,18 @@
 //! `modelbin tllm train`: train a byte-level TLLM model on text files.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use modelbin_format::tllm::Config;
 use modelbin_infer::train::data::{Corpus, read_corpus};
 use modelbin_infer::train::optim::AdamW;
 use modelbin_infer::train::{StepReport, Trainer};
 
-use crate::{Failure, print_json};
+use crate::progress::Progress;
+use crate::{Failure, invalid, print_json};
 
 /// Arguments of `modelbin tllm train`.
 #[derive(Debug, Args)]
@@ -83,10 +83,6 @@ pub struct TrainArgs {
     /// Print the final summary as JSON.
     #[arg(long)]
     json: bool,
-}
-
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
 }
 
 /// A training error, with the flag that would change it where one would.
@@ -180,7 +176,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         )),
         None => None,
     };
-    let bar = progress_bar(args.steps, trainer.steps_done());
+    let mut bar = Progress::steps(args.steps, trainer.steps_done());
     let tokens_per_step = (args.batch_size * args.seq as usize) as f64;
     let start = Instant::now();
     let first_step = trainer.steps_done();
@@ -190,8 +186,8 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         let report: StepReport = pool.install(|| trainer.step(&corpus));
         let done = report.step;
         let rate = (done - first_step) as f64 * tokens_per_step / start.elapsed().as_secs_f64();
-        bar.set_position(done);
-        bar.set_message(format!(
+        bar.update(done, args.steps);
+        bar.note(format!(
             "loss {:.3} ({:.2} bpb), {rate:.0} tok/s",
             report.loss,
             bits(report.loss)
@@ -209,11 +205,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
                 bits(report.loss),
                 report.lr
             );
-            if bar.is_hidden() {
-                eprintln!("{line}");
-            } else {
-                bar.println(line);
-            }
+            bar.println(line);
         }
         if let Some(log) = &mut log {
             let mut entry = serde_json::json!({"step": done, "loss": report.loss, "lr": report.lr, "grad_norm": report.grad_norm, "tokens_per_second": rate});
@@ -227,7 +219,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         }
         last = Some(report);
     }
-    bar.finish_and_clear();
+    bar.finish();
     if let Some(log) = &mut log {
         log.flush().map_err(invalid)?;
     }
@@ -259,20 +251,4 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
-}
-
-fn progress_bar(steps: u64, done: u64) -> ProgressBar {
-    let target = if std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    let bar = ProgressBar::with_draw_target(Some(steps), target);
-    bar.set_style(
-        ProgressStyle::with_template("training [{bar:30}] {pos}/{len} steps, {msg} ({eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_position(done);
-    bar
 }

@@ -167,10 +167,7 @@ impl AtomicFile {
         file.sync_all().map_err(|e| Error::io(&self.target, e))?;
         drop(file);
         std::fs::rename(&self.temp_path, &self.target).map_err(|e| Error::io(&self.target, e))?;
-        // Persist the rename; directories cannot be fsynced on every platform.
-        if let Ok(handle) = File::open(parent_dir(&self.target)) {
-            let _ = handle.sync_all();
-        }
+        sync_directory(parent_dir(&self.target));
         Ok(())
     }
 
@@ -200,6 +197,14 @@ impl Drop for AtomicFile {
         if self.writer.take().is_some() {
             let _ = std::fs::remove_file(&self.temp_path);
         }
+    }
+}
+
+/// Persists the renames inside `dir` (best effort: directories cannot be
+/// fsynced on every platform).
+pub fn sync_directory(dir: &Path) {
+    if let Ok(handle) = File::open(dir) {
+        let _ = handle.sync_all();
     }
 }
 

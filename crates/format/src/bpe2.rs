@@ -6,7 +6,6 @@
 //! token bytes. A rank with no token is the entry (0, 0). All little-endian.
 //! See `docs/formats/bpe2.md` for the decisions and every validation rule.
 
-use crate::{Bpe2Error, LayoutError};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::io::Write;
@@ -19,6 +18,7 @@ use crate::atomic::AtomicFile;
 use crate::bytes::ByteReader;
 use crate::checksum::{hex, sha256};
 use crate::source::MappedFile;
+use crate::{Bpe2Error, LayoutError};
 use crate::{Error, Result};
 
 /// A token's bytes and its rank.
@@ -205,7 +205,14 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
         Ok(())
     }
 
-    fn blob_start(&self) -> usize {
+    /// Each rank's (offset within the token bytes, length), in rank
+    /// order; (0, 0) for a rank without a token. Validated at opening.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (u32, u32)> + '_ {
+        (0..self.header.token_count).map(|rank| self.entry(rank))
+    }
+
+    /// Where the token bytes start in the file.
+    pub fn blob_start(&self) -> usize {
         HEADER_LEN + self.header.token_count as usize * ENTRY_LEN as usize
     }
 

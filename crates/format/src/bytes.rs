@@ -105,6 +105,27 @@ impl<'a> ByteReader<'a> {
     }
 }
 
+/// The header of a file that starts with its size (BinTensors and
+/// safetensors: a little-endian u64 `n`, then `n` header bytes): the size and
+/// the header's bytes, refused when `n` is above `limit` or past the end.
+pub fn size_prefixed_header(file: &[u8], limit: u64) -> Result<(u64, &[u8])> {
+    let mut prefix = ByteReader::new(file, 0);
+    let header_len = prefix.u64_le("header size")?;
+    if header_len > limit {
+        return Err(Error::Layout(LayoutError::HeaderTooLarge {
+            size: header_len,
+            limit,
+        }));
+    }
+    let header = prefix.bytes(header_len, "header").map_err(|_| {
+        Error::Layout(LayoutError::HeaderPastEnd {
+            size: header_len,
+            file_len: file.len() as u64,
+        })
+    })?;
+    Ok((header_len, header))
+}
+
 /// The capacity to reserve for `count` items read from untrusted input, each at
 /// least `min_item_len` bytes long, when `remaining` bytes are left: never more
 /// items than the bytes could hold.

@@ -4,7 +4,6 @@
 //! near 2^64) and a writer. Dtypes outside modelbin's [`DType`] set (F4,
 //! F6_*, F8_E8M0, the FNUZ floats, C64) are reported as unsupported.
 
-use crate::LayoutError;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
@@ -13,8 +12,9 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+use crate::LayoutError;
 use crate::bintensors::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
-use crate::bytes::ByteReader;
+use crate::bytes::size_prefixed_header;
 use crate::source::MappedFile;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::{TensorStore, TensorView};
@@ -43,20 +43,7 @@ impl<B: AsRef<[u8]>> SafeTensors<B> {
     /// Validates `buf` as a whole safetensors file.
     pub fn from_buffer(buf: B) -> Result<Self> {
         let file = buf.as_ref();
-        let mut prefix = ByteReader::new(file, 0);
-        let header_len = prefix.u64_le("header size")?;
-        if header_len > MAX_HEADER_SIZE {
-            return Err(Error::Layout(LayoutError::HeaderTooLarge {
-                size: header_len,
-                limit: MAX_HEADER_SIZE,
-            }));
-        }
-        let json = prefix.bytes(header_len, "header").map_err(|_| {
-            Error::Layout(LayoutError::HeaderPastEnd {
-                size: header_len,
-                file_len: file.len() as u64,
-            })
-        })?;
+        let (header_len, json) = size_prefixed_header(file, MAX_HEADER_SIZE)?;
         let RawHeader {
             metadata,
             tensors,

@@ -5,7 +5,6 @@
 //! device is refused at once ([`Error::NotRegularFile`]); the file is opened
 //! non-blocking, so a FIFO without a writer cannot hang the check.
 
-use crate::LayoutError;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -13,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use crate::LayoutError;
 use crate::{Error, Result};
 
 /// The bytes behind a [`MappedFile`].

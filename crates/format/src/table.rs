@@ -10,9 +10,9 @@
 //! The types here are public only so that [`crate::tensor::TensorStore`] can
 //! name them; this module is private, so nothing outside the crate can.
 
-use crate::LayoutError;
 use std::ops::Range;
 
+use crate::LayoutError;
 use crate::checksum::fnv1a32;
 use crate::error::At;
 use crate::tensor::{TensorView, byte_len};

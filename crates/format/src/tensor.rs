@@ -1,12 +1,12 @@
 //! Borrowed tensor views shared by the tensor formats, and slicing.
 
-use crate::{LayoutError, ModelError};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::At;
 use crate::{DType, Error, Result};
+use crate::{LayoutError, ModelError};
 
 /// A named tensor whose bytes are borrowed (from a mapped file or a buffer).
 ///

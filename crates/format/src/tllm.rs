@@ -6,7 +6,6 @@
 //! prefix (matrices: u64 rows, u64 cols; vectors: u64 len) and its f32 data,
 //! in the order of [`Config::tensors`]. See `docs/formats/tllm.md`.
 
-use crate::{LayoutError, ModelError, TllmError};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,6 +18,7 @@ use crate::source::MappedFile;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
+use crate::{LayoutError, ModelError, TllmError};
 
 /// The magic number (stored little-endian: bytes `4D 4C 4C 54`).
 pub const MAGIC: u32 = 0x544C_4C4D;

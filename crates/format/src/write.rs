@@ -1,10 +1,10 @@
 //! Writing steps shared by the tensor-file writers.
 
-use crate::LayoutError;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
+use crate::LayoutError;
 use crate::atomic::AtomicFile;
 use crate::error::At;
 use crate::tensor::TensorView;

@@ -3,10 +3,10 @@
 
 mod common;
 
-use modelbin_format::LayoutError;
 use std::borrow::Cow;
 
 use common::{TensorSet, WORKED_EXAMPLE, bintensors_dtype, tensor_set};
+use modelbin_format::LayoutError;
 use modelbin_format::bintensors::{self, BinTensors};
 use modelbin_format::{DType, Error, TensorStore, TensorView};
 use proptest::prelude::*;

@@ -4,13 +4,13 @@
 
 mod common;
 
-use modelbin_format::{EmbdError, LayoutError, ModelError, TllmError};
 use std::collections::BTreeMap;
 
 use modelbin_format::checksum::{crc32, fnv1a32};
 use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::embd::{self, Embd, HfOptions, SpecialTokens, Vocabulary, WriteOptions};
 use modelbin_format::{DType, Error, TensorStore, TensorView};
+use modelbin_format::{EmbdError, LayoutError, ModelError, TllmError};
 use proptest::prelude::*;
 
 use common::OwnedTensor;

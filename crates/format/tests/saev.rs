@@ -2,11 +2,11 @@
 //! Python writer/reader (tests/reference/saev_reference.py), views, and every
 //! rejection path.
 
-use modelbin_format::SaevError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use modelbin_format::Error;
+use modelbin_format::SaevError;
 use modelbin_format::saev::{self, LayerChoice, Metadata, Patches, Writer};
 use proptest::prelude::*;
 use serde_json::json;

@@ -4,10 +4,10 @@
 
 mod common;
 
-use modelbin_format::LayoutError;
 use std::path::Path;
 
 use common::{SafeRef, TensorSet, minilm_safetensors, safetensors_dtype, tensor_set};
+use modelbin_format::LayoutError;
 use modelbin_format::bintensors;
 use modelbin_format::safetensors::{self as st, SafeTensors};
 use modelbin_format::{Error, Format, TensorStore, convert::convert};

@@ -60,15 +60,8 @@ impl Vocab {
     /// `is_special` holds (special tokens are never produced by merging).
     pub fn new(file: Bpe2<Source>, is_special: impl Fn(u32) -> bool) -> Self {
         let count = file.token_count() as usize;
-        let blob_start = modelbin_format::bpe2::HEADER_LEN + count * 8;
-        let bytes = file.file_bytes();
-        let spans: Vec<(u32, u32)> = bytes[modelbin_format::bpe2::HEADER_LEN..blob_start]
-            .chunks_exact(8)
-            .map(|e| {
-                let word = |i: usize| u32::from_le_bytes(e[i..i + 4].try_into().expect("4 bytes"));
-                (word(0), word(4))
-            })
-            .collect();
+        let blob_start = file.blob_start();
+        let spans: Vec<(u32, u32)> = file.entries().collect();
         let size = (count * 2).next_power_of_two().max(16);
         let mut vocab = Vocab {
             file,

@@ -2,15 +2,15 @@
 //! encoding of `(Option<BTreeMap<String, String>>, Vec<(String, TensorInfo)>)`,
 //! then spaces up to an 8-byte boundary.
 
-use crate::{BintensorsError, LayoutError};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
 use super::varint;
-use crate::bytes::{ByteReader, bounded_capacity};
+use crate::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
 use crate::error::At;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::TensorView;
+use crate::{BintensorsError, LayoutError};
 use crate::{DType, Error, Result};
 
 /// Largest header the reader accepts and the writer produces.
@@ -38,20 +38,7 @@ pub(crate) struct Header {
 /// Parses and validates the header of a whole BinTensors file, including the
 /// rule that the data section ends exactly at the end of `file`.
 pub(crate) fn parse(file: &[u8]) -> Result<Header> {
-    let mut prefix = ByteReader::new(file, 0);
-    let header_len = prefix.u64_le("header size")?;
-    if header_len > MAX_HEADER_SIZE {
-        return Err(Error::Layout(LayoutError::HeaderTooLarge {
-            size: header_len,
-            limit: MAX_HEADER_SIZE,
-        }));
-    }
-    let header_bytes = prefix.bytes(header_len, "header").map_err(|_| {
-        Error::Layout(LayoutError::HeaderPastEnd {
-            size: header_len,
-            file_len: file.len() as u64,
-        })
-    })?;
+    let (header_len, header_bytes) = size_prefixed_header(file, MAX_HEADER_SIZE)?;
     let mut r = ByteReader::new(header_bytes, PREFIX_LEN);
     let metadata = read_metadata(&mut r)?;
     let tensors = read_tensors(&mut r)?;

@@ -1,7 +1,6 @@
 //! The BERT encoder an EMBD file carries: its configuration, read from the
 //! metadata, and the tensors it needs, checked against that configuration.
 
-use crate::{ModelError, TllmError};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -9,6 +8,7 @@ use serde::Serialize;
 use super::{Embd, metadata_number};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
+use crate::{ModelError, TllmError};
 
 /// How token vectors become one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,7 +3,6 @@
 //! `sentence_bert_config.json`, `tokenizer_config.json`, `modules.json`,
 //! `1_Pooling/config.json`) to EMBD.
 
-use crate::{LayoutError, ModelError};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -14,6 +13,7 @@ use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
 use crate::checksum::{hex, sha256};
 use crate::tensor::{TensorStore, TensorView};
 use crate::{DType, Error, Result, json, safetensors, source};
+use crate::{LayoutError, ModelError};
 
 /// The tensor sentence-transformers keeps that the model does not use.
 const SKIPPED: &str = "embeddings.position_ids";

@@ -1,6 +1,5 @@
 //! Writing EMBD files: streaming, 64-byte aligned, checksummed, atomic.
 
-use crate::LayoutError;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -9,6 +8,7 @@ use super::{
     ALIGNMENT, DESCRIPTOR_LEN, END_MAGIC, FOOTER_LEN, HEADER_CRC_SPAN, HEADER_LEN, MAGIC,
     SpecialTokens, VERSION_MAJOR, VERSION_MINOR, flags,
 };
+use crate::LayoutError;
 use crate::atomic::AtomicFile;
 use crate::checksum::{crc32, fnv1a32};
 use crate::error::At;

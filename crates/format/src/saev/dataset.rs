@@ -1,12 +1,12 @@
 //! Reading a SAEV dataset: validation, the six views, random access.
 
-use crate::{LayoutError, SaevError};
 use std::path::{Path, PathBuf};
 
 use super::metadata::{self, Metadata};
 use super::shard_name;
 use crate::source::{self, MappedFile};
 use crate::{Error, Result};
+use crate::{LayoutError, SaevError};
 
 /// A validated, memory-mapped dataset.
 #[derive(Debug)]

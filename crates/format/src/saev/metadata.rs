@@ -1,7 +1,6 @@
 //! `metadata.json`: the ten v1 keys, their validation, the content hash, and
 //! the shard arithmetic they imply.
 
-use crate::{LayoutError, SaevError};
 use serde_json::{Map, Value};
 
 use crate::json;
@@ -10,6 +9,7 @@ use sha2::{Digest, Sha256};
 use super::pyjson::{Layout, dumps};
 use crate::checksum::hex;
 use crate::{Error, Result};
+use crate::{LayoutError, SaevError};
 
 /// The v1 keys, in the spec's table order (the order `metadata.json` is written in).
 pub const KEYS: [&str; 10] = [

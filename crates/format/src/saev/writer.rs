@@ -1,13 +1,13 @@
 //! Writing a SAEV dataset: streamed image by image into `<HASH>.partial/`,
 //! renamed to `<HASH>/` when complete.
 
-use crate::SaevError;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::metadata::Metadata;
 use super::shard_name;
+use crate::SaevError;
 use crate::{Error, Result};
 
 /// A dataset being written.
@@ -138,10 +138,8 @@ impl Writer {
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io(&meta, e))?;
         std::fs::rename(&self.partial, &self.target).map_err(|e| Error::io(&self.target, e))?;
-        if let Some(root) = self.target.parent()
-            && let Ok(dir) = File::open(root)
-        {
-            let _ = dir.sync_all();
+        if let Some(root) = self.target.parent() {
+            crate::atomic::sync_directory(root);
         }
         Ok(self.target.clone())
     }

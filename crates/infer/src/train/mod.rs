@@ -12,6 +12,8 @@
 pub mod backprop;
 pub mod checkpoint;
 pub mod data;
+mod layout;
+mod ops;
 pub mod optim;
 
 use std::path::Path;
