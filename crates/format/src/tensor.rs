@@ -99,7 +99,7 @@ impl<'a> TensorView<'a> {
 
     /// The values as `f32`, for every float dtype (see [`crate::floats`]):
     /// borrowed for aligned F32 data, decoded otherwise. Integer and boolean
-    /// tensors are [`Error::Model(ModelError::WrongDtype)`].
+    /// tensors are [`ModelError::WrongDtype`].
     pub fn to_f32(&self) -> Result<Cow<'a, [f32]>> {
         crate::floats::decode(self.dtype, self.data).ok_or_else(|| {
             Error::Model(ModelError::WrongDtype {

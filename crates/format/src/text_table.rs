@@ -75,7 +75,7 @@ pub fn write(
     Ok(())
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn render(headings: &[&str], rows: &[Vec<String>], left_columns: usize) -> String {
     let mut out = Vec::new();
     write(&mut out, headings, rows, left_columns).expect("writing to memory");

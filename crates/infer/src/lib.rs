@@ -6,6 +6,35 @@
 //! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
 //! sentence embeddings with the BERT encoder of an EMBD file, equal to
 //! sentence-transformers'.
+//!
+//! ```
+//! # fn main() -> Result<(), modelbin_infer::Error> {
+//! use modelbin_format::tllm::Config;
+//! use modelbin_infer::tllm::Model;
+//!
+//! let config = Config {
+//!     model_dim: 8, n_layers: 1, n_heads: 2, ffn_hidden_dim: 16,
+//!     max_seq_len: 4, vocab_size: 256, dropout: 0.0,
+//! };
+//! let model = Model::random(config, 42, 0.02)?;
+//! let logits = model.forward(&[104, 105])?; // [2, vocab_size]
+//! assert_eq!(logits.len(), 2 * 256);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ```no_run
+//! # fn main() -> Result<(), modelbin_infer::Error> {
+//! use modelbin_infer::{Embedder, cosine};
+//!
+//! let embedder = Embedder::open("all-MiniLM-L6-v2.embd")?;
+//! let vectors = embedder.embed(&["A cat sits.", "A kitten is sitting."])?;
+//! println!("cosine {:.3}", cosine(&vectors[0], &vectors[1]));
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 pub mod bert;
 pub mod embedder;

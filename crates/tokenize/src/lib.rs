@@ -7,6 +7,32 @@
 //! compiled in.
 //!
 //! [`WordPiece`] gives exactly Hugging Face's BERT WordPiece ids.
+//!
+//! ```
+//! # fn main() -> Result<(), modelbin_tokenize::Error> {
+//! use modelbin_tokenize::Tokenizer;
+//!
+//! let cl100k = Tokenizer::embedded("cl100k_base")?;
+//! let ids = cl100k.encode_ordinary("hello world");
+//! assert_eq!(ids, [15339, 1917]);
+//! assert_eq!(cl100k.decode(&ids)?, "hello world");
+//! assert_eq!(cl100k.count("hello world"), 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use modelbin_tokenize::WordPiece;
+//!
+//! let model = modelbin_format::embd::open("all-MiniLM-L6-v2.embd")?;
+//! let wordpiece = WordPiece::from_embd(&model)?;
+//! let ids = wordpiece.encode("Hello, world!", 256); // [CLS] ... [SEP]
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod backtrack;
 mod bpe;

@@ -10,7 +10,7 @@
 //!
 //! Opening validates the structure and the header CRC, which is cheap (no
 //! pass over the tensor data); [`Embd::verify`] also checks the data and file
-//! CRCs. [`bert::BertConfig::check`] checks that the tensors make a BERT model.
+//! CRCs. [`bert::BertConfig::validate`] checks that the tensors make a BERT model.
 
 pub mod bert;
 mod header;
