@@ -48,3 +48,8 @@ pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result, TrainingError};
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
+
+/// The README's Rust examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
