@@ -10,24 +10,40 @@ use crate::{Error, Result};
 /// the root, plus one per `[`, `,` and `:` outside strings (every other
 /// value starts right after one of them).
 pub(crate) fn value_bound(json: &[u8]) -> u64 {
-    let (mut count, mut in_string, mut escaped) = (1u64, false, false);
+    let mut strings = Strings::default();
+    let mut count = 1u64;
     for &byte in json {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b',' | b':' => count += 1,
-                _ => {}
-            }
+        if !strings.skips(byte) && matches!(byte, b'[' | b',' | b':') {
+            count += 1;
         }
     }
     count
+}
+
+/// Follows a JSON text byte by byte, telling which bytes are inside a
+/// string (escapes included).
+#[derive(Debug, Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Whether `byte` belongs to a string already opened (its closing
+    /// quote included); an opening quote is not skipped, but opens one.
+    fn skips(&mut self, byte: u8) -> bool {
+        if self.inside {
+            match byte {
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.inside = false,
+                _ => {}
+            }
+            return true;
+        }
+        self.inside = byte == b'"';
+        false
+    }
 }
 
 /// Refuses `json` when it may hold more than `limit` values.
@@ -58,25 +74,16 @@ pub(crate) fn error_offset(json: &[u8], e: &serde_json::Error) -> u64 {
 /// The byte offsets, in order, of the keys of the top-level object of
 /// `json` (where each key's opening quote is), in one pass over the text.
 pub(crate) fn top_level_key_offsets(json: &[u8]) -> Vec<u64> {
-    let (mut offsets, mut depth) = (Vec::new(), 0usize);
-    let (mut in_string, mut escaped, mut expecting_key) = (false, false, false);
+    let (mut offsets, mut depth, mut expecting_key) = (Vec::new(), 0usize, false);
+    let mut strings = Strings::default();
     for (offset, &byte) in json.iter().enumerate() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if strings.skips(byte) {
             continue;
         }
         match byte {
-            b'"' => {
-                if depth == 1 && expecting_key {
-                    offsets.push(offset as u64);
-                    expecting_key = false;
-                }
-                in_string = true;
+            b'"' if depth == 1 && expecting_key => {
+                offsets.push(offset as u64);
+                expecting_key = false;
             }
             b'{' | b'[' => {
                 depth += 1;

@@ -10,8 +10,8 @@
 use modelbin_format::tllm::{LayerTensor::*, PerLayerTensor};
 
 use super::ops::{
-    LnCache, apply_mask, causal_softmax, dropout_mask, gelu, gelu_grad, head_columns, ln_backward,
-    ln_forward, mm, scatter_head,
+    LnCache, apply_mask, causal_softmax, dropout_mask, gelu, gelu_grad, head_columns,
+    linear_backward, ln_backward, ln_forward, mm, scatter_head,
 };
 use crate::rng::Rng;
 
@@ -98,20 +98,12 @@ pub fn sequence_loss<R: Real>(
         dlogits[t * v + target as usize] -= R::one();
     }
     dlogits.iter_mut().for_each(|g| *g *= loss_scale);
-    mm(
-        (&x, true),
-        (&dlogits, false),
-        &mut grad[layout.output..][..d * v],
-        (d, t_len, v),
-        true,
-    );
-    let mut dx = vec![R::zero(); t_len * d];
-    mm(
-        (&dlogits, false),
-        (&p[layout.output..][..d * v], true),
-        &mut dx,
-        (t_len, v, d),
-        false,
+    let mut dx = linear_backward(
+        (&x, &dlogits),
+        p,
+        grad,
+        (layout.output, None),
+        (t_len, d, v),
     );
     for (o, c) in layout.layers.iter().zip(caches).rev() {
         dx = block_backward(layout, p, o, c, dx, grad);
@@ -258,50 +250,22 @@ fn block_backward<R: Real>(
     // x = h + drop(FFN(LN2(h)))
     let mut dffn = dx.clone();
     apply_mask(&mut dffn, &c.drop2);
-    mm(
-        (&c.g, true),
-        (&dffn, false),
-        &mut grad[o[FfnLinear2]..][..f * d],
-        (f, t_len, d),
-        true,
-    );
-    for row in dffn.chunks_exact(d) {
-        grad[o[FfnBias2]..][..d]
-            .iter_mut()
-            .zip(row)
-            .for_each(|(g, &r)| *g += r);
-    }
-    let mut du = vec![R::zero(); t_len * f];
-    mm(
-        (&dffn, false),
-        (&p[o[FfnLinear2]..][..f * d], true),
-        &mut du,
-        (t_len, d, f),
-        false,
+    let mut du = linear_backward(
+        (&c.g, &dffn),
+        p,
+        grad,
+        (o[FfnLinear2], Some(o[FfnBias2])),
+        (t_len, f, d),
     );
     du.iter_mut()
         .zip(&c.u)
         .for_each(|(g, &z)| *g *= gelu_grad(z));
-    mm(
-        (&c.b, true),
-        (&du, false),
-        &mut grad[o[FfnLinear1]..][..d * f],
-        (d, t_len, f),
-        true,
-    );
-    for row in du.chunks_exact(f) {
-        grad[o[FfnBias1]..][..f]
-            .iter_mut()
-            .zip(row)
-            .for_each(|(g, &r)| *g += r);
-    }
-    let mut db = vec![R::zero(); t_len * d];
-    mm(
-        (&du, false),
-        (&p[o[FfnLinear1]..][..d * f], true),
-        &mut db,
-        (t_len, f, d),
-        false,
+    let db = linear_backward(
+        (&c.b, &du),
+        p,
+        grad,
+        (o[FfnLinear1], Some(o[FfnBias1])),
+        (t_len, d, f),
     );
     let mut dh = dx;
     {
@@ -318,21 +282,7 @@ fn block_backward<R: Real>(
     // h = x + drop(Attn(LN1(x)))
     let mut dattn = dh.clone();
     apply_mask(&mut dattn, &c.drop1);
-    mm(
-        (&c.ctx, true),
-        (&dattn, false),
-        &mut grad[o[AttnO]..][..d * d],
-        (d, t_len, d),
-        true,
-    );
-    let mut dctx = vec![R::zero(); t_len * d];
-    mm(
-        (&dattn, false),
-        (&p[o[AttnO]..][..d * d], true),
-        &mut dctx,
-        (t_len, d, d),
-        false,
-    );
+    let dctx = linear_backward((&c.ctx, &dattn), p, grad, (o[AttnO], None), (t_len, d, d));
     let mut dqkv = [
         vec![R::zero(); t_len * d],
         vec![R::zero(); t_len * d],

@@ -194,3 +194,41 @@ pub(super) fn apply_mask<R: Real>(x: &mut [R], mask: &Option<Vec<R>>) {
         x.iter_mut().zip(mask).for_each(|(v, &m)| *v *= m);
     }
 }
+
+/// The backward pass of `y = x·W (+ b)` over `rows` rows, `W` of
+/// `[inputs, outputs]` at offset `weight` of the parameters `p`: adds the
+/// gradients of `W` (and of `b`, at offset `bias`) into `grad` and returns
+/// the gradient of `x`.
+pub(super) fn linear_backward<R: Real>(
+    (x, dy): (&[R], &[R]),
+    p: &[R],
+    grad: &mut [R],
+    (weight, bias): (usize, Option<usize>),
+    (rows, inputs, outputs): (usize, usize, usize),
+) -> Vec<R> {
+    let size = inputs * outputs;
+    mm(
+        (x, true),
+        (dy, false),
+        &mut grad[weight..][..size],
+        (inputs, rows, outputs),
+        true,
+    );
+    if let Some(bias) = bias {
+        for row in dy.chunks_exact(outputs) {
+            grad[bias..][..outputs]
+                .iter_mut()
+                .zip(row)
+                .for_each(|(g, &r)| *g += r);
+        }
+    }
+    let mut dx = vec![R::zero(); rows * inputs];
+    mm(
+        (dy, false),
+        (&p[weight..][..size], true),
+        &mut dx,
+        (rows, outputs, inputs),
+        false,
+    );
+    dx
+}
