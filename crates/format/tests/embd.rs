@@ -76,7 +76,7 @@ fn write(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.embd");
     let views: Vec<TensorView<'_>> = tensors.iter().map(OwnedTensor::view).collect();
-    let size = embd::write_file(&path, metadata, vocab, &views, options, &mut |_, _| {}).unwrap();
+    let size = embd::write_file(&path, &views, metadata, vocab, &options, &mut |_, _| {}).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len() as u64, size);
     bytes
@@ -575,10 +575,10 @@ fn vocabulary_rules() {
     let dir = tempfile::tempdir().unwrap();
     let err = embd::write_file(
         dir.path().join("x"),
+        &[],
         &tiny_metadata(),
         Some(&bad),
-        &[],
-        WriteOptions::default(),
+        &WriteOptions::default(),
         &mut |_, _| {},
     );
     assert!(matches!(err, Err(Error::Unrepresentable { .. })));

@@ -306,10 +306,10 @@ pub fn from_hf_dir(
     };
     let size = write_file(
         out,
+        &views,
         &metadata,
         Some(&vocabulary),
-        &views,
-        WriteOptions::default(),
+        &WriteOptions::default(),
         progress,
     )?;
     Ok((views.len(), size))

@@ -159,10 +159,10 @@ fn tensor_index(tensors: &[TensorView<'_>], alignment: u64) -> Result<(Vec<u8>, 
 /// way. `progress` gets (bytes written, total). Returns the file size.
 pub fn write_file(
     path: impl AsRef<Path>,
+    tensors: &[TensorView<'_>],
     metadata: &BTreeMap<String, String>,
     vocabulary: Option<&Vocabulary<'_>>,
-    tensors: &[TensorView<'_>],
-    options: WriteOptions,
+    options: &WriteOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     let path = path.as_ref();
@@ -320,10 +320,10 @@ pub fn recast<B: AsRef<[u8]>>(
     };
     write_file(
         out,
+        &views,
         &file.metadata,
         vocabulary.as_ref(),
-        &views,
-        options,
+        &options,
         progress,
     )
 }
