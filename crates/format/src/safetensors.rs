@@ -347,6 +347,19 @@ fn json_string(s: &str) -> String {
     json_of(&s)
 }
 
+/// A safetensors file in memory (the bytes [`write_file`] writes).
+pub fn serialize<'a>(
+    tensors: impl IntoIterator<Item = TensorView<'a>>,
+    metadata: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<u8>> {
+    let (head, tensors) = plan(tensors, metadata)?;
+    let mut out = head;
+    for tensor in &tensors {
+        out.extend_from_slice(tensor.data());
+    }
+    Ok(out)
+}
+
 /// Writes a safetensors file atomically, streaming tensor bytes from where
 /// they are. `progress` gets (bytes written, total). Returns the file size.
 pub fn write_file<'a>(

@@ -190,6 +190,8 @@ fn sizes_and_dimensions() {
         parse(&wrong),
         Err(Error::Tllm(TllmError::DimensionMismatch { ref tensor, offset: 36, .. })) if tensor == "tok_embeddings"
     ));
+    assert_eq!(parse(&wrong).unwrap_err().offset(), Some(36));
+    assert_eq!(parse(&bytes[..bytes.len() - 1]).unwrap_err().offset(), None);
     // Huge dimensions: the implied size overflows before anything is read.
     let mut huge = bytes.clone();
     huge[8..12].copy_from_slice(&i32::MAX.to_le_bytes());

@@ -34,7 +34,7 @@ impl Embedder {
         let bert = Bert::load(file)?;
         let specials = file
             .special_tokens()
-            .expect("BertConfig::check requires a vocabulary");
+            .expect("BertConfig::validate requires a vocabulary");
         let tokens = file.tokens().map(Box::from).collect();
         let tokenizer = WordPiece::new(tokens, specials, bert.config().lowercase)?;
         Ok(Embedder {

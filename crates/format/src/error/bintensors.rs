@@ -31,3 +31,14 @@ pub enum BintensorsError {
         tag: u8,
     },
 }
+
+impl BintensorsError {
+    /// The byte offset the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            BintensorsError::InvalidVarintTag { offset, .. } => Some(*offset),
+            BintensorsError::NonCanonicalVarint { offset, .. } => Some(*offset),
+            BintensorsError::InvalidOptionTag { offset, .. } => Some(*offset),
+        }
+    }
+}

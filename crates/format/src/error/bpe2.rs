@@ -97,3 +97,20 @@ pub enum Bpe2Error {
     #[error("invalid vocabulary: {0}")]
     InvalidVocabulary(String),
 }
+
+impl Bpe2Error {
+    /// The byte offset the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Bpe2Error::EmptyVocabulary { offset, .. } => Some(*offset),
+            Bpe2Error::TokenOutsideBlob { offset, .. } => Some(*offset),
+            Bpe2Error::OverlappingToken { offset, .. } => Some(*offset),
+            Bpe2Error::TokenTooLong { offset, .. } => Some(*offset),
+            Bpe2Error::NonCanonicalEmptyToken { offset, .. } => Some(*offset),
+            Bpe2Error::DuplicateToken { offset, .. } => Some(*offset),
+            Bpe2Error::InvalidTiktokenLine { offset, .. } => Some(*offset),
+            Bpe2Error::MaxTokenLenMismatch { .. } => Some(12),
+            _ => None,
+        }
+    }
+}

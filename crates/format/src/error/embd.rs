@@ -81,3 +81,17 @@ pub enum EmbdError {
         computed: u32,
     },
 }
+
+impl EmbdError {
+    /// The byte offset the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            EmbdError::UnsupportedFlags { offset, .. } => Some(*offset),
+            EmbdError::ChecksumMismatch { offset, .. } => Some(*offset),
+            EmbdError::SectionMisplaced { offset, .. } => Some(*offset),
+            EmbdError::OverlappingTensors { offset, .. } => Some(*offset),
+            EmbdError::MisalignedTensor { offset, .. } => Some(*offset),
+            EmbdError::NameHashMismatch { offset, .. } => Some(*offset),
+        }
+    }
+}

@@ -256,3 +256,33 @@ pub enum LayoutError {
         format: &'static str,
     },
 }
+
+impl LayoutError {
+    /// The byte offset the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            LayoutError::CountTooLarge { offset, .. } => Some(*offset),
+            LayoutError::Truncated { offset, .. } => Some(*offset),
+            LayoutError::UnknownDtype { offset, .. } => Some(*offset),
+            LayoutError::InvalidUtf8 { offset, .. } => Some(*offset),
+            LayoutError::DuplicateTensorName { at, .. } => at.0,
+            LayoutError::DuplicateMetadataKey { at, .. } => at.0,
+            LayoutError::NonContiguousData { offset, .. } => Some(*offset),
+            LayoutError::ReversedDataRange { offset, .. } => Some(*offset),
+            LayoutError::ByteCountMismatch { at, .. } => at.0,
+            LayoutError::Overflow { at, .. } => at.0,
+            LayoutError::JunkAfterHeader { offset, .. } => Some(*offset),
+            LayoutError::ShortPadding { offset, .. } => Some(*offset),
+            LayoutError::BadPadding { offset, .. } => Some(*offset),
+            LayoutError::DataTruncated { offset, .. } => Some(*offset),
+            LayoutError::TrailingBytes { offset, .. } => Some(*offset),
+            LayoutError::InvalidHeader { offset, .. } => Some(*offset),
+            LayoutError::UnsupportedVersion { offset, .. } => Some(*offset),
+            LayoutError::NonZeroReserved { offset, .. } => Some(*offset),
+            LayoutError::HeaderTooLarge { .. }
+            | LayoutError::HeaderPastEnd { .. }
+            | LayoutError::BadMagic { .. } => Some(0),
+            _ => None,
+        }
+    }
+}

@@ -152,6 +152,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// The byte offset in the file the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Layout(e) => e.offset(),
+            Error::Bintensors(e) => e.offset(),
+            Error::Bpe2(e) => e.offset(),
+            Error::Embd(e) => e.offset(),
+            Error::Tllm(e) => e.offset(),
+            _ => None,
+        }
+    }
+
+    /// The file or directory the error concerns, when it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::NotRegularFile { path, .. }
+            | Error::FileTooLarge { path, .. }
+            | Error::OutputIsInput { output: path, .. }
+            | Error::UnknownFormat { path } => Some(path),
+            _ => None,
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

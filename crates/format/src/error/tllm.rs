@@ -36,3 +36,14 @@ pub enum TllmError {
         found: String,
     },
 }
+
+impl TllmError {
+    /// The byte offset the error names, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            TllmError::InvalidConfig { offset, .. } => Some(*offset),
+            TllmError::DimensionMismatch { offset, .. } => Some(*offset),
+            TllmError::TllmMagicByteOrder => Some(0),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The sentence embedder behind `modelbin.SentenceEmbedder`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use modelbin_format::embd::{self, HfOptions};
+use modelbin_infer::Embedder;
+use numpy::{PyArray2, PyArrayMethods};
+use pyo3::prelude::*;
+
+use crate::errors::{format_error, infer_error};
+
+/// A BERT sentence encoder loaded from an EMBD file or a Hugging Face /
+/// sentence-transformers model directory. Thread-safe; the GIL is released
+/// while it runs.
+#[pyclass(frozen, module = "modelbin._native")]
+pub struct NativeEmbedder {
+    embedder: Embedder,
+}
+
+/// Converts the model directory `dir` to EMBD in a temporary file, loads
+/// it, and removes the file (the loaded model keeps what it needs).
+fn load_model_dir(dir: &Path) -> PyResult<Embedder> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let temp = std::env::temp_dir().join(format!(
+        "modelbin-{}-{}.embd",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let converted = embd::from_hf_dir(dir, &temp, HfOptions::default(), &mut |_, _| {});
+    let loaded = converted
+        .map_err(format_error)
+        .and_then(|_| Embedder::open(&temp).map_err(infer_error));
+    let _ = std::fs::remove_file(&temp);
+    loaded
+}
+
+#[pymethods]
+impl NativeEmbedder {
+    /// Loads `path`: an `.embd` file, or a model directory.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let embedder = py.detach(|| {
+            if path.is_dir() {
+                load_model_dir(&path)
+            } else {
+                Embedder::open(&path).map_err(infer_error)
+            }
+        })?;
+        Ok(NativeEmbedder { embedder })
+    }
+
+    /// Width of the embeddings.
+    #[getter]
+    fn dim(&self) -> usize {
+        self.embedder.dim()
+    }
+
+    /// Longest input in tokens (`[CLS]` and `[SEP]` included); longer texts
+    /// are truncated.
+    #[getter]
+    fn max_seq_length(&self) -> usize {
+        self.embedder.config().max_seq_length
+    }
+
+    /// Whether the model's last step normalises embeddings to unit length.
+    #[getter]
+    fn normalizes(&self) -> bool {
+        self.embedder.config().normalize
+    }
+
+    /// One embedding per text, as a float32 array `[len(texts), dim]`
+    /// (texts are sorted by length and packed without padding, so results do
+    /// not depend on how callers batch them).
+    fn embed<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let dim = self.dim();
+        let flat = py.detach(|| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            self.embedder
+                .embed(&refs)
+                .map(|vectors| vectors.concat())
+                .map_err(infer_error)
+        })?;
+        let array = numpy::PyArray1::from_vec(py, flat);
+        array.reshape([texts.len(), dim])
+    }
+
+    /// The model input ids of each text (`[CLS]` … `[SEP]`, truncated).
+    fn tokenize(&self, py: Python<'_>, texts: Vec<String>) -> Vec<Vec<u32>> {
+        py.detach(|| texts.iter().map(|t| self.embedder.tokenize(t)).collect())
+    }
+}

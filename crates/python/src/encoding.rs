@@ -1,0 +1,182 @@
+//! The tokenizer core behind `modelbin.Encoding` (the tiktoken-style
+//! argument handling lives in Python).
+
+use std::path::PathBuf;
+
+use modelbin_format::{Format, bpe2, detect};
+use modelbin_tokenize::{Pattern, Source, Specials, Tokenizer};
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+
+use crate::errors::{format_error, tokenize_error};
+
+/// A tokenizer: a built-in encoding or one loaded from a file.
+enum Vocabulary {
+    BuiltIn(&'static Tokenizer),
+    Loaded(Box<Tokenizer>),
+}
+
+/// The Rust tokenizer of one encoding. Thread-safe; the GIL is released
+/// around every encode and decode.
+#[pyclass(frozen, module = "modelbin._native")]
+pub struct NativeEncoding {
+    vocabulary: Vocabulary,
+}
+
+impl NativeEncoding {
+    fn tokenizer(&self) -> &Tokenizer {
+        match &self.vocabulary {
+            Vocabulary::BuiltIn(t) => t,
+            Vocabulary::Loaded(t) => t,
+        }
+    }
+}
+
+/// `names` as special-token selection for the core encoder.
+fn only(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
+}
+
+#[pymethods]
+impl NativeEncoding {
+    /// A built-in encoding (`cl100k_base`, `o200k_base`).
+    #[staticmethod]
+    fn built_in(name: &str) -> PyResult<Self> {
+        let tokenizer = Tokenizer::embedded(name).map_err(tokenize_error)?;
+        Ok(NativeEncoding {
+            vocabulary: Vocabulary::BuiltIn(tokenizer),
+        })
+    }
+
+    /// A `.bpe2` or `.tiktoken` file (detected by content); `pattern` is the
+    /// pre-tokenizer regex for a vocabulary that is not a known encoding.
+    #[staticmethod]
+    #[pyo3(signature = (path, pattern=None))]
+    fn load(py: Python<'_>, path: PathBuf, pattern: Option<&str>) -> PyResult<Self> {
+        let pattern = pattern
+            .map(Pattern::custom)
+            .transpose()
+            .map_err(tokenize_error)?;
+        let tokenizer = py.detach(|| -> PyResult<Tokenizer> {
+            match detect::detect(&path).map_err(format_error)? {
+                Format::Bpe2 => Tokenizer::open(&path, pattern).map_err(tokenize_error),
+                Format::Tiktoken => {
+                    let text = std::fs::read(&path)
+                        .map_err(|e| format_error(modelbin_format::Error::io(&path, e)))?;
+                    let bytes = bpe2::build_from_tiktoken(&text, true).map_err(format_error)?;
+                    Tokenizer::from_bpe2(Source::Owned(bytes), pattern).map_err(tokenize_error)
+                }
+                other => Err(PyValueError::new_err(format!(
+                    "{}: a {other} file, not a vocabulary (.bpe2 or .tiktoken)",
+                    path.display()
+                ))),
+            }
+        })?;
+        Ok(NativeEncoding {
+            vocabulary: Vocabulary::Loaded(Box::new(tokenizer)),
+        })
+    }
+
+    /// The encoding's name, when the vocabulary is a known one.
+    #[getter]
+    fn name(&self) -> Option<&'static str> {
+        self.tokenizer().name()
+    }
+
+    /// Highest token id + 1, special tokens included.
+    #[getter]
+    fn n_vocab(&self) -> u32 {
+        self.tokenizer().vocab_size()
+    }
+
+    /// The special tokens as (text, id) pairs.
+    fn special_tokens(&self) -> Vec<(String, u32)> {
+        self.tokenizer().special_tokens().to_vec()
+    }
+
+    /// Ids of `text`, special tokens treated as text.
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> Vec<u32> {
+        py.detach(|| self.tokenizer().encode_ordinary(text))
+    }
+
+    /// Ids of `text`: `allowed` special tokens become their ids, a
+    /// `disallowed` one in the text is a `ValueError`.
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Vec<u32>> {
+        py.detach(|| {
+            self.tokenizer()
+                .encode(
+                    text,
+                    Specials::Only(&only(&allowed)),
+                    Specials::Only(&only(&disallowed)),
+                )
+                .map_err(tokenize_error)
+        })
+    }
+
+    /// [`NativeEncoding::encode`] of each text, in parallel on
+    /// `num_threads` threads.
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: usize,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let (allowed, disallowed) = (only(&allowed), only(&disallowed));
+        py.detach(|| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(num_threads)
+                .build()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            pool.install(|| {
+                texts
+                    .par_iter()
+                    .map(|text| {
+                        self.tokenizer().encode(
+                            text,
+                            Specials::Only(&allowed),
+                            Specials::Only(&disallowed),
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(tokenize_error)
+            })
+        })
+    }
+
+    /// How many ids `encode_ordinary(text)` gives, without storing them.
+    fn count(&self, py: Python<'_>, text: &str) -> usize {
+        py.detach(|| self.tokenizer().count_parallel(text))
+    }
+
+    /// `encode_ordinary(text)` as a `uint32` numpy array.
+    fn encode_to_numpy<'py>(&self, py: Python<'py>, text: &str) -> Bound<'py, PyArray1<u32>> {
+        py.detach(|| self.tokenizer().encode_ordinary(text))
+            .into_pyarray(py)
+    }
+
+    /// The bytes the ids stand for.
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.tokenizer().decode_bytes(&ids))
+            .map_err(tokenize_error)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+}
+
+/// The encoding tiktoken uses for `model` (by longest known prefix);
+/// `KeyError` for a model no prefix matches.
+#[pyfunction]
+pub fn encoding_for_model(model: &str) -> PyResult<&'static str> {
+    modelbin_tokenize::cost::encoding_for_model(model).map_err(tokenize_error)
+}

@@ -1,0 +1,28 @@
+//! The native half of the Python package `modelbin` (the Python half is
+//! `crates/python/python/modelbin/`): thin bindings over the library
+//! crates. The GIL is released around every engine call; Rust errors become
+//! Python exceptions (`errors.rs`), and a panic, should one happen, is a
+//! Python `PanicException`, never an abort.
+
+mod embedder;
+mod encoding;
+mod errors;
+mod tensors;
+
+use pyo3::prelude::*;
+
+/// The `modelbin._native` module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("FormatError", m.py().get_type::<errors::FormatError>())?;
+    m.add_class::<encoding::NativeEncoding>()?;
+    m.add_class::<embedder::NativeEmbedder>()?;
+    m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::inspect_json, m)?)?;
+    m.add_function(wrap_pyfunction!(tensors::float8_values, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,17 @@
+"""Every ```python example of docs/python.md runs as written."""
+
+import re
+
+from conftest import MINILM_DIR, REPO
+
+
+def examples():
+    text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_examples_of_docs_python_md_run(tmp_path):
+    blocks = examples()
+    assert len(blocks) >= 3
+    for block in blocks:
+        exec(compile(block, "docs/python.md", "exec"), {"MINILM": str(MINILM_DIR), "tmp": str(tmp_path)})
