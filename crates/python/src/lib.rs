@@ -7,7 +7,9 @@
 mod embedder;
 mod encoding;
 mod errors;
+mod saev;
 mod tensors;
+mod tllm;
 
 use pyo3::prelude::*;
 
@@ -17,6 +19,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormatError", m.py().get_type::<errors::FormatError>())?;
     m.add_class::<encoding::NativeEncoding>()?;
     m.add_class::<embedder::NativeEmbedder>()?;
+    m.add_class::<saev::NativeDataset>()?;
+    m.add_class::<saev::NativeLoader>()?;
+    m.add_class::<saev::NativeWriter>()?;
+    m.add_class::<tllm::NativeTllm>()?;
     m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;

@@ -6,6 +6,8 @@
 - Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`.
 - Tensor files, as ``safetensors.numpy``: :mod:`modelbin.numpy` and
   :func:`safe_open`, over BinTensors, safetensors, EMBD and TLLM.
+- SAEV activations for training loops: :mod:`modelbin.saev`.
+- TLLM models: :class:`TLLM`.
 - Any file: :func:`verify` and :func:`inspect`.
 
 Every object pickles by path and options, so it can be shipped to worker
@@ -19,21 +21,24 @@ import json
 import os
 from typing import Any, Dict
 
-from . import numpy
+from . import numpy, saev
 from ._native import FormatError
 from .embeddings import SentenceEmbedder
 from .encoding import Encoding, encoding_for_model, get_encoding, list_encoding_names
+from .models import TLLM
 from .tensors import safe_open
 
 __all__ = [
     "Encoding",
     "FormatError",
     "SentenceEmbedder",
+    "TLLM",
     "encoding_for_model",
     "get_encoding",
     "inspect",
     "list_encoding_names",
     "numpy",
+    "saev",
     "safe_open",
     "verify",
 ]

@@ -1,0 +1,116 @@
+"""SAEV activation datasets for PyTorch-style training loops.
+
+A dataset is a directory (``<root>/<hash>/``: ``metadata.json`` and
+``acts*.bin`` shards of raw float32, valid to open with ``np.memmap``).
+:class:`Dataset` indexes the examples of one view (which tokens of which
+layers); :class:`ShuffledLoader` streams ``[batch, d]`` float32 batches
+(each example once per epoch, deterministic per seed; ``torch.from_numpy``
+takes them without a copy); :class:`Writer` writes a dataset exactly as the
+reference writer does (directory, hash, shards).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterator, Literal, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _native
+
+Patches = Literal["image", "cls", "all"]
+Layer = Union[int, Literal["all"]]
+
+
+def _layer(layer: Layer) -> Optional[int]:
+    if layer == "all":
+        return None
+    if isinstance(layer, bool) or not isinstance(layer, int):
+        raise TypeError(f"layer is an int (negative counts from the end) or \"all\", not {layer!r}")
+    return layer
+
+
+class Dataset:
+    """The examples of a dataset's view: ``len(ds)``, ``ds[i]`` (float32
+    ``[d]``), ``ds.coordinates(i)`` → (image, layer, token). Pickles by path
+    and view."""
+
+    def __init__(self, path: "str | os.PathLike[str]", layer: Layer = "all",
+                 patches: Patches = "image") -> None:
+        self._args = (os.fspath(path), layer, patches)
+        self._native = _native.NativeDataset(self._args[0], _layer(layer), patches)
+        self.metadata: Dict[str, Any] = json.loads(self._native.metadata_json())
+
+    def __reduce__(self):
+        return (Dataset, self._args)
+
+    def __len__(self) -> int:
+        return self._native.__len__()
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"example {i} of {len(self)}")
+        return self._native.example(i)[0]
+
+    def coordinates(self, i: int) -> Tuple[int, int, int]:
+        """(image, layer value, physical token) of example ``i``."""
+        return self._native.example(i)[1]
+
+    def get(self, img: int, layer: int, token: int) -> np.ndarray:
+        """The vector of (image, layer value, physical token; 0 is CLS when
+        the dataset has one)."""
+        return self._native.vector(img, layer, token)
+
+
+class ShuffledLoader:
+    """Batches of a view, float32 ``[batch_size, d]`` (the last one may be
+    shorter). Each ``iter()`` is a new epoch: every example exactly once, in
+    an order that depends only on ``seed`` and the epoch number."""
+
+    def __init__(self, path: "str | os.PathLike[str]", layer: Layer = "all",
+                 patches: Patches = "image", batch_size: int = 4096, seed: int = 0,
+                 num_threads: int = 2, shuffle: bool = True) -> None:
+        self._args = dict(path=os.fspath(path), layer=layer, patches=patches,
+                          batch_size=batch_size, seed=seed, num_threads=num_threads,
+                          shuffle=shuffle)
+        self._dataset = Dataset(path, layer, patches)
+        self.epoch = 0
+
+    def __reduce__(self):
+        return (_loader, (self._args,))
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        a = self._args
+        batches = self._dataset._native.loader(a["shuffle"], a["batch_size"], a["seed"],
+                                               self.epoch, a["num_threads"])
+        self.epoch += 1
+        return iter(batches)
+
+
+def _loader(args: Dict[str, Any]) -> ShuffledLoader:
+    return ShuffledLoader(**args)
+
+
+class Writer:
+    """Writes a dataset under ``root``: ``write`` float32 images
+    ``[n, L, T, d]`` (any number of calls), then ``close`` (returns the
+    dataset's directory). Usable as a context manager."""
+
+    def __init__(self, root: "str | os.PathLike[str]", metadata: Dict[str, Any]) -> None:
+        self._native = _native.NativeWriter(os.fspath(root), json.dumps(metadata))
+
+    def write(self, images: np.ndarray) -> None:
+        self._native.write(np.ascontiguousarray(images, dtype=np.float32))
+
+    def close(self) -> str:
+        return os.fspath(self._native.close())
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, exc_type, *rest: Any) -> None:
+        if exc_type is None:
+            self.close()
