@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Subcommand;
+use modelbin_format::inspect::Summary;
 use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Writer};
-use modelbin_format::{Format, inspect::Summary};
 
+use crate::args::OutputPath;
 use crate::progress::Progress;
-use crate::{Failure, invalid, print_json};
+use crate::{Failure, at, invalid, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum ActsCommand {
@@ -28,6 +29,9 @@ pub enum ActsCommand {
         /// Scan every value.
         #[arg(long)]
         values: bool,
+        /// Print a JSON verdict.
+        #[arg(long)]
+        json: bool,
     },
     /// Print one activation vector as JSON.
     Get {
@@ -42,6 +46,9 @@ pub enum ActsCommand {
         /// Token index (0 is CLS when the dataset has one).
         #[arg(long)]
         token: u64,
+        /// Accepted for uniformity: the output is always JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Per-layer mean, std, NaN and Inf in one streaming pass.
     Stats {
@@ -71,10 +78,11 @@ pub enum ActsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Write a synthetic dataset (random normal values) under ROOT.
+    /// Write a synthetic dataset (random normal values) under a root directory.
     WriteSynthetic {
-        /// Where `<HASH>/` is created.
-        root: PathBuf,
+        /// The root directory, where `<HASH>/` is created (-o ROOT, or positional).
+        #[command(flatten)]
+        root: OutputPath,
         /// Images.
         #[arg(long)]
         n_imgs: u64,
@@ -105,18 +113,24 @@ pub enum ActsCommand {
         /// measured is the writer's, not the random generator's.
         #[arg(long)]
         repeat: bool,
+        /// Print a JSON report.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 pub fn run(command: ActsCommand) -> Result<(), Failure> {
     match command {
-        ActsCommand::Inspect { dir, json } => crate::inspect::run(&dir, Some(Format::Saev), json),
-        ActsCommand::Verify { dir, values } => verify(&dir, values),
+        ActsCommand::Inspect { dir, json } => {
+            crate::inspect::run(&crate::inspect::InspectArgs::dataset(dir, json))
+        }
+        ActsCommand::Verify { dir, values, json } => verify(&dir, values, json),
         ActsCommand::Get {
             dir,
             img,
             layer,
             token,
+            ..
         } => {
             let dataset = open(&dir)?;
             print_json(&dataset.vector(img, layer, token).map_err(invalid)?);
@@ -149,6 +163,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
             max_patches_per_shard,
             seed,
             repeat,
+            json,
         } => {
             let metadata = Metadata {
                 vit_family: "synthetic".into(),
@@ -162,16 +177,21 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
                 max_patches_per_shard,
                 data: "synthetic normal(0, 1) values".into(),
             };
-            write_synthetic(&root, metadata, repeat)
+            write_synthetic(root.path()?, metadata, repeat, json)
         }
     }
 }
 
 fn open(dir: &std::path::Path) -> Result<saev::Dataset, Failure> {
-    saev::open(dir).map_err(|e| Failure::Invalid(format!("{}: {e}", dir.display())))
+    saev::open(dir).map_err(|e| at(dir, e))
 }
 
-fn verify(dir: &std::path::Path, values: bool) -> Result<(), Failure> {
+fn verify(dir: &std::path::Path, values: bool, json: bool) -> Result<(), Failure> {
+    crate::verify::report(dir, check(dir, values), json)
+}
+
+/// Opens the dataset and, with `values`, scans it for NaN and Inf.
+fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
     let dataset = open(dir)?;
     let summary = Summary::Saev(modelbin_format::inspect::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
@@ -197,8 +217,7 @@ fn verify(dir: &std::path::Path, values: bool) -> Result<(), Failure> {
             )));
         }
     }
-    println!("{}: OK ({})", dir.display(), summary.one_line());
-    Ok(())
+    Ok(summary)
 }
 
 fn stats(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
@@ -283,6 +302,7 @@ fn write_synthetic(
     root: &std::path::Path,
     metadata: Metadata,
     repeat: bool,
+    json: bool,
 ) -> Result<(), Failure> {
     let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
     let n_imgs = metadata.n_imgs;
@@ -305,10 +325,16 @@ fn write_synthetic(
     progress.finish();
     let bytes = n_imgs * values_per_img as u64 * 4;
     let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "{}: {n_imgs} images, {bytes} bytes in {seconds:.2} s ({:.2} GB/s)",
-        dir.display(),
-        bytes as f64 / seconds / 1e9
-    );
+    if json {
+        print_json(&serde_json::json!({
+            "path": dir, "images": n_imgs, "bytes": bytes, "seconds": seconds
+        }));
+    } else {
+        println!(
+            "{}: {n_imgs} images, {bytes} bytes in {seconds:.2} s ({:.2} GB/s)",
+            dir.display(),
+            bytes as f64 / seconds / 1e9
+        );
+    }
     Ok(())
 }

@@ -1,42 +1,61 @@
 //! `modelbin convert`.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use modelbin_format::Format;
 use modelbin_format::convert::ConvertOptions;
+use modelbin_format::{DType, Format};
 
+use crate::args::{OutputPath, parse_format, parse_weight_dtype};
 use crate::progress::Progress;
-use crate::{Failure, print_json};
+use crate::{Failure, at, print_json};
 
-pub fn run(
-    input: &Path,
-    output: &Path,
+/// Arguments of `modelbin convert`.
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    /// The input file (or Hugging Face model directory).
+    input: PathBuf,
+    #[command(flatten)]
+    output: OutputPath,
+    /// Output format; inferred from the output's extension when omitted.
+    #[arg(long, value_parser = parse_format)]
     to: Option<Format>,
-    options: ConvertOptions,
+    /// Print a JSON report instead of text.
+    #[arg(long)]
     json: bool,
-) -> Result<(), Failure> {
-    let to = match to.or_else(|| Format::from_extension(output)) {
-        Some(format) => format,
-        None => {
-            return Err(Failure::Usage(format!(
-                "cannot tell the output format from `{}`; pass --to FORMAT",
-                output.display()
-            )));
-        }
+    /// `.tiktoken` -> BPE2: leave the special tokens out (as llm-cost's files do).
+    #[arg(long)]
+    no_special_tokens: bool,
+    /// -> EMBD: store the weights as f32, f16 or bf16 (half-size files).
+    #[arg(long, value_parser = parse_weight_dtype)]
+    dtype: Option<DType>,
+}
+
+/// Runs `modelbin convert`.
+pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
+    let output = args.output.path()?;
+    let Some(to) = args.to.or_else(|| Format::from_extension(output)) else {
+        return Err(Failure::Usage(format!(
+            "cannot tell the output format from `{}`; pass --to FORMAT",
+            output.display()
+        )));
+    };
+    let options = ConvertOptions {
+        include_special_tokens: !args.no_special_tokens,
+        dtype: args.dtype,
     };
     let mut progress = Progress::new("converting");
     let report =
-        modelbin_format::convert::convert(input, output, to, options, &mut |done, total| {
+        modelbin_format::convert::convert(&args.input, output, to, options, &mut |done, total| {
             progress.update(done, total)
         })
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", input.display())))?;
+        .map_err(|e| at(&args.input, e))?;
     progress.finish();
-    if json {
+    if args.json {
         print_json(&report);
     } else {
         println!(
             "{} ({}) -> {} ({}): {} {}, {} bytes",
-            input.display(),
+            args.input.display(),
             report.from,
             output.display(),
             report.to,

@@ -1,22 +1,62 @@
-//! `modelbin embed` and `modelbin similarity`: sentence embeddings from an
-//! EMBD model.
+//! `modelbin embed`, `modelbin similarity` and `modelbin search`: sentence
+//! embeddings from an EMBD model or a Hugging Face model directory.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use modelbin_infer::{Embedder, cosine};
 
+use crate::npy::NpyWriter;
 use crate::progress::Progress;
-use crate::{Failure, invalid};
+use crate::{Failure, at, invalid, print_json};
+
+/// The model every embedding command opens.
+#[derive(Debug, Args)]
+pub struct ModelChoice {
+    /// The model: an `.embd` file or a Hugging Face / sentence-transformers directory.
+    #[arg(short, long)]
+    model: PathBuf,
+    /// Check the model file's checksums before using it.
+    #[arg(long)]
+    verify: bool,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
+}
+
+impl ModelChoice {
+    /// Opens the model (after `--verify`'s check) and the thread pool.
+    fn open(&self) -> Result<(Embedder, rayon::ThreadPool), Failure> {
+        if self.verify && !self.model.is_dir() {
+            modelbin_format::open(&self.model)
+                .and_then(|file| file.verify())
+                .map_err(|e| at(&self.model, e))?;
+        }
+        let embedder = Embedder::open_model(&self.model).map_err(|e| at(&self.model, e))?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads.unwrap_or(0) as usize)
+            .build()
+            .map_err(invalid)?;
+        Ok((embedder, pool))
+    }
+}
+
+/// How `embed` writes its vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    /// One JSON array of floats per text, per line.
+    Jsonl,
+    /// One NumPy float32 `[n, dim]` array (`-o FILE.npy`).
+    Npy,
+}
 
 /// Arguments of `modelbin embed`.
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
-    /// The EMBD model (make one with `modelbin convert MODEL_DIR model.embd`).
-    #[arg(long)]
-    model: PathBuf,
+    #[command(flatten)]
+    model: ModelChoice,
     /// Texts to embed; without any, lines are read from --input or stdin.
     texts: Vec<String>,
     /// Read input lines from this file instead of stdin (progress bar on a terminal).
@@ -25,20 +65,25 @@ pub struct EmbedArgs {
     /// Input lines are JSON strings (one per line), not plain text.
     #[arg(long)]
     jsonl: bool,
+    /// Write the vectors to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Output format (default: npy for `-o *.npy`, else jsonl).
+    #[arg(long, value_enum)]
+    format: Option<OutputFormat>,
+    /// One JSON object per text and line: {"index", "embedding"}.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
     /// Sentences embedded together (memory stays constant for any input size).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
 }
 
 /// Arguments of `modelbin similarity`.
 #[derive(Debug, Args)]
 pub struct SimilarityArgs {
-    /// The EMBD model.
-    #[arg(long)]
-    model: PathBuf,
+    #[command(flatten)]
+    model: ModelChoice,
     /// First text.
     a: String,
     /// Second text.
@@ -48,25 +93,114 @@ pub struct SimilarityArgs {
     json: bool,
 }
 
-fn open_model(path: &Path) -> Result<Embedder, Failure> {
-    Embedder::open(path).map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))
+/// Arguments of `modelbin search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    model: ModelChoice,
+    /// What to look for.
+    #[arg(short, long)]
+    query: String,
+    /// Text files; each non-empty line is a candidate.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// How many lines to show.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    top: u64,
+    /// Print one JSON object per hit and line: {"score", "path", "line", "text"}.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs `modelbin embed`: one JSON array per input, one per line, in order.
+/// Where `embed` sends each vector.
+enum Sink {
+    Lines {
+        out: BufWriter<std::io::StdoutLock<'static>>,
+        json: bool,
+    },
+    File(BufWriter<modelbin_format::atomic::AtomicFile>),
+    Npy(NpyWriter),
+}
+
+impl Sink {
+    fn open(args: &EmbedArgs, dim: usize) -> Result<Sink, Failure> {
+        let npy_by_name = args
+            .out
+            .as_deref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e == "npy"));
+        let format = args.format.unwrap_or(if npy_by_name {
+            OutputFormat::Npy
+        } else {
+            OutputFormat::Jsonl
+        });
+        match (&args.out, format) {
+            (None, OutputFormat::Npy) => Err(Failure::Usage(
+                "--format npy writes a file: pass -o FILE.npy".into(),
+            )),
+            (None, OutputFormat::Jsonl) => Ok(Sink::Lines {
+                out: BufWriter::new(std::io::stdout().lock()),
+                json: args.json,
+            }),
+            (Some(path), OutputFormat::Npy) => NpyWriter::create(path, dim)
+                .map(Sink::Npy)
+                .map_err(|e| at(path, e)),
+            (Some(path), OutputFormat::Jsonl) => modelbin_format::atomic::AtomicFile::create(path)
+                .map(|f| Sink::File(BufWriter::new(f)))
+                .map_err(|e| at(path, e)),
+        }
+    }
+
+    fn push(&mut self, index: u64, vector: &[f32]) -> Result<(), Failure> {
+        match self {
+            Sink::Lines { out, json: true } => {
+                serde_json::to_writer(
+                    &mut *out,
+                    &serde_json::json!({"index": index, "embedding": vector}),
+                )
+                .map_err(invalid)?;
+                out.write_all(b"\n").map_err(invalid)
+            }
+            Sink::Lines { out, json: false } => {
+                serde_json::to_writer(&mut *out, vector).map_err(invalid)?;
+                out.write_all(b"\n").map_err(invalid)
+            }
+            Sink::File(out) => {
+                serde_json::to_writer(&mut *out, vector).map_err(invalid)?;
+                out.write_all(b"\n").map_err(invalid)
+            }
+            Sink::Npy(writer) => writer.push(vector).map_err(invalid),
+        }
+    }
+
+    fn finish(self) -> Result<(), Failure> {
+        match self {
+            Sink::Lines { mut out, .. } => out.flush().map_err(invalid),
+            Sink::File(out) => out
+                .into_inner()
+                .map_err(|e| invalid(e.into_error()))?
+                .commit()
+                .map_err(invalid),
+            Sink::Npy(writer) => writer.finish().map_err(invalid),
+        }
+    }
+}
+
+/// Runs `modelbin embed`: one vector per input, in order.
 pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
-    let embedder = open_model(&args.model)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.unwrap_or(0) as usize)
-        .build()
-        .map_err(invalid)?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let (embedder, pool) = args.model.open()?;
+    let mut sink = Sink::open(args, embedder.dim())?;
+    let max_tokens = embedder.config().max_seq_length;
+    let (mut written, mut truncated) = (0u64, 0u64);
     let mut write_batch = |batch: &[String]| -> Result<(), Failure> {
         let texts: Vec<&str> = batch.iter().map(String::as_str).collect();
+        truncated += texts
+            .iter()
+            .filter(|t| embedder.tokenizer().pieces(t).len() + 2 > max_tokens)
+            .count() as u64;
         let vectors = pool.install(|| embedder.embed(&texts)).map_err(invalid)?;
         for vector in vectors {
-            serde_json::to_writer(&mut out, &vector).map_err(invalid)?;
-            out.write_all(b"\n").map_err(invalid)?;
+            sink.push(written, &vector)?;
+            written += 1;
         }
         Ok(())
     };
@@ -74,12 +208,28 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
         for chunk in args.texts.chunks(args.batch_size as usize) {
             write_batch(chunk)?;
         }
-        return out.flush().map_err(invalid);
+    } else {
+        read_batches(args, &mut write_batch)?;
     }
+    sink.finish()?;
+    if truncated > 0 {
+        eprintln!(
+            "note: {truncated} of {written} texts were longer than the model's {max_tokens} tokens and were truncated"
+        );
+    }
+    Ok(())
+}
+
+/// Reads lines from `--input` or stdin in batches of `--batch-size`, with a
+/// progress bar in sentences/s when the input is a file.
+fn read_batches(
+    args: &EmbedArgs,
+    write_batch: &mut dyn FnMut(&[String]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     let (reader, size): (Box<dyn Read>, Option<u64>) = match &args.input {
         Some(path) => {
-            let file = File::open(path)
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?;
+            let file =
+                File::open(path).map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
             let size = file.metadata().ok().map(|m| m.len());
             (Box::new(file), size)
         }
@@ -90,7 +240,7 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
             (Box::new(std::io::stdin()), None)
         }
     };
-    let mut progress = Progress::new("embedding");
+    let mut progress = Progress::sentences(size);
     let mut lines = BufReader::new(reader);
     let mut batch = Vec::with_capacity(args.batch_size as usize);
     let (mut line, mut read, mut number) = (String::new(), 0u64, 0u64);
@@ -113,29 +263,82 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
         if batch.len() == args.batch_size as usize || (n == 0 && !batch.is_empty()) {
             write_batch(&batch)?;
             batch.clear();
-            if let Some(total) = size {
-                progress.update(read, total);
-            }
+            progress.sentences_done(number, read);
         }
         if n == 0 {
             break;
         }
     }
     progress.finish();
-    out.flush().map_err(invalid)
+    Ok(())
 }
 
 /// Runs `modelbin similarity`: the cosine of the two texts' embeddings.
 pub fn similarity(args: &SimilarityArgs) -> Result<(), Failure> {
-    let embedder = open_model(&args.model)?;
-    let vectors = embedder
-        .embed(&[args.a.as_str(), args.b.as_str()])
+    let (embedder, pool) = args.model.open()?;
+    let vectors = pool
+        .install(|| embedder.embed(&[args.a.as_str(), args.b.as_str()]))
         .map_err(invalid)?;
     let value = cosine(&vectors[0], &vectors[1]);
     if args.json {
-        crate::print_json(&serde_json::json!({ "a": args.a, "b": args.b, "cosine": value }));
+        print_json(&serde_json::json!({ "a": args.a, "b": args.b, "cosine": value }));
     } else {
         println!("{value:.6}");
+    }
+    Ok(())
+}
+
+/// One candidate line of `search`.
+#[derive(serde::Serialize)]
+struct Hit<'a> {
+    score: f32,
+    path: &'a Path,
+    line: usize,
+    text: String,
+}
+
+/// Runs `modelbin search`: the lines closest to the query by cosine.
+pub fn search(args: &SearchArgs) -> Result<(), Failure> {
+    let (embedder, pool) = args.model.open()?;
+    let mut candidates = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
+        for (index, line) in text.lines().enumerate() {
+            if !line.trim().is_empty() {
+                candidates.push((path.as_path(), index + 1, line.to_owned()));
+            }
+        }
+    }
+    let query = pool
+        .install(|| embedder.embed(&[args.query.as_str()]))
+        .map_err(invalid)?;
+    let texts: Vec<&str> = candidates.iter().map(|(_, _, t)| t.as_str()).collect();
+    let vectors = pool.install(|| embedder.embed(&texts)).map_err(invalid)?;
+    let mut hits: Vec<Hit> = candidates
+        .into_iter()
+        .zip(&vectors)
+        .map(|((path, line, text), vector)| Hit {
+            score: cosine(&query[0], vector),
+            path,
+            line,
+            text,
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(args.top as usize);
+    for hit in &hits {
+        if args.json {
+            print_json(hit);
+        } else {
+            println!(
+                "{:.4}  {}:{}  {}",
+                hit.score,
+                hit.path.display(),
+                hit.line,
+                hit.text
+            );
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! `modelbin inspect`.
+//! `modelbin inspect`: one summary per path (files, SAEV datasets, SAEV
+//! roots, Hugging Face model directories).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
@@ -9,28 +10,123 @@ use modelbin_format::inspect::{
 use modelbin_format::text_table;
 use modelbin_format::{AnyFile, Format};
 
-use crate::{Failure, print_json};
+use crate::args::parse_format;
+use crate::{Failure, at, print_json};
 
-pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let summary = open(path, format)
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?
-        .summary();
-    match (&summary, json) {
-        (_, true) => print_json(&summary),
-        (Summary::Tensors(s), false) => print_text(path, s),
-        (Summary::Bpe2(s), false) => print_vocabulary(path, s),
-        (Summary::Tllm(s), false) => print_model(path, s),
-        (Summary::Saev(s), false) => print_activations(path, s),
-        (Summary::Embd(s), false) => print_embeddings(path, s),
-    }
-    Ok(())
+/// Arguments of `modelbin inspect`.
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// Files, SAEV dataset directories (or their root), Hugging Face model directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print one JSON document per path (one line each).
+    #[arg(long)]
+    json: bool,
+    /// Read as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
+    /// Show only the tensors whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX", value_parser = parse_filter)]
+    filter: Option<fancy_regex::Regex>,
 }
 
-/// Opens `path` as `format`, or as its content says.
-pub fn open(path: &Path, format: Option<Format>) -> modelbin_format::Result<AnyFile> {
-    match format {
-        Some(format) => modelbin_format::open_as(path, format),
-        None => modelbin_format::open(path),
+impl InspectArgs {
+    /// `inspect --format saev DIR` (what `acts inspect DIR` runs).
+    pub fn dataset(dir: PathBuf, json: bool) -> Self {
+        InspectArgs {
+            paths: vec![dir],
+            json,
+            format: Some(Format::Saev),
+            filter: None,
+        }
+    }
+}
+
+fn parse_filter(pattern: &str) -> Result<fancy_regex::Regex, String> {
+    fancy_regex::Regex::new(pattern).map_err(|e| format!("not a regular expression: {e}"))
+}
+
+/// Runs `modelbin inspect`: every path in turn; an error about one path is
+/// printed and the others are still shown (exit 1 at the end).
+pub fn run(args: &InspectArgs) -> Result<(), Failure> {
+    crate::for_each_path(&args.paths, |path, first| {
+        let mut summary = open(path, args.format)?.summary();
+        if let Some(filter) = &args.filter {
+            keep_matching(&mut summary, filter);
+        }
+        if args.json {
+            print_json(&summary);
+            return Ok(());
+        }
+        if !first {
+            println!();
+        }
+        match &summary {
+            Summary::Tensors(s) => print_text(path, s),
+            Summary::Bpe2(s) => print_vocabulary(path, s),
+            Summary::Tllm(s) => print_model(path, s),
+            Summary::Saev(s) => print_activations(path, s),
+            Summary::Embd(s) => print_embeddings(path, s),
+        }
+        Ok(())
+    })
+}
+
+/// Drops the tensors whose names do not match `filter` (the counts still
+/// describe the whole file).
+fn keep_matching(summary: &mut Summary, filter: &fancy_regex::Regex) {
+    let matches = |name: &str| filter.is_match(name).unwrap_or(false);
+    match summary {
+        Summary::Tensors(s) => s.tensors.retain(|t| matches(&t.name)),
+        Summary::Embd(s) => s.tensors.retain(|t| matches(&t.name)),
+        Summary::Tllm(s) => s.tensors.retain(|t| matches(&t.name)),
+        Summary::Bpe2(_) | Summary::Saev(_) => {}
+    }
+}
+
+/// Opens `path` as `format`, or as its content says. A directory is a SAEV
+/// dataset, or a Hugging Face model directory (its `model.safetensors`).
+pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
+    let model_dir = modelbin_format::embd::is_hf_model_dir(path);
+    let file = if model_dir {
+        path.join("model.safetensors")
+    } else {
+        path.to_path_buf()
+    };
+    let opened = match format {
+        Some(format) => modelbin_format::open_as(&file, format),
+        None => modelbin_format::open(&file),
+    };
+    match opened {
+        Err(modelbin_format::Error::UnknownFormat { .. }) if path.is_dir() => {
+            Err(Failure::Invalid(unknown_directory(path)))
+        }
+        other => other.map_err(|e| at(&file, e)),
+    }
+}
+
+/// What to say of a directory that is neither a dataset nor a model: the
+/// datasets under it when it is a SAEV root.
+fn unknown_directory(path: &Path) -> String {
+    let mut datasets: Vec<String> = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().join("metadata.json").is_file())
+        .map(|entry| entry.path().display().to_string())
+        .collect();
+    datasets.sort();
+    if datasets.is_empty() {
+        format!(
+            "{}: is a directory, but neither a SAEV dataset (metadata.json and acts*.bin) nor a model directory (config.json and model.safetensors)",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: is a SAEV root; name one of its datasets: {}",
+            path.display(),
+            datasets.join(" ")
+        )
     }
 }
 
@@ -156,11 +252,16 @@ fn print_embeddings(path: &Path, s: &EmbdSummary) {
         "checksums: data 0x{:08X}, file 0x{:08X} (run `modelbin verify` to check them)",
         s.footer.data_checksum, s.footer.file_checksum
     );
-    print_tensors(s.tensor_count, &s.tensors);
+    print_tensors(s.tensor_count, s.parameter_count, &s.tensors);
 }
 
 fn print_text(path: &Path, s: &TensorFileSummary) {
-    println!("{}: {}, {} bytes", path.display(), s.format, s.file_size);
+    println!(
+        "{}: {}, {}",
+        path.display(),
+        s.format,
+        with_human(s.file_size, "bytes", human_bytes)
+    );
     println!(
         "header: {} bytes; data: {} bytes at byte {}",
         s.header_size, s.data_size, s.data_offset
@@ -175,11 +276,49 @@ fn print_text(path: &Path, s: &TensorFileSummary) {
             }
         }
     }
-    print_tensors(s.tensor_count, &s.tensors);
+    print_tensors(s.tensor_count, s.parameter_count, &s.tensors);
 }
 
-fn print_tensors(count: usize, tensors: &[TensorSummary]) {
-    println!("tensors: {count}");
+/// `n` in B, kB, MB or GB (powers of 1000), three significant digits.
+pub fn human_bytes(n: u64) -> String {
+    human(n, &[" B", " kB", " MB", " GB", " TB"])
+}
+
+/// `n` as 1.23k, 45.6M, 7.89G.
+fn human_count(n: u64) -> String {
+    human(n, &["", "k", "M", "G", "T"])
+}
+
+/// `N unit`, followed by the short form in parentheses when it differs
+/// (`90868376 bytes (90.9 MB)`, `5 parameters`).
+fn with_human(n: u64, unit: &str, short: fn(u64) -> String) -> String {
+    if n < 1000 {
+        format!("{n} {unit}")
+    } else {
+        format!("{n} {unit} ({})", short(n))
+    }
+}
+
+fn human(n: u64, units: &[&str]) -> String {
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 999.5 && unit + 1 < units.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n}{}", units[0]),
+        _ if value >= 99.95 => format!("{value:.0}{}", units[unit]),
+        _ if value >= 9.995 => format!("{value:.1}{}", units[unit]),
+        _ => format!("{value:.2}{}", units[unit]),
+    }
+}
+
+fn print_tensors(count: usize, parameters: u64, tensors: &[TensorSummary]) {
+    println!(
+        "tensors: {count}, {}",
+        with_human(parameters, "parameters", human_count)
+    );
     if tensors.is_empty() {
         return;
     }

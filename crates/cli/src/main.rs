@@ -1,28 +1,38 @@
-//! `modelbin`: inspect, verify and convert the binary files that carry ML
-//! models. Thin: parses arguments and calls the libraries.
+//! `modelbin`: inspect, verify, convert and run the binary files that carry
+//! ML models, vocabularies and activations. Thin: parses arguments and calls
+//! the libraries.
+//!
+//! Grammar: `modelbin NOUN VERB` for the engines (`tokens`, `tllm`, `acts`),
+//! `modelbin VERB` for what applies to every format (`inspect`, `verify`,
+//! `convert`); inputs are positional, outputs `-o/--out`, `-m/--model` names
+//! the model, `--json` prints one compact JSON document (or one JSON line
+//! per item for streams).
 //!
 //! Exit codes: 0 success, 1 invalid input or failed operation (one line on
-//! stderr naming the problem and its byte offset), 2 usage error.
+//! stderr naming the problem and where it is), 2 usage error (an unknown
+//! flag or an invalid value).
 
 mod acts;
+mod args;
 mod convert;
 mod embed;
 mod inspect;
+mod npy;
 mod progress;
 mod tllm;
 mod tokens;
 mod train;
 mod verify;
 
-use std::path::PathBuf;
+use std::fmt::Display;
+use std::path::Path;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use modelbin_format::Format;
+use clap::{CommandFactory, Parser, Subcommand};
 
-/// Inspect, verify and convert ML model, vocabulary and activation files.
+/// Inspect, verify, convert and run ML model, vocabulary and activation files.
 #[derive(Debug, Parser)]
-#[command(name = "modelbin", version, about)]
+#[command(name = "modelbin", version, about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,83 +40,40 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Show a file's format, sizes, metadata and tensor table.
-    Inspect {
-        /// The file (or SAEV dataset directory).
-        path: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        /// Read as this format instead of detecting it.
-        #[arg(long, value_parser = parse_format)]
-        format: Option<Format>,
-    },
-    /// Check a file's full integrity; exit 0 when valid, 1 naming the problem.
-    Verify {
-        /// The file (or SAEV dataset directory).
-        path: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        /// Read as this format instead of detecting it.
-        #[arg(long, value_parser = parse_format)]
-        format: Option<Format>,
-    },
+    /// Show each file's format, sizes, metadata and tensor table.
+    Inspect(inspect::InspectArgs),
+    /// Check each file's full integrity; exit 0 when all are valid, 1 otherwise.
+    Verify(verify::VerifyArgs),
     /// Convert a file to another format (e.g. safetensors <-> bintensors).
-    Convert {
-        /// The input file.
-        input: PathBuf,
-        /// The output file; written atomically.
-        output: PathBuf,
-        /// Output format; inferred from OUTPUT's extension when omitted.
-        #[arg(long, value_parser = parse_format)]
-        to: Option<Format>,
-        /// Print a JSON report instead of text.
-        #[arg(long)]
-        json: bool,
-        /// `.tiktoken` -> BPE2: leave the special tokens out (as llm-cost's files do).
-        #[arg(long)]
-        no_special_tokens: bool,
-        /// -> EMBD: store the weights as f32, f16 or bf16 (half-size files).
-        #[arg(long, value_parser = parse_weight_dtype)]
-        dtype: Option<modelbin_format::DType>,
-    },
+    Convert(convert::ConvertArgs),
     /// Encode, decode, count and price text with tiktoken-exact tokenizers.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
-    /// Run or train a TLLM model: logits, train.
+    /// TLLM language models: init, logits, generate, train.
     #[command(subcommand)]
     Tllm(tllm::TllmCommand),
-    /// Generate tokens (or byte-level text) with a TLLM model.
-    Generate(tllm::GenerateArgs),
-    /// Write a randomly initialised TLLM model.
-    InitTllm(tllm::InitArgs),
     /// Sentence embeddings with an EMBD model: one JSON array per text, per line.
     Embed(embed::EmbedArgs),
     /// Cosine similarity of two texts' sentence embeddings.
     Similarity(embed::SimilarityArgs),
+    /// The lines of text files closest in meaning to a query (sentence embeddings).
+    Search(embed::SearchArgs),
     /// Inspect, verify, read, summarise, benchmark and create SAEV activation datasets.
     #[command(subcommand)]
     Acts(acts::ActsCommand),
-}
-
-fn parse_format(name: &str) -> Result<Format, String> {
-    Format::from_name(name).ok_or_else(|| {
-        let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-        format!("unknown format `{name}` (known: {})", known.join(", "))
-    })
-}
-
-fn parse_weight_dtype(name: &str) -> Result<modelbin_format::DType, String> {
-    use modelbin_format::DType;
-    match name.to_ascii_lowercase().as_str() {
-        "f32" => Ok(DType::F32),
-        "f16" => Ok(DType::F16),
-        "bf16" => Ok(DType::BF16),
-        _ => Err(format!(
-            "unknown weight dtype `{name}` (known: f32, f16, bf16)"
-        )),
-    }
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) of modelbin and its commands.
+    Man,
+    /// Same as `tllm generate`.
+    #[command(hide = true)]
+    Generate(tllm::GenerateArgs),
+    /// Same as `tllm init`.
+    #[command(hide = true)]
+    InitTllm(tllm::InitArgs),
 }
 
 /// How a command failed.
@@ -116,6 +83,34 @@ enum Failure {
     Invalid(String),
     /// A usage problem clap could not catch: exit 2.
     Usage(String),
+    /// Failures already printed (one line each): exit 1.
+    Reported,
+}
+
+/// Runs `each` on every path (`first` is true for the first), printing the
+/// error of a path that fails and going on with the next; exit 1 at the end
+/// when any failed.
+fn for_each_path(
+    paths: &[std::path::PathBuf],
+    mut each: impl FnMut(&Path, bool) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut failed = false;
+    for (index, path) in paths.iter().enumerate() {
+        match each(path, index == 0) {
+            Ok(()) => {}
+            Err(Failure::Invalid(message)) => {
+                eprintln!("error: {message}");
+                failed = true;
+            }
+            Err(Failure::Reported) => failed = true,
+            Err(usage @ Failure::Usage(_)) => return Err(usage),
+        }
+    }
+    if failed {
+        Err(Failure::Reported)
+    } else {
+        Ok(())
+    }
 }
 
 /// Any error as an exit-1 failure, with its own message.
@@ -126,6 +121,45 @@ fn invalid(e: impl std::fmt::Display) -> Failure {
 impl From<modelbin_format::Error> for Failure {
     fn from(e: modelbin_format::Error) -> Self {
         Failure::Invalid(e.to_string())
+    }
+}
+
+/// An error that may already name the file it concerns.
+trait NamesPath: Display {
+    /// The path the message begins with, when it names one.
+    fn named_path(&self) -> Option<&Path>;
+}
+
+impl NamesPath for modelbin_format::Error {
+    fn named_path(&self) -> Option<&Path> {
+        self.path()
+    }
+}
+
+impl NamesPath for modelbin_infer::Error {
+    fn named_path(&self) -> Option<&Path> {
+        match self {
+            modelbin_infer::Error::Format(e) => e.path(),
+            _ => None,
+        }
+    }
+}
+
+impl NamesPath for modelbin_tokenize::Error {
+    fn named_path(&self) -> Option<&Path> {
+        match self {
+            modelbin_tokenize::Error::Format(e) => e.path(),
+            _ => None,
+        }
+    }
+}
+
+/// An exit-1 failure about `path`: the error's message, prefixed with the
+/// path unless the message already names a path (so no path shows twice).
+fn at(path: &Path, e: impl NamesPath) -> Failure {
+    match e.named_path() {
+        Some(_) => Failure::Invalid(e.to_string()),
+        None => Failure::Invalid(format!("{}: {e}", path.display())),
     }
 }
 
@@ -175,29 +209,29 @@ fn main() -> ExitCode {
     exit_cleanly_on_sigbus();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Inspect { path, json, format } => inspect::run(&path, format, json),
-        Command::Verify { path, json, format } => verify::run(&path, format, json),
-        Command::Convert {
-            input,
-            output,
-            to,
-            json,
-            no_special_tokens,
-            dtype,
-        } => {
-            let options = modelbin_format::convert::ConvertOptions {
-                include_special_tokens: !no_special_tokens,
-                dtype,
-            };
-            convert::run(&input, &output, to, options, json)
-        }
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Verify(args) => verify::run(&args),
+        Command::Convert(args) => convert::run(&args),
         Command::Tokens(command) => tokens::run(command),
         Command::Tllm(command) => tllm::run(command),
         Command::Generate(args) => tllm::generate_command(&args),
         Command::InitTllm(args) => tllm::init(&args),
         Command::Embed(args) => embed::embed(&args),
         Command::Similarity(args) => embed::similarity(&args),
+        Command::Search(args) => embed::search(&args),
         Command::Acts(command) => acts::run(command),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "modelbin",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map_err(invalid),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -209,13 +243,14 @@ fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::from(2)
         }
+        Err(Failure::Reported) => ExitCode::from(1),
     }
 }
 
-/// Prints a serializable value as pretty JSON on stdout.
+/// Prints a serializable value as one line of compact JSON on stdout.
 fn print_json(value: &impl serde::Serialize) {
     println!(
         "{}",
-        serde_json::to_string_pretty(value).expect("summaries serialize to JSON")
+        serde_json::to_string(value).expect("summaries serialize to JSON")
     );
 }

@@ -40,6 +40,29 @@ impl Progress {
         progress
     }
 
+    /// A bar over the bytes of a text input of `total_bytes` (none: stdin,
+    /// no bar), noting the sentences done and their rate; shown once the
+    /// work has lasted over a second.
+    pub fn sentences(total_bytes: Option<u64>) -> Self {
+        let mut progress = Progress::with_template(
+            "embedding [{bar:30}] {bytes}/{total_bytes}, {msg} ({eta})",
+            total_bytes,
+        );
+        progress.enabled &= total_bytes.is_some();
+        progress
+    }
+
+    /// Records `sentences` done after reading `bytes` of the input.
+    pub fn sentences_done(&mut self, sentences: u64, bytes: u64) {
+        let rate = sentences as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        self.bar
+            .set_message(format!("{sentences} sentences, {rate:.0} sentences/s"));
+        self.bar.set_position(bytes);
+        if self.started.elapsed() > DELAY {
+            self.show();
+        }
+    }
+
     fn with_template(template: &str, total: Option<u64>) -> Self {
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
         bar.set_style(

@@ -1,5 +1,4 @@
-//! `modelbin init-tllm`, `modelbin tllm logits`, `modelbin generate`
-//! (`modelbin tllm train` is in `train.rs`).
+//! `modelbin tllm init|logits|generate` (`tllm train` is in `train.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,40 +7,85 @@ use clap::{Args, Subcommand};
 use modelbin_format::tllm::Config;
 use modelbin_infer::tllm::{Model, Sampling, generate};
 
-use crate::{Failure, invalid, print_json};
+use crate::args::{
+    IdList, OutputPath, flatten_ids, parse_ids, parse_non_negative, parse_probability,
+};
+use crate::{Failure, at, invalid, print_json};
 
-/// Shape and seed of a new random model.
+/// The shape of a model: the same flags and defaults for `tllm init` and
+/// `tllm train`.
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub struct ModelShape {
     /// Model dimension.
     #[arg(long, default_value_t = 64)]
-    dim: u32,
+    pub dim: u32,
     /// Transformer blocks.
     #[arg(long, default_value_t = 2)]
-    layers: u32,
+    pub layers: u32,
     /// Attention heads (must divide --dim).
-    #[arg(long, default_value_t = 2)]
-    heads: u32,
+    #[arg(long, default_value_t = 4)]
+    pub heads: u32,
     /// Feed-forward hidden dimension.
-    #[arg(long, default_value_t = 128)]
-    ffn: u32,
-    /// Maximum sequence length.
-    #[arg(long, default_value_t = 128)]
-    seq: u32,
+    #[arg(long, default_value_t = 256)]
+    pub ffn: u32,
+    /// Context length (max_seq_len; training runs on windows this long).
+    #[arg(long, default_value_t = 64)]
+    pub seq: u32,
+    /// Residual dropout rate (stored in the header; used by training only).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative)]
+    pub dropout: f32,
+}
+
+impl ModelShape {
+    /// The configuration of a model of this shape over `vocab_size` tokens,
+    /// checked, its errors in the flags' words.
+    pub fn config(&self, vocab_size: u32) -> Result<Config, Failure> {
+        let config = Config {
+            model_dim: self.dim,
+            n_layers: self.layers,
+            n_heads: self.heads,
+            ffn_hidden_dim: self.ffn,
+            max_seq_len: self.seq,
+            vocab_size,
+            dropout: self.dropout,
+        };
+        config.validate().map_err(config_failure)?;
+        Ok(config)
+    }
+}
+
+/// Refuses to replace an existing file unless `force` (a usage error:
+/// exit 2 with the flag that allows it).
+pub fn refuse_overwrite(path: &Path, force: bool, how: &str) -> Result<(), Failure> {
+    if path.exists() && !force {
+        return Err(Failure::Usage(format!("{} exists; {how}", path.display())));
+    }
+    Ok(())
+}
+
+/// Arguments of `modelbin tllm init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    shape: ModelShape,
     /// Vocabulary size (256: one token per byte).
     #[arg(long, default_value_t = 256)]
     vocab: u32,
-    /// Dropout rate recorded in the header (unused at inference).
-    #[arg(long, default_value_t = 0.0)]
-    dropout: f32,
     /// Random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Output file.
-    output: PathBuf,
+    #[command(flatten)]
+    output: OutputPath,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Print a JSON report.
+    #[arg(long)]
+    json: bool,
 }
 
-/// A configuration error in the words of the flags that set each field.
+/// A configuration error in the words of the flags that set each field: a
+/// usage error (exit 2), as an invalid value is.
 pub fn config_failure(e: modelbin_format::Error) -> Failure {
     use modelbin_format::{Error, TllmError};
     match e {
@@ -61,7 +105,7 @@ pub fn config_failure(e: modelbin_format::Error) -> Failure {
                 _ => "--dropout",
             };
             let reason = reason.replace("model_dim", "--dim");
-            Failure::Invalid(format!("{flag} {value}: {reason}"))
+            Failure::Usage(format!("{flag} {value}: {reason}"))
         }
         other => Failure::Invalid(other.to_string()),
     }
@@ -69,49 +113,59 @@ pub fn config_failure(e: modelbin_format::Error) -> Failure {
 
 /// Writes a model with N(0, 0.02) weights, LayerNorm weights 1, biases 0.
 pub fn init(args: &InitArgs) -> Result<(), Failure> {
-    let config = Config {
-        model_dim: args.dim,
-        n_layers: args.layers,
-        n_heads: args.heads,
-        ffn_hidden_dim: args.ffn,
-        max_seq_len: args.seq,
-        vocab_size: args.vocab,
-        dropout: args.dropout,
-    };
-    config.validate().map_err(config_failure)?;
+    let config = args.shape.config(args.vocab)?;
+    let output = args.output.path()?;
+    refuse_overwrite(output, args.force, "pass --force to replace it")?;
     let model = Model::random(config, args.seed, 0.02).map_err(invalid)?;
-    let bytes = model
-        .save(&args.output)
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", args.output.display())))?;
-    println!(
-        "{}: {} parameters, {bytes} bytes",
-        args.output.display(),
-        config.parameter_count().unwrap_or(0)
-    );
+    let bytes = model.save(output).map_err(|e| at(output, e))?;
+    let parameters = config.parameter_count().unwrap_or(0);
+    if args.json {
+        print_json(&serde_json::json!({
+            "path": output, "parameter_count": parameters, "bytes": bytes
+        }));
+    } else {
+        println!(
+            "{}: {parameters} parameters, {bytes} bytes",
+            output.display()
+        );
+    }
     Ok(())
 }
 
+/// `modelbin tllm …`.
 #[derive(Debug, Subcommand)]
 pub enum TllmCommand {
+    /// Write a randomly initialised model.
+    Init(InitArgs),
     /// Print the logits of the last position (or every position) as JSON.
     Logits {
         /// The model file.
-        #[arg(long)]
+        #[arg(short, long)]
         model: PathBuf,
-        /// Token ids, comma-separated.
-        #[arg(long, value_delimiter = ',', required = true)]
-        ids: Vec<u32>,
+        /// Token ids: commas and/or spaces (`1,2,3` or `"1 2 3"`).
+        #[arg(long, required = true, num_args = 1.., value_parser = parse_ids)]
+        ids: Vec<IdList>,
         /// Logits at every position (a JSON array of arrays).
         #[arg(long)]
         all: bool,
+        /// Accepted for uniformity: the output is always JSON.
+        #[arg(long)]
+        json: bool,
     },
+    /// Generate tokens (or byte-level text).
+    Generate(GenerateArgs),
     /// Train a byte-level model on text files (AdamW, cosine schedule, checkpoints).
     Train(crate::train::TrainArgs),
 }
 
+/// Runs `modelbin tllm …`.
 pub fn run(command: TllmCommand) -> Result<(), Failure> {
     match command {
-        TllmCommand::Logits { model, ids, all } => {
+        TllmCommand::Init(args) => init(&args),
+        TllmCommand::Logits {
+            model, ids, all, ..
+        } => {
+            let ids = flatten_ids(&ids);
             let model = open(&model)?;
             let logits = model.forward(&ids).map_err(invalid)?;
             let v = model.config().vocab_size as usize;
@@ -123,37 +177,38 @@ pub fn run(command: TllmCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
+        TllmCommand::Generate(args) => generate_command(&args),
         TllmCommand::Train(args) => crate::train::train(&args),
     }
 }
 
 fn open(path: &Path) -> Result<Model, Failure> {
-    Model::open(path).map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))
+    Model::open(path).map_err(|e| at(path, e))
 }
 
 /// What to generate from.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// The model file.
-    #[arg(long)]
+    #[arg(short, long)]
     model: PathBuf,
     /// Prompt text, one token per byte (models with vocab_size ≥ 256).
     #[arg(long, conflicts_with = "ids", required_unless_present = "ids")]
     prompt: Option<String>,
-    /// Prompt token ids, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    ids: Option<Vec<u32>>,
-    /// Tokens to generate at most.
+    /// Prompt token ids: commas and/or spaces.
+    #[arg(long, num_args = 1.., value_parser = parse_ids)]
+    ids: Option<Vec<IdList>>,
+    /// Tokens to generate at most (past the context the window slides).
     #[arg(long, default_value_t = 64)]
     max_tokens: usize,
     /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative)]
     temperature: f32,
-    /// Sample among the k most likely tokens.
-    #[arg(long)]
-    top_k: Option<usize>,
-    /// Sample among the most likely tokens whose probability reaches p.
-    #[arg(long)]
+    /// Sample among the k most likely tokens (k ≥ 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    top_k: Option<u64>,
+    /// Sample among the most likely tokens whose probability reaches p, in (0, 1].
+    #[arg(long, value_parser = parse_probability)]
     top_p: Option<f32>,
     /// Sampler seed.
     #[arg(long, default_value_t = 0)]
@@ -161,7 +216,7 @@ pub struct GenerateArgs {
     /// Stop after generating this id.
     #[arg(long)]
     stop: Option<u32>,
-    /// Print a JSON report (ids, text, speed) instead of streaming text.
+    /// Print a JSON report (ids, text, why it stopped, speed) instead of streaming text.
     #[arg(long)]
     json: bool,
 }
@@ -181,20 +236,20 @@ fn render(ids: &[u32]) -> Vec<u8> {
 pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
     let model = open(&args.model)?;
     let bytes_level = model.config().vocab_size >= 256;
-    let prompt: Vec<u32> = match (&args.prompt, &args.ids) {
-        (Some(text), _) if bytes_level => text.bytes().map(u32::from).collect(),
-        (Some(_), _) => {
+    let prompt: Vec<u32> = match &args.prompt {
+        Some(text) if bytes_level => text.bytes().map(u32::from).collect(),
+        Some(_) => {
             return Err(Failure::Invalid(format!(
                 "--prompt needs a byte-level model (vocab_size ≥ 256); this one has {}: use --ids",
                 model.config().vocab_size
             )));
         }
-        (None, Some(ids)) => ids.clone(),
-        (None, None) => unreachable!("clap requires --prompt or --ids"),
+        // clap requires --ids when --prompt is absent.
+        None => flatten_ids(args.ids.as_deref().unwrap_or_default()),
     };
     let sampling = Sampling {
         temperature: args.temperature,
-        top_k: args.top_k,
+        top_k: args.top_k.map(|k| k as usize),
         top_p: args.top_p,
         seed: args.seed,
     };

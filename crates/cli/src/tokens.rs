@@ -6,29 +6,36 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use modelbin_format::source::MappedFile;
-use modelbin_tokenize::cost::{ChatMessage, PriceTable, cost, count_chat, encoding_for_model};
+use modelbin_tokenize::cost::{
+    ChatMessage, PriceTable, cached_cost, cost, count_chat, encoding_for_model,
+};
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
-use crate::{Failure, invalid, print_json};
+use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
+use crate::{Failure, at, invalid, print_json};
 
 /// The default encoding when none is chosen: the one current models use.
 const DEFAULT_ENCODING: &str = "o200k_base";
 
+/// `modelbin tokens …`.
 #[derive(Debug, Subcommand)]
 pub enum TokensCommand {
     /// Print the token ids of each input as a JSON array (one line per input).
     Encode {
         #[command(flatten)]
         vocab: VocabChoice,
+        #[command(flatten)]
+        inputs: TextInputs,
         /// Recognise special tokens: `all`, or a comma-separated list.
         #[arg(long, value_name = "all|LIST")]
         special: Option<String>,
         /// Read one JSON string per stdin line; write one JSON array of ids per line.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["texts", "files"])]
         jsonl: bool,
-        /// Files to encode (`-` or none: stdin).
-        files: Vec<PathBuf>,
+        /// One JSON object per input and line: {"input", "ids"}.
+        #[arg(long, conflicts_with = "jsonl")]
+        json: bool,
     },
     /// Print the text of token ids (arguments, or JSON arrays / numbers on stdin).
     Decode {
@@ -37,28 +44,38 @@ pub enum TokensCommand {
         /// Read one JSON array of ids per stdin line; write one JSON string per line.
         #[arg(long)]
         jsonl: bool,
-        /// Token ids.
-        ids: Vec<u32>,
+        /// Print {"text": ...} (JSON) instead of the raw text.
+        #[arg(long, conflicts_with = "jsonl")]
+        json: bool,
+        /// Token ids: commas and/or spaces (`15339 1917`, `15339,1917`).
+        #[arg(value_parser = parse_ids)]
+        ids: Vec<IdList>,
     },
-    /// Count tokens per file, wc-style, with a total.
+    /// Count tokens per input, wc-style, with a total.
     Count {
         #[command(flatten)]
         vocab: VocabChoice,
+        #[command(flatten)]
+        inputs: TextInputs,
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Files to count (`-` or none: stdin).
-        files: Vec<PathBuf>,
     },
     /// Estimate the cost of sending the inputs to a model.
     Cost {
-        /// The model (e.g. gpt-4o, gpt-4.1-mini, o3, gpt-5).
+        /// The model (e.g. gpt-4o, gpt-4.1-mini, o3, gpt-5; `tokens models` lists them).
         #[arg(short, long)]
         model: String,
+        #[command(flatten)]
+        inputs: TextInputs,
         /// Expected output tokens, priced at the output rate.
         #[arg(long, default_value_t = 0)]
         output_tokens: u64,
-        /// A price table JSON file to use instead of the bundled one.
+        /// Input tokens served from the prompt cache (priced at the cached rate).
+        #[arg(long, default_value_t = 0)]
+        cached_tokens: u64,
+        /// A price table JSON file (the bundled table's shape) whose entries
+        /// add to or replace the bundled ones.
         #[arg(long)]
         prices: Option<PathBuf>,
         /// A chat conversation (JSON array of {role, content, name?}) to count
@@ -68,20 +85,37 @@ pub enum TokensCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Files to count (`-` or none: stdin, unless --messages is given).
-        files: Vec<PathBuf>,
     },
+    /// List the models with a price: their encoding and prices.
+    Models {
+        /// A price table JSON file overlaying the bundled one.
+        #[arg(long)]
+        prices: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The texts a command reads: `--text` arguments, files, or stdin.
+#[derive(Debug, Args)]
+pub struct TextInputs {
+    /// A text to read (repeatable), instead of files or stdin.
+    #[arg(short, long = "text", value_name = "TEXT")]
+    texts: Vec<String>,
+    /// Files to read (`-` or none, without --text: stdin).
+    files: Vec<PathBuf>,
 }
 
 /// Which vocabulary to use.
 #[derive(Debug, Args)]
 pub struct VocabChoice {
     /// Encoding: cl100k_base or o200k_base (built in; default o200k_base).
-    #[arg(short, long, conflicts_with_all = ["model", "vocab"])]
-    encoding: Option<String>,
+    #[arg(short, long, conflicts_with_all = ["model", "vocab"], value_parser = parse_encoding)]
+    encoding: Option<&'static str>,
     /// Model whose encoding to use (e.g. gpt-4o, gpt-4).
-    #[arg(short, long, conflicts_with = "vocab")]
-    model: Option<String>,
+    #[arg(short, long, conflicts_with = "vocab", value_parser = parse_model)]
+    model: Option<&'static str>,
     /// A BPE2 vocabulary file (e.g. p50k_base or r50k_base built with
     /// `modelbin convert p50k_base.tiktoken p50k_base.bpe2`).
     #[arg(long, value_name = "FILE.bpe2")]
@@ -92,6 +126,24 @@ pub struct VocabChoice {
     pattern: Option<String>,
 }
 
+/// A built-in encoding's name; the others need `--vocab`.
+fn parse_encoding(name: &str) -> Result<&'static str, String> {
+    match Tokenizer::embedded(name) {
+        Ok(tokenizer) => tokenizer
+            .name()
+            .ok_or_else(|| format!("built-in encoding `{name}` has no name")),
+        Err(e @ modelbin_tokenize::Error::NotEmbedded(_)) => {
+            Err(format!("{e}; then pass it with --vocab FILE.bpe2"))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A model name; its value is the model's encoding.
+fn parse_model(model: &str) -> Result<&'static str, String> {
+    encoding_for_model(model).map_err(|e| e.to_string())
+}
+
 impl VocabChoice {
     fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
         if let Some(path) = &self.vocab {
@@ -100,23 +152,15 @@ impl VocabChoice {
                 .as_deref()
                 .map(Pattern::custom)
                 .transpose()
-                .map_err(invalid)?;
+                .map_err(|e| Failure::Usage(format!("--pattern: {e}")))?;
             return Tokenizer::open(path, pattern)
                 .map(|t| TokenizerRef::Owned(Box::new(t)))
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
+                .map_err(|e| at(path, e));
         }
-        let name = match &self.model {
-            Some(model) => encoding_for_model(model).map_err(invalid)?,
-            None => self.encoding.as_deref().unwrap_or(DEFAULT_ENCODING),
-        };
+        let name = self.model.or(self.encoding).unwrap_or(DEFAULT_ENCODING);
         Tokenizer::embedded(name)
             .map(TokenizerRef::Embedded)
-            .map_err(|e| match e {
-                modelbin_tokenize::Error::NotEmbedded(_) => {
-                    Failure::Invalid(format!("{e}; pass it with --vocab FILE.bpe2"))
-                }
-                other => invalid(other),
-            })
+            .map_err(invalid)
     }
 }
 
@@ -136,36 +180,60 @@ impl std::ops::Deref for TokenizerRef {
     }
 }
 
+/// Runs `modelbin tokens …`.
 pub fn run(command: TokensCommand) -> Result<(), Failure> {
     match command {
         TokensCommand::Encode {
             vocab,
+            inputs,
             special,
             jsonl,
-            files,
-        } => encode(&*vocab.tokenizer()?, special.as_deref(), jsonl, &files),
-        TokensCommand::Decode { vocab, jsonl, ids } => decode(&*vocab.tokenizer()?, jsonl, &ids),
-        TokensCommand::Count { vocab, json, files } => count(&*vocab.tokenizer()?, json, &files),
+            json,
+        } => {
+            let tokenizer = vocab.tokenizer()?;
+            if jsonl {
+                encode_jsonl(&tokenizer)
+            } else {
+                encode(&tokenizer, special.as_deref(), &inputs, json)
+            }
+        }
+        TokensCommand::Decode {
+            vocab,
+            jsonl,
+            json,
+            ids,
+        } => decode(&*vocab.tokenizer()?, jsonl, json, &flatten_ids(&ids)),
+        TokensCommand::Count {
+            vocab,
+            inputs,
+            json,
+        } => count(&*vocab.tokenizer()?, &inputs, json),
         TokensCommand::Cost {
             model,
+            inputs,
             output_tokens,
+            cached_tokens,
             prices,
             messages,
             json,
-            files,
         } => estimate_cost(
-            &model,
-            output_tokens,
-            prices.as_deref(),
-            messages.as_deref(),
+            &CostRequest {
+                model: &model,
+                output_tokens,
+                cached_tokens,
+                prices: prices.as_deref(),
+                messages: messages.as_deref(),
+            },
+            &inputs,
             json,
-            &files,
         ),
+        TokensCommand::Models { prices, json } => models(prices.as_deref(), json),
     }
 }
 
-/// An input's text: memory-mapped when it is valid UTF-8, else converted
-/// lossily (invalid bytes become U+FFFD) with a warning.
+/// An input's text: a `--text` argument, or a file memory-mapped when it
+/// is valid UTF-8, else converted lossily (invalid bytes become U+FFFD)
+/// with a warning.
 struct Input {
     name: String,
     text: Text,
@@ -186,7 +254,7 @@ impl Input {
                 .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
             return Ok(Input::from_bytes(name, bytes));
         }
-        let mapped = MappedFile::open_or_read(path).map_err(invalid)?;
+        let mapped = MappedFile::open_or_read(path).map_err(|e| at(path, e))?;
         if std::str::from_utf8(&mapped).is_ok() {
             return Ok(Input {
                 name,
@@ -218,32 +286,46 @@ impl Input {
     }
 }
 
-/// The inputs named on the command line, or stdin.
-fn inputs(files: &[PathBuf]) -> Vec<PathBuf> {
-    if files.is_empty() {
-        vec![PathBuf::from("-")]
-    } else {
-        files.to_vec()
+impl TextInputs {
+    /// Calls `each` on every input in order: the `--text` arguments (named
+    /// `--text N`), then the files (stdin when there are neither). An input
+    /// that cannot be read is reported and skipped; the others still run,
+    /// and the result is then [`Failure::Reported`] (exit 1).
+    fn for_each(&self, mut each: impl FnMut(&Input) -> Result<(), Failure>) -> Result<(), Failure> {
+        for (index, text) in self.texts.iter().enumerate() {
+            each(&Input {
+                name: format!("--text {}", index + 1),
+                text: Text::Owned(text.clone()),
+            })?;
+        }
+        let files = if self.files.is_empty() && self.texts.is_empty() {
+            vec![PathBuf::from("-")]
+        } else {
+            self.files.clone()
+        };
+        crate::for_each_path(&files, |path, _| each(&Input::read(path)?))
     }
+}
+
+fn encode_jsonl(tokenizer: &Tokenizer) -> Result<(), Failure> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (index, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
+        let text: String = serde_json::from_str(&line).map_err(|e| {
+            Failure::Invalid(format!("stdin line {}: not a JSON string: {e}", index + 1))
+        })?;
+        write_json_line(&mut out, &tokenizer.encode_ordinary(&text))?;
+    }
+    flush(out)
 }
 
 fn encode(
     tokenizer: &Tokenizer,
     special: Option<&str>,
-    jsonl: bool,
-    files: &[PathBuf],
+    inputs: &TextInputs,
+    json: bool,
 ) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if jsonl {
-        for (index, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-            let text: String = serde_json::from_str(&line).map_err(|e| {
-                Failure::Invalid(format!("stdin line {}: not a JSON string: {e}", index + 1))
-            })?;
-            write_json_line(&mut out, &tokenizer.encode_ordinary(&text))?;
-        }
-        return flush(out);
-    }
     let names: Vec<&str>;
     let allowed = match special {
         None => Specials::None,
@@ -253,17 +335,24 @@ fn encode(
             Specials::Only(&names)
         }
     };
-    for path in inputs(files) {
-        let input = Input::read(&path)?;
+    let result = inputs.for_each(|input| {
         let ids = tokenizer
             .encode(input.text(), allowed, Specials::None)
             .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
-        write_json_line(&mut out, &ids)?;
-    }
-    flush(out)
+        if json {
+            write_json_line(
+                &mut out,
+                &serde_json::json!({"input": input.name, "ids": ids}),
+            )
+        } else {
+            write_json_line(&mut out, &ids)
+        }
+    });
+    flush(out)?;
+    result
 }
 
-fn decode(tokenizer: &Tokenizer, jsonl: bool, ids: &[u32]) -> Result<(), Failure> {
+fn decode(tokenizer: &Tokenizer, jsonl: bool, json: bool, ids: &[u32]) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if jsonl {
         for (index, line) in std::io::stdin().lock().lines().enumerate() {
@@ -283,8 +372,13 @@ fn decode(tokenizer: &Tokenizer, jsonl: bool, ids: &[u32]) -> Result<(), Failure
     } else {
         ids.to_vec()
     };
-    out.write_all(tokenizer.decode(&ids).map_err(invalid)?.as_bytes())
-        .map_err(|e| Failure::Invalid(format!("stdout: {e}")))?;
+    let text = tokenizer.decode(&ids).map_err(invalid)?;
+    if json {
+        write_json_line(&mut out, &serde_json::json!({ "text": text }))?;
+    } else {
+        out.write_all(text.as_bytes())
+            .map_err(|e| Failure::Invalid(format!("stdout: {e}")))?;
+    }
     flush(out)
 }
 
@@ -294,60 +388,66 @@ fn read_ids() -> Result<Vec<u32>, Failure> {
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<u32>()
-                .map_err(|_| Failure::Invalid(format!("stdin: `{s}` is not a token id")))
-        })
-        .collect()
+    split_ids(&text).map_err(|e| Failure::Invalid(format!("stdin: {e}")))
 }
 
 #[derive(Serialize)]
-struct FileCount {
-    path: String,
+struct InputCount {
+    input: String,
     tokens: usize,
 }
 
 #[derive(Serialize)]
 struct CountReport {
     encoding: Option<&'static str>,
-    files: Vec<FileCount>,
+    inputs: Vec<InputCount>,
     total: usize,
 }
 
-fn count_inputs(tokenizer: &Tokenizer, files: &[PathBuf]) -> Result<Vec<FileCount>, Failure> {
-    inputs(files)
-        .iter()
-        .map(|path| {
-            let input = Input::read(path)?;
-            Ok(FileCount {
-                tokens: tokenizer.count_parallel(input.text()),
-                path: input.name,
-            })
-        })
-        .collect()
+/// The token count of every input that could be read, and whether all could.
+fn count_inputs(
+    tokenizer: &Tokenizer,
+    inputs: &TextInputs,
+) -> (Vec<InputCount>, Result<(), Failure>) {
+    let mut counts = Vec::new();
+    let result = inputs.for_each(|input| {
+        counts.push(InputCount {
+            tokens: tokenizer.count_parallel(input.text()),
+            input: input.name.clone(),
+        });
+        Ok(())
+    });
+    (counts, result)
 }
 
-fn count(tokenizer: &Tokenizer, json: bool, files: &[PathBuf]) -> Result<(), Failure> {
-    let counts = count_inputs(tokenizer, files)?;
+fn count(tokenizer: &Tokenizer, inputs: &TextInputs, json: bool) -> Result<(), Failure> {
+    let (counts, result) = count_inputs(tokenizer, inputs);
     let total = counts.iter().map(|c| c.tokens).sum();
     if json {
         print_json(&CountReport {
             encoding: tokenizer.name(),
-            files: counts,
+            inputs: counts,
             total,
         });
-        return Ok(());
+        return result;
     }
     let width = total.to_string().len().max(7);
     for c in &counts {
-        println!("{:>width$} {}", c.tokens, c.path);
+        println!("{:>width$} {}", c.tokens, c.input);
     }
     if counts.len() > 1 {
         println!("{total:>width$} total");
     }
-    Ok(())
+    result
+}
+
+/// What `tokens cost` is asked.
+struct CostRequest<'a> {
+    model: &'a str,
+    output_tokens: u64,
+    cached_tokens: u64,
+    prices: Option<&'a Path>,
+    messages: Option<&'a Path>,
 }
 
 #[derive(Serialize)]
@@ -356,6 +456,7 @@ struct CostReport<'a> {
     priced_as: &'a str,
     encoding: &'static str,
     input_tokens: usize,
+    cached_tokens: u64,
     output_tokens: u64,
     input_cost: f64,
     output_cost: f64,
@@ -364,30 +465,52 @@ struct CostReport<'a> {
     prices_as_of: &'a str,
 }
 
-fn estimate_cost(
-    model: &str,
-    output_tokens: u64,
-    prices: Option<&Path>,
-    messages: Option<&Path>,
-    json: bool,
-    files: &[PathBuf],
-) -> Result<(), Failure> {
-    let table = match prices {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?;
-            PriceTable::parse(&text)
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?
-        }
-        None => PriceTable::bundled(),
-    };
-    let (priced_as, price) = table.price(model).map_err(invalid)?;
-    let encoding = encoding_for_model(model).map_err(invalid)?;
+/// Days a price table may age before `cost` warns.
+const STALE_AFTER_DAYS: i64 = 90;
+
+/// The bundled price table, overlaid with `path`'s entries; a warning on
+/// stderr when its date is over [`STALE_AFTER_DAYS`] old.
+fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
+    let mut table = PriceTable::bundled();
+    if let Some(path) = path {
+        let text = std::fs::read_to_string(path).map_err(|e| at_io(path, e))?;
+        let extra = PriceTable::parse(&text).map_err(|e| at(path, e))?;
+        table = table.overlay(extra);
+    }
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| (d.as_secs() / 86_400) as i64);
+    if let Some(age) = table.age_in_days(today)
+        && age > STALE_AFTER_DAYS
+    {
+        eprintln!(
+            "warning: the price table is from {} ({age} days ago); prices may have changed: pass --prices FILE with current ones",
+            table.as_of
+        );
+    }
+    Ok(table)
+}
+
+/// An I/O error about `path`.
+fn at_io(path: &Path, e: std::io::Error) -> Failure {
+    at(path, modelbin_format::Error::io(path, e))
+}
+
+fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Result<(), Failure> {
+    let table = price_table(request.prices)?;
+    let model = request.model;
+    let (priced_as, price) = table.price(model).map_err(|e| {
+        Failure::Usage(format!(
+            "{e}; add its prices with --prices FILE (`modelbin tokens models` lists the known ones)"
+        ))
+    })?;
+    let encoding = encoding_for_model(model)
+        .or_else(|_| encoding_for_model(priced_as))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     let tokenizer = Tokenizer::embedded(encoding).map_err(invalid)?;
     let mut input_tokens = 0;
-    if let Some(path) = messages {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?;
+    if let Some(path) = request.messages {
+        let text = std::fs::read_to_string(path).map_err(|e| at_io(path, e))?;
         let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
             Failure::Invalid(format!(
                 "{}: not a JSON array of chat messages: {e}",
@@ -396,20 +519,32 @@ fn estimate_cost(
         })?;
         input_tokens += count_chat(tokenizer, &conversation);
     }
-    if messages.is_none() || !files.is_empty() {
-        input_tokens += count_inputs(tokenizer, files)?
-            .iter()
-            .map(|c| c.tokens)
-            .sum::<usize>();
+    if request.messages.is_none() || !inputs.texts.is_empty() || !inputs.files.is_empty() {
+        let (counts, result) = count_inputs(tokenizer, inputs);
+        result?;
+        input_tokens += counts.iter().map(|c| c.tokens).sum::<usize>();
     }
-    let input_cost = cost(price, input_tokens as u64, 0);
-    let output_cost = cost(price, 0, output_tokens);
+    let cached = request.cached_tokens;
+    if cached > input_tokens as u64 {
+        return Err(Failure::Usage(format!(
+            "--cached-tokens {cached} is more than the {input_tokens} input tokens"
+        )));
+    }
+    let cached_cost = cached_cost(price, cached).ok_or_else(|| {
+        Failure::Usage(format!(
+            "{priced_as} has no cached-input price; leave out --cached-tokens"
+        ))
+    });
+    let cached_cost = if cached == 0 { 0.0 } else { cached_cost? };
+    let input_cost = cost(price, input_tokens as u64 - cached, 0) + cached_cost;
+    let output_cost = cost(price, 0, request.output_tokens);
     let report = CostReport {
         model,
         priced_as,
         encoding,
         input_tokens,
-        output_tokens,
+        cached_tokens: cached,
+        output_tokens: request.output_tokens,
         input_cost,
         output_cost,
         total_cost: input_cost + output_cost,
@@ -418,13 +553,75 @@ fn estimate_cost(
     };
     if json {
         print_json(&report);
-    } else {
-        println!(
-            "{model} ({encoding}): {input_tokens} input tokens = ${input_cost:.6}; {output_tokens} output tokens = ${output_cost:.6}; total ${:.6} {} (prices as of {})",
-            report.total_cost, table.currency, table.as_of
-        );
+        return Ok(());
     }
+    let priced = if priced_as == model {
+        String::new()
+    } else {
+        format!(", priced as {priced_as}")
+    };
+    let cached_note = if cached > 0 {
+        format!(" ({cached} cached)")
+    } else {
+        String::new()
+    };
+    println!(
+        "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = ${input_cost:.6}; {} output tokens = ${output_cost:.6}; total ${:.6} {} (prices as of {})",
+        request.output_tokens, report.total_cost, table.currency, table.as_of
+    );
     Ok(())
+}
+
+/// `tokens models`: every priced model with its encoding and prices.
+fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
+    let table = price_table(prices)?;
+    #[derive(Serialize)]
+    struct Row<'a> {
+        model: &'a str,
+        encoding: Option<&'static str>,
+        input: f64,
+        cached_input: Option<f64>,
+        output: Option<f64>,
+    }
+    let rows: Vec<Row> = table
+        .models
+        .iter()
+        .map(|(name, price)| Row {
+            model: name,
+            encoding: encoding_for_model(name).ok(),
+            input: price.input,
+            cached_input: price.cached_input,
+            output: price.output,
+        })
+        .collect();
+    if json {
+        print_json(&serde_json::json!({
+            "currency": table.currency, "unit": table.unit, "as_of": table.as_of, "models": rows
+        }));
+        return Ok(());
+    }
+    println!("{} {}, as of {}", table.currency, table.unit, table.as_of);
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.model.to_string(),
+                r.encoding.unwrap_or("-").to_string(),
+                format!("{}", r.input),
+                show(r.cached_input),
+                show(r.output),
+            ]
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    modelbin_format::text_table::write(
+        &mut out,
+        &["MODEL", "ENCODING", "INPUT", "CACHED", "OUTPUT"],
+        &cells,
+        2,
+    )
+    .map_err(|e| Failure::Invalid(format!("stdout: {e}")))
 }
 
 fn write_json_line(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use modelbin_format::tllm::Config;
 use modelbin_infer::train::data::{Corpus, read_corpus};
 use modelbin_infer::train::optim::AdamW;
 use modelbin_infer::train::{StepReport, Trainer};
@@ -21,38 +20,22 @@ pub struct TrainArgs {
     #[arg(required = true)]
     corpus: Vec<PathBuf>,
     /// The model file to write (checkpoints too; optimiser state in FILE.opt).
-    #[arg(long)]
+    #[arg(short, long)]
     out: PathBuf,
-    /// Model dimension.
-    #[arg(long, default_value_t = 64)]
-    dim: u32,
-    /// Transformer blocks.
-    #[arg(long, default_value_t = 2)]
-    layers: u32,
-    /// Attention heads (must divide --dim).
-    #[arg(long, default_value_t = 4)]
-    heads: u32,
-    /// Feed-forward hidden dimension.
-    #[arg(long, default_value_t = 256)]
-    ffn: u32,
-    /// Sequence length trained on (the model's max_seq_len).
-    #[arg(long, default_value_t = 64)]
-    seq: u32,
-    /// Residual dropout rate (stored in the header).
-    #[arg(long, default_value_t = 0.0)]
-    dropout: f32,
+    #[command(flatten)]
+    shape: crate::tllm::ModelShape,
     /// Sequences per step.
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
-    /// Total optimisation steps.
-    #[arg(long, default_value_t = 1000)]
+    /// Total optimisation steps (≥ 1).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
     /// Peak learning rate.
     #[arg(long, default_value_t = 3e-3)]
     lr: f64,
-    /// Linear warmup steps.
-    #[arg(long, default_value_t = 100)]
-    warmup: u64,
+    /// Linear warmup steps (default: min(100, steps / 10)).
+    #[arg(long)]
+    warmup: Option<u64>,
     /// AdamW weight decay (matrices and embeddings).
     #[arg(long, default_value_t = 0.1)]
     weight_decay: f64,
@@ -72,8 +55,11 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0)]
     checkpoint_every: u64,
     /// Continue from the checkpoint at --out (same configuration and seed).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "force")]
     resume: bool,
+    /// Replace an existing --out model with a new one.
+    #[arg(long)]
+    force: bool,
     /// Append one JSON object per step (and evaluation) to this file.
     #[arg(long)]
     log: Option<PathBuf>,
@@ -121,19 +107,17 @@ struct Summary {
 
 /// Runs `modelbin tllm train`.
 pub fn train(args: &TrainArgs) -> Result<(), Failure> {
-    let config = Config {
-        model_dim: args.dim,
-        n_layers: args.layers,
-        n_heads: args.heads,
-        ffn_hidden_dim: args.ffn,
-        max_seq_len: args.seq,
-        vocab_size: 256,
-        dropout: args.dropout,
-    };
-    config.validate().map_err(crate::tllm::config_failure)?;
+    let config = args.shape.config(256)?;
+    if !args.resume {
+        crate::tllm::refuse_overwrite(
+            &args.out,
+            args.force,
+            "pass --resume to continue training it or --force to start over",
+        )?;
+    }
     let optimizer = AdamW {
         lr: args.lr,
-        warmup: args.warmup,
+        warmup: args.warmup.unwrap_or((args.steps / 10).min(100)),
         steps: args.steps,
         weight_decay: args.weight_decay,
         clip: args.clip,
@@ -144,7 +128,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     let corpus = Corpus::new(
         read_corpus(&args.corpus).map_err(training_failure)?,
         args.val_fraction,
-        args.seq as usize,
+        args.shape.seq as usize,
     )
     .map_err(training_failure)?;
     // Fail on an unwritable output now, not after the training.
@@ -177,7 +161,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         None => None,
     };
     let mut bar = Progress::steps(args.steps, trainer.steps_done());
-    let tokens_per_step = (args.batch_size * args.seq as usize) as f64;
+    let tokens_per_step = (args.batch_size * args.shape.seq as usize) as f64;
     let start = Instant::now();
     let first_step = trainer.steps_done();
     let mut last = None;

@@ -1,12 +1,27 @@
 //! `modelbin verify`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use modelbin_format::Format;
 use modelbin_format::inspect::Summary;
 use serde::Serialize;
 
+use crate::args::parse_format;
 use crate::{Failure, print_json};
+
+/// Arguments of `modelbin verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Files, SAEV dataset directories, Hugging Face model directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print one JSON verdict per path (one line each).
+    #[arg(long)]
+    json: bool,
+    /// Read as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
+}
 
 #[derive(Serialize)]
 struct Verdict<'a> {
@@ -18,28 +33,37 @@ struct Verdict<'a> {
     error: Option<String>,
 }
 
-pub fn run(path: &Path, format: Option<Format>, json: bool) -> Result<(), Failure> {
-    let outcome = crate::inspect::open(path, format)
-        .and_then(|file| file.verify().map(|()| file.summary()))
-        .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())));
-    if json {
-        let verdict = match &outcome {
-            Ok(summary) => Verdict {
-                path,
-                valid: true,
-                summary: Some(summary),
-                error: None,
-            },
-            Err(Failure::Invalid(message) | Failure::Usage(message)) => Verdict {
-                path,
-                valid: false,
-                summary: None,
-                error: Some(message.clone()),
-            },
-        };
-        print_json(&verdict);
-    } else if let Ok(summary) = &outcome {
+/// Runs `modelbin verify`: one line per path (`PATH: OK (...)` or the
+/// error); exit 1 when any path fails.
+pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
+    crate::for_each_path(&args.paths, |path, _| {
+        let outcome = crate::inspect::open(path, args.format).and_then(|file| {
+            file.verify()
+                .map(|()| file.summary())
+                .map_err(|e| crate::at(path, e))
+        });
+        report(path, outcome, args.json)
+    })
+}
+
+/// Prints the verdict on `path`: `PATH: OK (...)`, or with `json` one JSON
+/// line `{"path", "valid", "summary" | "error"}` (then a failure is
+/// [`Failure::Reported`]: the line says it, the exit status still does).
+pub fn report(path: &Path, outcome: Result<Summary, Failure>, json: bool) -> Result<(), Failure> {
+    if !json {
+        let summary = outcome?;
         println!("{}: OK ({})", path.display(), summary.one_line());
+        return Ok(());
     }
-    outcome.map(|_| ())
+    let error = match &outcome {
+        Err(Failure::Invalid(message) | Failure::Usage(message)) => Some(message.clone()),
+        _ => None,
+    };
+    print_json(&Verdict {
+        path,
+        valid: outcome.is_ok(),
+        summary: outcome.as_ref().ok(),
+        error,
+    });
+    outcome.map(|_| ()).map_err(|_| Failure::Reported)
 }

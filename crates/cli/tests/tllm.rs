@@ -16,6 +16,10 @@ fn fails(args: &[&str]) -> String {
     common::fails(args, "")
 }
 
+fn usage(args: &[&str]) -> String {
+    common::usage(args, "")
+}
+
 fn init(dir: &Path, extra: &[&str]) -> String {
     let path = dir.join("m.tllm").to_str().unwrap().to_owned();
     let mut args = vec![
@@ -207,7 +211,7 @@ fn bad_files_are_one_line_errors() {
         "1",
     ]);
     assert!(err.contains("truncated"), "{err}");
-    let err = fails(&[
+    let err = usage(&[
         "init-tllm",
         "--dim",
         "10",
@@ -321,7 +325,7 @@ fn train_rejects_bad_input_before_working() {
     ]);
     assert!(err.contains("cannot write the model"), "{err}");
     assert!(
-        fails(&[
+        usage(&[
             "tllm",
             "train",
             text.to_str().unwrap(),

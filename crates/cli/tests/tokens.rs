@@ -4,7 +4,7 @@ use std::path::Path;
 
 mod common;
 
-use common::{fails, ok, run as modelbin};
+use common::{fails, ok, run as modelbin, usage};
 
 #[test]
 fn encode_and_decode() {
@@ -157,10 +157,56 @@ fn cost_estimates() {
     assert_eq!(json["input_tokens"], 2);
     assert_eq!(json["output_cost"], 10.0);
     assert_eq!(json["priced_as"], "gpt-4o");
-    let err = fails(&["tokens", "cost", "-m", "llama-3"], "x");
+    let err = usage(&["tokens", "cost", "-m", "llama-3"], "x");
     assert!(
-        err.contains("unknown model `llama-3`") && err.contains("gpt-4o"),
+        err.contains("unknown model `llama-3`") && err.contains("--prices FILE"),
         "{err}"
+    );
+    // A variant is never priced as its base model.
+    for variant in ["o1-pro", "o3-pro", "gpt-4-32k", "gpt-4o-banana"] {
+        let err = usage(&["tokens", "cost", "-m", variant], "x");
+        assert!(err.contains(&format!("unknown model `{variant}`")), "{err}");
+    }
+    // A dated snapshot is, and says so.
+    let text = ok(
+        &["tokens", "cost", "-m", "gpt-4o-2024-08-06"],
+        "hello world",
+    );
+    assert!(text.contains("priced as gpt-4o"), "{text}");
+    // Cached input tokens at the cached rate: gpt-4o 2.50 → 1.25 per 1M.
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4o",
+            "--cached-tokens",
+            "2",
+            "--json",
+            "-t",
+            "hello world",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(json["cached_tokens"], 2);
+    assert_eq!(json["input_cost"], 2.0 * 1.25 / 1e6);
+    let err = usage(
+        &["tokens", "cost", "-m", "gpt-4", "--cached-tokens", "1"],
+        "x",
+    );
+    assert!(err.contains("no cached-input price"), "{err}");
+    let err = usage(
+        &["tokens", "cost", "-m", "gpt-4o", "--cached-tokens", "5"],
+        "x",
+    );
+    assert!(err.contains("more than the 1 input tokens"), "{err}");
+    // The bundled table is dated, and old by now: a warning says so.
+    let out = modelbin(&["tokens", "cost", "-m", "gpt-4o"], "x");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("warning: the price table is from 2025-08-07"),
+        "{stderr}"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -198,12 +244,37 @@ fn cost_estimates() {
     ))
     .unwrap();
     assert_eq!(json["input_cost"], 2.0);
-    assert_eq!(json["prices_as_of"], "2030-01-01");
+    assert_eq!(json["prices_as_of"], "2030-01-01 (bundled 2025-08-07)");
+    // --prices overlays: the bundled entries it does not name stay.
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-5",
+            "--prices",
+            prices.to_str().unwrap(),
+            "--json",
+        ],
+        "hello world",
+    ))
+    .unwrap();
+    assert_eq!(json["priced_as"], "gpt-5");
+    let models: serde_json::Value =
+        serde_json::from_str(&ok(&["tokens", "models", "--json"], "")).unwrap();
+    let gpt4o = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "gpt-4o")
+        .unwrap();
+    assert_eq!(gpt4o["encoding"], "o200k_base");
+    assert_eq!(gpt4o["input"], 2.5);
 }
 
 #[test]
 fn other_vocabularies_load_from_files() {
-    let err = fails(&["tokens", "count", "-e", "p50k_base"], "x");
+    let err = usage(&["tokens", "count", "-e", "p50k_base"], "x");
     assert!(err.contains("--vocab"), "{err}");
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/test-data/tiktoken/p50k_base.tiktoken");
@@ -278,7 +349,7 @@ fn unknown_vocabularies_need_a_pattern() {
         ),
         "[256,32,256]\n"
     );
-    let err = fails(
+    let err = usage(
         &[
             "tokens",
             "encode",

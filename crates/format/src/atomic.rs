@@ -192,6 +192,14 @@ impl Write for AtomicFile {
     }
 }
 
+/// Seeking flushes the buffer first (a writer may go back to fill in a
+/// header whose sizes it knows only at the end).
+impl io::Seek for AtomicFile {
+    fn seek(&mut self, position: io::SeekFrom) -> io::Result<u64> {
+        self.writer()?.seek(position)
+    }
+}
+
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {

@@ -42,7 +42,31 @@ impl Default for ConvertOptions {
     }
 }
 
-const OPERATION: &str = "convert";
+/// The formats a `from` input converts to.
+pub fn targets(from: Format) -> &'static [Format] {
+    match from {
+        Format::BinTensors | Format::Safetensors => {
+            &[Format::BinTensors, Format::Safetensors, Format::Tllm]
+        }
+        Format::Tllm => &[Format::BinTensors, Format::Safetensors],
+        Format::Embd => &[Format::Embd, Format::BinTensors, Format::Safetensors],
+        Format::Tiktoken => &[Format::Bpe2],
+        Format::Bpe2 => &[Format::Tiktoken],
+        Format::Saev => &[],
+    }
+}
+
+/// What a Hugging Face model directory converts to.
+const MODEL_DIRECTORY_TARGETS: &[Format] = &[Format::Embd];
+
+/// [`Error::UnsupportedConversion`] from `from` to `to`.
+fn unsupported(from: Format, to: Format) -> Error {
+    Error::UnsupportedConversion {
+        from: from.name(),
+        to,
+        supported: targets(from),
+    }
+}
 
 /// Converts `input` (format detected from its content) to `output` in format
 /// `to`, atomically. Tensor files: bytes stream from the mapped input; nothing
@@ -64,6 +88,9 @@ pub fn convert(
         return hf_to_embd(input, output, to, options, progress);
     }
     let from = detect::detect(input)?;
+    if from == Format::Saev {
+        return Err(unsupported(from, to));
+    }
     if matches!(from, Format::Tiktoken | Format::Bpe2) {
         return convert_vocabulary(input, from, output, to, options, progress);
     }
@@ -83,6 +110,7 @@ pub fn convert(
         (TensorFile::BinTensors(_) | TensorFile::Safetensors(_), Format::Tllm) => {
             tensors_to_tllm(&source, output, progress)?
         }
+        _ if !targets(from).contains(&to) => return Err(unsupported(from, to)),
         _ => write_tensors(to, output, source.tensors(), source.metadata(), progress)?,
     };
     Ok(ConvertReport {
@@ -93,8 +121,8 @@ pub fn convert(
     })
 }
 
-/// Writes `tensors` as a BinTensors or safetensors file (`to`); any other
-/// format is [`Error::UnsupportedFormat`].
+/// Writes `tensors` as a BinTensors or safetensors file (`to`; the caller
+/// checked it is one of them).
 fn write_tensors<'a>(
     to: Format,
     output: &Path,
@@ -104,11 +132,7 @@ fn write_tensors<'a>(
 ) -> Result<u64> {
     match to {
         Format::BinTensors => bintensors::write_file(output, tensors, metadata, progress),
-        Format::Safetensors => safetensors::write_file(output, tensors, metadata, progress),
-        _ => Err(Error::UnsupportedFormat {
-            format: to,
-            operation: OPERATION,
-        }),
+        _ => safetensors::write_file(output, tensors, metadata, progress),
     }
 }
 
@@ -144,12 +168,7 @@ fn convert_vocabulary(
             let lines = text.iter().filter(|&&b| b == b'\n').count();
             (lines, text.len() as u64)
         }
-        _ => {
-            return Err(Error::UnsupportedFormat {
-                format: to,
-                operation: OPERATION,
-            });
-        }
+        _ => return Err(unsupported(from, to)),
     };
     Ok(ConvertReport {
         from,
@@ -222,9 +241,10 @@ fn hf_to_embd(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
     if to != Format::Embd {
-        return Err(Error::UnsupportedFormat {
-            format: to,
-            operation: "convert from a model directory",
+        return Err(Error::UnsupportedConversion {
+            from: "model directory",
+            to,
+            supported: MODEL_DIRECTORY_TARGETS,
         });
     }
     let hf_options = embd::HfOptions {

@@ -28,6 +28,8 @@ pub struct TensorFileSummary {
     pub metadata: Option<BTreeMap<String, String>>,
     /// Number of tensors.
     pub tensor_count: usize,
+    /// Elements of all tensors together.
+    pub parameter_count: u64,
     /// Every tensor, in file order.
     pub tensors: Vec<TensorSummary>,
 }
@@ -63,6 +65,24 @@ impl TensorSummary {
             .collect()
     }
 
+    /// Elements of `tensors` together. Validation bounds every tensor's
+    /// bytes by the file, so only a shape with a zero dimension could
+    /// overflow the product: its factors saturate (and multiply by zero).
+    pub fn parameter_count(tensors: &[TensorSummary]) -> u64 {
+        tensors
+            .iter()
+            .map(|t| {
+                if t.shape.contains(&0) {
+                    0
+                } else {
+                    t.shape
+                        .iter()
+                        .fold(1u64, |n, &d| n.saturating_mul(d as u64))
+                }
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// The headings of [`TensorSummary::table_row`]'s columns; the last
     /// [`TensorSummary::NUMERIC_COLUMNS`] are numbers (right-aligned).
     pub const TABLE_HEADINGS: [&str; 5] = ["NAME", "DTYPE", "SHAPE", "OFFSET", "BYTES"];
@@ -96,6 +116,7 @@ impl TensorFileSummary {
             data_size: file_size - data_offset,
             metadata: file.metadata().cloned(),
             tensor_count: tensors.len(),
+            parameter_count: TensorSummary::parameter_count(&tensors),
             tensors,
         }
     }
@@ -293,6 +314,8 @@ pub struct EmbdSummary {
     pub model_error: Option<String>,
     /// Number of tensors.
     pub tensor_count: usize,
+    /// Elements of all tensors together.
+    pub parameter_count: u64,
     /// Every tensor, in data order.
     pub tensors: Vec<TensorSummary>,
 }
@@ -327,6 +350,7 @@ impl EmbdSummary {
             model,
             model_error,
             tensor_count: tensors.len(),
+            parameter_count: TensorSummary::parameter_count(&tensors),
             tensors,
         }
     }

@@ -306,11 +306,16 @@ fn conversion_to_formats_that_need_more_than_tensors_is_refused() {
     assert!(
         matches!(
             err,
-            Error::UnsupportedFormat {
-                format: Format::Saev,
+            Error::UnsupportedConversion {
+                from: "bintensors",
+                to: Format::Saev,
                 ..
             }
         ),
         "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot convert bintensors to saev; bintensors converts to: bintensors, safetensors, tllm"
     );
 }

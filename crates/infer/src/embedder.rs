@@ -2,6 +2,7 @@
 //! sentence-transformers computes them.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use modelbin_format::embd::bert::{BertConfig, Pooling};
 use modelbin_format::embd::{self, Embd};
@@ -27,6 +28,27 @@ impl Embedder {
     /// Opens an EMBD file and loads its model and vocabulary.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Embedder::from_embd(&embd::open(path)?)
+    }
+
+    /// Opens `path`: an EMBD file, or a Hugging Face / sentence-transformers
+    /// model directory, converted to EMBD in a temporary file that is
+    /// removed once loaded (the loaded model keeps what it needs).
+    pub fn open_model(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if !path.is_dir() {
+            return Embedder::open(path);
+        }
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let temp = std::env::temp_dir().join(format!(
+            "modelbin-{}-{}.embd",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let loaded = embd::from_hf_dir(path, &temp, embd::HfOptions::default(), &mut |_, _| {})
+            .map_err(crate::Error::from)
+            .and_then(|_| Embedder::open(&temp));
+        let _ = std::fs::remove_file(&temp);
+        loaded
     }
 
     /// Loads the model and vocabulary of a validated EMBD file.

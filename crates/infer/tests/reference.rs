@@ -181,8 +181,18 @@ fn generation_is_greedy_or_seeded() {
     let stopped = generate(&model, &[1], 20, sampled, Some(stop), |_| {}).unwrap();
     assert_eq!(stopped.stopped, "stop_id");
     assert_eq!(stopped.ids.last(), Some(&stop));
-    let full = generate(&model, &[1; 30], 20, Sampling::default(), None, |_| {}).unwrap();
-    assert_eq!((full.ids.len(), full.stopped), (3, "context_full"));
+    // Past max_seq_len (32) the window slides: each token is the argmax of
+    // a full forward pass over the last 32 tokens.
+    let long = generate(&model, &[1; 30], 20, Sampling::default(), None, |_| {}).unwrap();
+    assert_eq!((long.ids.len(), long.stopped), (20, "max_tokens"));
+    let mut ids = vec![1; 30];
+    for &next in &long.ids {
+        let window = &ids[ids.len().saturating_sub(32)..];
+        let logits = model.forward(window).unwrap();
+        let last = &logits[(window.len() - 1) * 40..];
+        assert_eq!(modelbin_infer::tllm::argmax(last), next);
+        ids.push(next);
+    }
     let top1 = Sampling {
         temperature: 1.0,
         top_k: Some(1),

@@ -1,14 +1,12 @@
 //! The sentence embedder behind `modelbin.SentenceEmbedder`.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
 
-use modelbin_format::embd::{self, HfOptions};
 use modelbin_infer::Embedder;
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
-use crate::errors::{format_error, infer_error};
+use crate::errors::infer_error;
 
 /// A BERT sentence encoder loaded from an EMBD file or a Hugging Face /
 /// sentence-transformers model directory. Thread-safe; the GIL is released
@@ -18,35 +16,12 @@ pub struct NativeEmbedder {
     embedder: Embedder,
 }
 
-/// Converts the model directory `dir` to EMBD in a temporary file, loads
-/// it, and removes the file (the loaded model keeps what it needs).
-fn load_model_dir(dir: &Path) -> PyResult<Embedder> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let temp = std::env::temp_dir().join(format!(
-        "modelbin-{}-{}.embd",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let converted = embd::from_hf_dir(dir, &temp, HfOptions::default(), &mut |_, _| {});
-    let loaded = converted
-        .map_err(format_error)
-        .and_then(|_| Embedder::open(&temp).map_err(infer_error));
-    let _ = std::fs::remove_file(&temp);
-    loaded
-}
-
 #[pymethods]
 impl NativeEmbedder {
     /// Loads `path`: an `.embd` file, or a model directory.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let embedder = py.detach(|| {
-            if path.is_dir() {
-                load_model_dir(&path)
-            } else {
-                Embedder::open(&path).map_err(infer_error)
-            }
-        })?;
+        let embedder = py.detach(|| Embedder::open_model(&path).map_err(infer_error))?;
         Ok(NativeEmbedder { embedder })
     }
 

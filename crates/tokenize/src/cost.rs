@@ -87,8 +87,11 @@ impl PriceTable {
         serde_json::from_str(json).map_err(|e| Error::BadPriceTable(e.to_string()))
     }
 
-    /// The price of `model`: an exact entry, else the longest entry that
-    /// prefixes it (dated snapshots such as `gpt-4o-2024-08-06`).
+    /// The price of `model`: its own entry, or for a dated snapshot
+    /// (`gpt-4o-2024-08-06`, `gpt-4-0613`) the entry of the model it is a
+    /// snapshot of, returned as the name it is priced as. Any other name is
+    /// [`Error::UnknownModel`] listing the nearest known names: a variant
+    /// such as `o1-pro` is never priced as `o1`.
     pub fn price(&self, model: &str) -> Result<(&str, &ModelPrice)> {
         if let Some((name, price)) = self.models.get_key_value(model) {
             return Ok((name, price));
@@ -96,20 +99,88 @@ impl PriceTable {
         self.models
             .iter()
             .filter(|(name, _)| {
-                model.starts_with(name.as_str()) && model[name.len()..].starts_with('-')
+                model
+                    .strip_prefix(name.as_str())
+                    .is_some_and(is_snapshot_suffix)
             })
             .max_by_key(|(name, _)| name.len())
             .map(|(name, price)| (name.as_str(), price))
             .ok_or_else(|| Error::UnknownModel {
                 model: model.to_owned(),
-                known: self.models.keys().cloned().collect::<Vec<_>>().join(", "),
+                known: self.nearest(model).join(", "),
             })
     }
+
+    /// Up to five known names sharing the longest prefix with `model`.
+    fn nearest(&self, model: &str) -> Vec<String> {
+        let shared = |name: &str| {
+            name.bytes()
+                .zip(model.bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let mut names: Vec<&String> = self.models.keys().collect();
+        names.sort_by_key(|name| std::cmp::Reverse(shared(name)));
+        names.into_iter().take(5).cloned().collect()
+    }
+
+    /// This table with `other`'s entries added, replacing entries of the
+    /// same name (`--prices FILE` overlays the bundled table).
+    pub fn overlay(mut self, other: PriceTable) -> PriceTable {
+        self.models.extend(other.models);
+        self.as_of = format!("{} (bundled {})", other.as_of, self.as_of);
+        self
+    }
+
+    /// Days from the table's `as_of` date (`YYYY-MM-DD`) to `today` (days
+    /// since 1970-01-01), when `as_of` is such a date.
+    pub fn age_in_days(&self, today: i64) -> Option<i64> {
+        days_from_civil(self.as_of.get(..10)?).map(|day| today - day)
+    }
+}
+
+/// Whether `suffix` (what follows a known name) dates a snapshot:
+/// `-YYYY-MM-DD` or `-MMDD`.
+fn is_snapshot_suffix(suffix: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match suffix.strip_prefix('-') {
+        Some(rest) if rest.len() == 4 => digits(rest),
+        Some(rest) if rest.len() == 10 => {
+            let parts: Vec<&str> = rest.split('-').collect();
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .zip([4, 2, 2])
+                    .all(|(p, n)| p.len() == n && digits(p))
+        }
+        _ => false,
+    }
+}
+
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date (proleptic Gregorian).
+fn days_from_civil(date: &str) -> Option<i64> {
+    let mut parts = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
 }
 
 /// Cost in the table's currency of `input` and `output` tokens.
 pub fn cost(price: &ModelPrice, input: u64, output: u64) -> f64 {
     (input as f64 * price.input + output as f64 * price.output.unwrap_or(0.0)) / 1e6
+}
+
+/// Cost of `cached` input tokens at the cached rate; `None` when the model
+/// has no cached rate.
+pub fn cached_cost(price: &ModelPrice, cached: u64) -> Option<f64> {
+    price.cached_input.map(|rate| cached as f64 * rate / 1e6)
 }
 
 /// One chat message: role, content, optional name.
@@ -209,10 +280,48 @@ mod tests {
             table.price("gpt-4ox"),
             Err(Error::UnknownModel { ref model, .. }) if model == "gpt-4ox"
         ));
+        assert_eq!(table.price("gpt-4-0613").unwrap().0, "gpt-4");
+        // A variant is not its base model: no silent fallback.
+        for variant in ["o1-pro", "o3-pro", "gpt-4-32k", "gpt-4o-banana", "gpt-5.1"] {
+            match table.price(variant) {
+                Err(Error::UnknownModel { model, known }) => {
+                    assert_eq!(model, variant);
+                    assert!(known.split(", ").count() <= 5, "{known}");
+                }
+                other => panic!("{variant}: {other:?}"),
+            }
+        }
+        let nearest = table.price("o1-pro").unwrap_err().to_string();
+        assert!(nearest.contains("o1"), "{nearest}");
         assert!(matches!(
             PriceTable::parse("{\"as_of\": 1}"),
             Err(Error::BadPriceTable(_))
         ));
+    }
+
+    #[test]
+    fn overlays_cached_rates_and_age() {
+        let extra = PriceTable::parse(
+            r#"{"as_of": "2026-11-01", "currency": "USD", "unit": "per 1M tokens",
+                "models": {"o1-pro": {"input": 150.0, "output": 600.0}, "gpt-4o": {"input": 5.0}}}"#,
+        )
+        .unwrap();
+        let table = PriceTable::bundled().overlay(extra);
+        assert_eq!(table.price("o1-pro").unwrap().1.input, 150.0);
+        assert_eq!(table.price("gpt-4o").unwrap().1.input, 5.0);
+        assert_eq!(
+            table.price("gpt-5").unwrap().1.input,
+            1.25,
+            "bundled entries stay"
+        );
+        let (_, gpt5) = table.price("gpt-5").unwrap();
+        assert_eq!(cached_cost(gpt5, 1_000_000), Some(0.125));
+        assert_eq!(cached_cost(table.price("gpt-4").unwrap().1, 1), None);
+        // 2025-08-07 is day 20,307 after 1970-01-01.
+        assert_eq!(days_from_civil("2025-08-07"), Some(20_307));
+        assert_eq!(days_from_civil("1970-01-01"), Some(0));
+        assert_eq!(PriceTable::bundled().age_in_days(20_307 + 90), Some(90));
+        assert_eq!(days_from_civil("2025-13-01"), None);
     }
 
     #[test]

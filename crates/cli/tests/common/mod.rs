@@ -40,3 +40,12 @@ pub fn fails(args: &[&str], stdin: &str) -> String {
     assert_eq!(err.lines().count(), 1, "{err}");
     err
 }
+
+/// Runs a command that must be refused as a usage error (exit 2: a bad
+/// flag or value); returns its stderr.
+#[allow(dead_code)]
+pub fn usage(args: &[&str], stdin: &str) -> String {
+    let out = run(args, stdin);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    String::from_utf8(out.stderr).unwrap()
+}

@@ -116,6 +116,16 @@ pub enum Error {
         /// The operation.
         operation: &'static str,
     },
+    /// `convert` has no way from the input's format to the requested one.
+    #[error("cannot convert {from} to {to}; {from} converts to: {}", list_formats(.supported))]
+    UnsupportedConversion {
+        /// The input's format ("model directory" for a Hugging Face directory).
+        from: &'static str,
+        /// The requested format.
+        to: crate::Format,
+        /// The formats this input converts to.
+        supported: &'static [crate::Format],
+    },
     /// An argument a caller passed to a library function cannot be used
     /// (not a property of any file).
     #[error("invalid argument: {0}")]
@@ -183,6 +193,15 @@ impl Error {
             source,
         }
     }
+}
+
+/// `a, b, c`, or "nothing" for an empty list.
+fn list_formats(formats: &[crate::Format]) -> String {
+    if formats.is_empty() {
+        return "nothing".into();
+    }
+    let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+    names.join(", ")
 }
 
 /// An optional byte offset, displayed as ` at byte N` when present.

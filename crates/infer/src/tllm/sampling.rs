@@ -107,7 +107,7 @@ pub fn argmax(logits: &[f32]) -> u32 {
 pub struct Generation {
     /// The generated ids (prompt excluded).
     pub ids: Vec<u32>,
-    /// Why it stopped: `max_tokens`, `stop_id` or `context_full`.
+    /// Why it stopped: `max_tokens` or `stop_id`.
     pub stopped: &'static str,
     /// Seconds spent generating (prompt included).
     pub seconds: f64,
@@ -115,8 +115,12 @@ pub struct Generation {
     pub tokens_per_second: f64,
 }
 
-/// Generates up to `max_tokens` after `prompt` with the KV cache, stopping at
-/// `stop` or when the context (max_seq_len) is full. `on_token` sees each id.
+/// Generates up to `max_tokens` after `prompt` with the KV cache, stopping
+/// early at `stop`. Past the model's context (max_seq_len tokens) the window
+/// slides: each further token is predicted from the last max_seq_len tokens,
+/// recomputed from scratch (positions restart at 0 in the window), so long
+/// generations cost one full forward pass per token once the window is
+/// full. `on_token` sees each id.
 pub fn generate(
     model: &Model,
     prompt: &[u32],
@@ -130,11 +134,14 @@ pub fn generate(
     let mut session = model.session();
     let mut logits = session.extend(prompt, false)?;
     let mut rng = Rng::new(sampling.seed);
+    let window = model.config.max_seq_len as usize;
+    let mut context = prompt.to_vec();
     let mut ids = Vec::new();
     let mut stopped = "max_tokens";
     while ids.len() < max_tokens {
         let id = sampling.pick(&logits, &mut rng);
         ids.push(id);
+        context.push(id);
         on_token(id);
         if Some(id) == stop {
             stopped = "stop_id";
@@ -143,11 +150,12 @@ pub fn generate(
         if ids.len() == max_tokens {
             break;
         }
-        if session.len() == model.config.max_seq_len as usize {
-            stopped = "context_full";
-            break;
-        }
-        logits = session.extend(&[id], false)?;
+        logits = if session.len() < window {
+            session.extend(&[id], false)?
+        } else {
+            session = model.session();
+            session.extend(&context[context.len() - window..], false)?
+        };
     }
     let seconds = started.elapsed().as_secs_f64();
     Ok(Generation {

@@ -1,0 +1,130 @@
+//! Argument types every command shares: token id lists, output paths,
+//! formats and weight dtypes. Each parser turns a bad value into a clap
+//! error, so invalid values exit 2 like unknown flags.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use modelbin_format::{DType, Format};
+
+/// Token ids as one argument: numbers separated by commas and/or spaces
+/// (`1,2,3`, `"1 2 3"`, `1, 2`); brackets are ignored, so a JSON array works.
+#[derive(Debug, Clone)]
+pub struct IdList(pub Vec<u32>);
+
+/// Parses an [`IdList`].
+pub fn parse_ids(text: &str) -> Result<IdList, String> {
+    split_ids(text).map(IdList)
+}
+
+/// The ids in `text`, separated by whitespace, commas or brackets.
+pub fn split_ids(text: &str) -> Result<Vec<u32>, String> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u32>()
+                .map_err(|_| format!("`{s}` is not a token id (a number from 0 to 4294967295)"))
+        })
+        .collect()
+}
+
+/// All the ids of repeated or space-separated [`IdList`] arguments, in order.
+pub fn flatten_ids(lists: &[IdList]) -> Vec<u32> {
+    lists
+        .iter()
+        .flat_map(|list| list.0.iter().copied())
+        .collect()
+}
+
+/// Where a command writes its result: `-o/--out FILE`, or (kept for the
+/// spellings of earlier versions) a last positional argument.
+#[derive(Debug, Args)]
+pub struct OutputPath {
+    /// The file to write (atomically: a failure leaves no partial file).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The file to write (same as -o).
+    #[arg(value_name = "OUTPUT", conflicts_with = "out")]
+    positional: Option<PathBuf>,
+}
+
+impl OutputPath {
+    /// The output path; a usage error when none was given.
+    pub fn path(&self) -> Result<&Path, crate::Failure> {
+        self.out
+            .as_deref()
+            .or(self.positional.as_deref())
+            .ok_or_else(|| crate::Failure::Usage("no output file: pass -o FILE".into()))
+    }
+}
+
+/// Parses a format name (`bintensors`, `safetensors`, `tllm`, ...).
+pub fn parse_format(name: &str) -> Result<Format, String> {
+    Format::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown format `{name}` (known: {})", known.join(", "))
+    })
+}
+
+/// Parses a storage dtype for model weights: f32, f16 or bf16.
+pub fn parse_weight_dtype(name: &str) -> Result<DType, String> {
+    match name.to_ascii_lowercase().as_str() {
+        "f32" => Ok(DType::F32),
+        "f16" => Ok(DType::F16),
+        "bf16" => Ok(DType::BF16),
+        _ => Err(format!(
+            "unknown weight dtype `{name}` (known: f32, f16, bf16)"
+        )),
+    }
+}
+
+/// Parses a probability in (0, 1].
+pub fn parse_probability(text: &str) -> Result<f32, String> {
+    let p: f32 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if p > 0.0 && p <= 1.0 {
+        Ok(p)
+    } else {
+        Err(format!("{p} is not in (0, 1]"))
+    }
+}
+
+/// Parses a finite number ≥ 0.
+pub fn parse_non_negative(text: &str) -> Result<f32, String> {
+    let v: f32 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be a finite number ≥ 0"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_accept_commas_spaces_and_brackets() {
+        assert_eq!(split_ids("1,2, 3 4").unwrap(), [1, 2, 3, 4]);
+        assert_eq!(split_ids("[15339, 1917]").unwrap(), [15339, 1917]);
+        assert_eq!(split_ids("").unwrap(), Vec::<u32>::new());
+        assert!(
+            split_ids("1,x")
+                .unwrap_err()
+                .contains("`x` is not a token id")
+        );
+        assert!(split_ids("-1").is_err());
+    }
+
+    #[test]
+    fn probabilities_are_in_the_half_open_unit_interval() {
+        assert_eq!(parse_probability("0.9").unwrap(), 0.9);
+        assert_eq!(parse_probability("1").unwrap(), 1.0);
+        for bad in ["0", "2", "-0.1", "NaN", "x"] {
+            assert!(parse_probability(bad).is_err(), "{bad}");
+        }
+    }
+}
