@@ -327,7 +327,7 @@ fn write_synthetic(
     let seconds = started.elapsed().as_secs_f64();
     if json {
         print_json(&serde_json::json!({
-            "path": dir, "images": n_imgs, "bytes": bytes, "seconds": seconds
+            "path": dir, "images": n_imgs, "bytes_written": bytes, "seconds": seconds
         }));
     } else {
         println!(

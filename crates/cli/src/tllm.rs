@@ -121,7 +121,7 @@ pub fn init(args: &InitArgs) -> Result<(), Failure> {
     let parameters = config.parameter_count().unwrap_or(0);
     if args.json {
         print_json(&serde_json::json!({
-            "path": output, "parameter_count": parameters, "bytes": bytes
+            "path": output, "parameter_count": parameters, "bytes_written": bytes
         }));
     } else {
         println!(
@@ -202,7 +202,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 64)]
     max_tokens: usize,
     /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative, allow_negative_numbers = true)]
     temperature: f32,
     /// Sample among the k most likely tokens (k ≥ 1).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

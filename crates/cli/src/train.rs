@@ -96,7 +96,7 @@ fn bits(nats: f64) -> f64 {
 
 #[derive(serde::Serialize)]
 struct Summary {
-    out: PathBuf,
+    path: PathBuf,
     steps: u64,
     train_loss: f64,
     val_loss: Option<f64>,
@@ -211,7 +211,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     let seconds = start.elapsed().as_secs_f64();
     let trained = trainer.steps_done() - first_step;
     let summary = Summary {
-        out: args.out.clone(),
+        path: args.out.clone(),
         steps: trainer.steps_done(),
         train_loss: last.map_or(f64::NAN, |r| r.loss),
         val_loss: val,

@@ -199,3 +199,91 @@ fn similarity_ranks_paraphrases_above_unrelated_text() {
     .unwrap();
     assert!((json["cosine"].as_f64().unwrap() - 1.0).abs() < 1e-5);
 }
+
+#[test]
+fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = convert(dir.path());
+    let texts = [
+        "A man is eating food.",
+        "The stock market fell sharply today.",
+    ];
+    let lines = ok(&["embed", "-m", s(&model), texts[0], texts[1]], "");
+    let want: Vec<Vec<f32>> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The model directory itself gives the same vectors.
+    assert_eq!(
+        ok(&["embed", "-m", s(&model_dir()), texts[0], texts[1]], ""),
+        lines
+    );
+    // NumPy .npy: version 1.0 header for float32 [2, 384], then the rows.
+    let npy = dir.path().join("v.npy");
+    ok(
+        &[
+            "embed",
+            "-m",
+            s(&model),
+            "--verify",
+            "-o",
+            s(&npy),
+            texts[0],
+            texts[1],
+        ],
+        "",
+    );
+    let bytes = std::fs::read(&npy).unwrap();
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header = std::str::from_utf8(&bytes[10..128]).unwrap();
+    assert!(header.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 384), }"));
+    let values: Vec<f32> = bytes[128..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, want.concat());
+    // --json: {"index", "embedding"} per line.
+    let json = ok(&["embed", "-m", s(&model), "--json", texts[0]], "");
+    let object: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(object["index"], 0);
+    let embedding: Vec<f32> = serde_json::from_value(object["embedding"].clone()).unwrap();
+    assert_eq!(embedding, want[0]);
+    let err = common::usage(&["embed", "-m", s(&model), "--format", "npy", "x"], "");
+    assert!(err.contains("-o FILE.npy"), "{err}");
+    // Texts longer than the model's 256 tokens are counted on stderr.
+    let long = "word ".repeat(400);
+    let out = common::run(&["embed", "-m", s(&model), &long, "short"], "");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "note: 1 of 2 texts were longer than the model's 256 tokens and were truncated\n"
+    );
+    // Semantic search over the lines of a file.
+    let corpus = dir.path().join("lines.txt");
+    std::fs::write(
+        &corpus,
+        "The stock market fell sharply today.\n\nA man is eating a piece of bread.\nIt is raining.\n",
+    )
+    .unwrap();
+    let hits: Vec<serde_json::Value> = ok(
+        &[
+            "search",
+            "-m",
+            s(&model),
+            "-q",
+            "Someone eats food",
+            "--top",
+            "2",
+            "--json",
+            s(&corpus),
+        ],
+        "",
+    )
+    .lines()
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect();
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[0]["line"], 3);
+    assert_eq!(hits[0]["text"], "A man is eating a piece of bread.");
+    assert!(hits[0]["score"].as_f64().unwrap() > hits[1]["score"].as_f64().unwrap());
+}

@@ -2,7 +2,7 @@
 //! (full recompute per token), and the numpy reference's per-token cost
 //! (tests/reference/tllm_reference.py, full recompute) in the same run.
 //!
-//! Configs: modelbin's `init-tllm` default (dim 64, 2 layers, 2 heads, ffn 128,
+//! Configs: a small model (dim 64, 2 layers, 2 heads, ffn 128,
 //! seq 128, vocab 256) and the "15M" shape (dim 288, 6 layers, 6 heads, ffn
 //! 768, seq 256, vocab 256; 4.9M parameters with a byte vocabulary).
 //!
