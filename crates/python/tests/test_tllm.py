@@ -57,9 +57,14 @@ def test_generation_is_greedy_at_temperature_zero_and_seeded_otherwise(tmp_path)
     assert greedy == ids[2:]
     sampled = model.generate(ids=[1], max_tokens=6, temperature=1.0, top_k=5, seed=7)
     assert sampled == model.generate(ids=[1], max_tokens=6, temperature=1.0, top_k=5, seed=7)
-    # The context fills up: every position runs once, and the last one's
-    # prediction is the last token.
-    assert len(model.generate(ids=[1, 2], max_tokens=50)) == model.max_seq_len - 2 + 1
+    # Past the context the window slides: each token is the argmax over the
+    # last max_seq_len tokens.
+    long = model.generate(ids=[1, 2], max_tokens=50, temperature=0)
+    assert len(long) == 50
+    ids = [1, 2]
+    for token in long:
+        ids.append(int(np.argmax(model.logits(ids[-model.max_seq_len:]))))
+        assert ids[-1] == token
     assert pickle.loads(pickle.dumps(model)).generate(ids=[1, 2], max_tokens=5, temperature=0) == greedy
     with pytest.raises(ValueError):
         model.generate(ids=[1], temperature=-1)

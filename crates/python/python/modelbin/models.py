@@ -40,7 +40,9 @@ class TLLM:
                  top_p: Optional[float] = None, seed: int = 0,
                  stop: Optional[int] = None) -> List[int]:
         """Up to ``max_tokens`` ids after the prompt (``ids``, or the UTF-8
-        bytes of ``prompt`` for a byte-level model); temperature 0 is greedy."""
+        bytes of ``prompt`` for a byte-level model); temperature 0 is greedy.
+        Past ``max_seq_len`` tokens the window slides: each further token is
+        predicted from the last ``max_seq_len`` tokens."""
         if (prompt is None) == (ids is None):
             raise ValueError("give either prompt or ids")
         if ids is None:
