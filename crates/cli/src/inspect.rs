@@ -191,7 +191,11 @@ fn print_activations(path: &Path, s: &SaevSummary) {
 }
 
 fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
-    print_title(path, s.format, s.version, s.file_size);
+    if s.format == Format::Tiktoken {
+        println!("{}: tiktoken, {} bytes", path.display(), s.file_size);
+    } else {
+        print_title(path, s.format, s.version, s.file_size);
+    }
     println!(
         "encoding: {}",
         s.encoding
@@ -202,7 +206,11 @@ fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
         "tokens: {} present of {} ranks; longest {} bytes; blob {} bytes",
         s.present_tokens, s.header.token_count, s.header.max_token_len, s.header.blob_size
     );
-    if s.special_tokens.is_empty() {
+    if s.format == Format::Tiktoken {
+        println!(
+            "special tokens: none (a .tiktoken file holds none; `convert` to BPE2 adds the encoding's)"
+        );
+    } else if s.special_tokens.is_empty() {
         println!("special tokens: none in the table");
     } else {
         println!("special tokens:");

@@ -401,3 +401,29 @@ fn completions_and_man_page_come_from_the_definitions() {
     assert!(man.contains("modelbin"));
     usage(&["completions", "tcsh"], "");
 }
+
+#[test]
+fn tiktoken_files_inspect_and_verify() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../target/test-data/tiktoken/p50k_base.tiktoken"
+    );
+    assert!(Path::new(path).is_file(), "run scripts/fetch-test-data.sh");
+    let text = ok(&["inspect", path], "");
+    assert!(text.contains(": tiktoken, 836186 bytes"), "{text}");
+    assert!(text.contains("encoding: p50k_base"), "{text}");
+    assert!(
+        text.contains("tokens: 50280 present of 50281 ranks"),
+        "{text}"
+    );
+    let verdict = json_lines(&ok(&["verify", "--json", path], ""));
+    assert_eq!(verdict[0]["summary"]["format"], "tiktoken");
+    assert_eq!(verdict[0]["summary"]["file_size"], 836_186);
+    assert_eq!(verdict[0]["summary"]["encoding"], "p50k_base");
+    // A broken line is an error naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.tiktoken");
+    std::fs::write(&broken, "aGVsbG8= 0\nnot base64! 1\n").unwrap();
+    let err = fails(&["verify", "--format", "tiktoken", s(&broken)], "");
+    assert!(err.contains("broken.tiktoken"), "{err}");
+}

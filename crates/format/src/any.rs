@@ -8,7 +8,7 @@ use crate::file::TensorFile;
 use crate::inspect::Summary;
 use crate::saev::{self, Dataset};
 use crate::source::MappedFile;
-use crate::{Error, Format, Result, detect};
+use crate::{Format, Result, detect};
 
 /// A validated file (or SAEV dataset directory) of any format modelbin reads.
 #[derive(Debug)]
@@ -17,13 +17,21 @@ pub enum AnyFile {
     Tensors(TensorFile),
     /// A BPE2 vocabulary.
     Bpe2(Bpe2<MappedFile>),
+    /// A `.tiktoken` text vocabulary, held as the BPE2 it converts to
+    /// (without special tokens: the text file has none).
+    Tiktoken {
+        /// The converted vocabulary.
+        vocabulary: Bpe2<Vec<u8>>,
+        /// Size of the `.tiktoken` file in bytes.
+        file_size: u64,
+    },
     /// A SAEV activation dataset.
     Saev(Dataset),
 }
 
 /// Opens `path`, detecting its format from the content (the extension only
 /// where the content is inconclusive), and validates it. A `.tiktoken`
-/// text vocabulary is [`Error::UnsupportedFormat`]: convert it to BPE2.
+/// text vocabulary is parsed and held as the BPE2 it converts to.
 ///
 /// ```
 /// # fn main() -> Result<(), modelbin_format::Error> {
@@ -54,10 +62,14 @@ pub fn open_as(path: impl AsRef<Path>, format: Format) -> Result<AnyFile> {
     match format {
         Format::Bpe2 => bpe2::open(path).map(AnyFile::Bpe2),
         Format::Saev => saev::open(path).map(AnyFile::Saev),
-        Format::Tiktoken => Err(Error::UnsupportedFormat {
-            format,
-            operation: "open (convert them to BPE2 first)",
-        }),
+        Format::Tiktoken => {
+            let source = MappedFile::open(path)?;
+            let built = bpe2::build_from_tiktoken(&source, false)?;
+            Ok(AnyFile::Tiktoken {
+                vocabulary: Bpe2::from_buffer(built)?,
+                file_size: source.len() as u64,
+            })
+        }
         _ => TensorFile::open_as(path, format).map(AnyFile::Tensors),
     }
 }
@@ -68,6 +80,7 @@ impl AnyFile {
         match self {
             AnyFile::Tensors(file) => file.format(),
             AnyFile::Bpe2(_) => Format::Bpe2,
+            AnyFile::Tiktoken { .. } => Format::Tiktoken,
             AnyFile::Saev(_) => Format::Saev,
         }
     }
@@ -83,6 +96,7 @@ impl AnyFile {
             }
             AnyFile::Tensors(file) => file.verify(),
             AnyFile::Bpe2(file) => file.verify(),
+            AnyFile::Tiktoken { vocabulary, .. } => vocabulary.verify(),
             AnyFile::Saev(dataset) => dataset.verify(),
         }
     }

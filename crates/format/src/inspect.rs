@@ -143,6 +143,17 @@ pub struct Bpe2Summary {
 }
 
 impl Bpe2Summary {
+    /// Summarises a `.tiktoken` file of `file_size` bytes through the BPE2
+    /// it converts to: `source_hash` is the text file's SHA-256, `version`
+    /// the converted BPE2's.
+    pub fn of_tiktoken(vocabulary: &bpe2::Bpe2<Vec<u8>>, file_size: u64) -> Self {
+        Bpe2Summary {
+            format: Format::Tiktoken,
+            file_size,
+            ..Bpe2Summary::of(vocabulary)
+        }
+    }
+
     /// Summarises a validated BPE2 file.
     pub fn of<B: AsRef<[u8]>>(file: &bpe2::Bpe2<B>) -> Self {
         let encoding = file.encoding();
@@ -386,6 +397,10 @@ impl Summary {
             AnyFile::Tensors(TensorFile::Embd(f)) => Summary::Embd(EmbdSummary::of(f)),
             AnyFile::Tensors(TensorFile::Tllm(f)) => Summary::Tllm(TllmSummary::of(f)),
             AnyFile::Bpe2(f) => Summary::Bpe2(Bpe2Summary::of(f)),
+            AnyFile::Tiktoken {
+                vocabulary,
+                file_size,
+            } => Summary::Bpe2(Bpe2Summary::of_tiktoken(vocabulary, *file_size)),
             AnyFile::Saev(d) => Summary::Saev(SaevSummary::of(d)),
         }
     }

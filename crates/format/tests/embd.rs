@@ -355,6 +355,12 @@ fn header_rules() {
         open_err(&b),
         Error::Layout(LayoutError::BadMagic { .. })
     ));
+    // Bytes that are not printable ASCII are escaped, never printed raw.
+    b[..4].copy_from_slice(&[0xEF, b',', 0, 0]);
+    assert_eq!(
+        open_err(&b).to_string(),
+        r#"bad magic at byte 0: expected "EMBD", found "\xef,\x00\x00""#
+    );
     let b = edited(|b| b[4] = 2);
     assert!(matches!(
         open_err(&b),

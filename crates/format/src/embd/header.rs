@@ -82,7 +82,7 @@ pub(super) fn read_header(file: &[u8]) -> Result<Header> {
     if &magic != MAGIC {
         return Err(Error::Layout(LayoutError::BadMagic {
             expected: "\"EMBD\"",
-            found: String::from_utf8_lossy(&magic).escape_debug().to_string(),
+            found: format!("\"{}\"", magic.escape_ascii()),
         }));
     }
     let version_major = r.u16_le("version_major")?;
