@@ -163,7 +163,7 @@ fn cost_estimates() {
         "{err}"
     );
     // A variant is never priced as its base model.
-    for variant in ["o1-pro", "o3-pro", "gpt-4-32k", "gpt-4o-banana"] {
+    for variant in ["o1-preview", "gpt-5-codex", "gpt-4-32k", "gpt-4o-banana"] {
         let err = usage(&["tokens", "cost", "-m", variant], "x");
         assert!(err.contains(&format!("unknown model `{variant}`")), "{err}");
     }
@@ -201,11 +201,46 @@ fn cost_estimates() {
         "x",
     );
     assert!(err.contains("more than the 1 input tokens"), "{err}");
-    // The bundled table is dated, and old by now: a warning says so.
-    let out = modelbin(&["tokens", "cost", "-m", "gpt-4o"], "x");
+    // A pro model has its own price (o1-pro: 150 per 1M input tokens).
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "o1-pro",
+            "--json",
+            "-t",
+            "hello world",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(
+        (json["priced_as"].as_str(), json["input_cost"].as_f64()),
+        (Some("o1-pro"), Some(2.0 * 150.0 / 1e6))
+    );
+    // Prices over 90 days old are flagged.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.json");
+    std::fs::write(
+        &old,
+        r#"{"as_of": "2020-01-01", "currency": "USD", "unit": "per 1M tokens", "models": {}}"#,
+    )
+    .unwrap();
+    let out = modelbin(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4o",
+            "--prices",
+            old.to_str().unwrap(),
+        ],
+        "x",
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("warning: the price table is from 2025-08-07"),
+        stderr.starts_with("warning: the price table is from 2020-01-01"),
         "{stderr}"
     );
 
@@ -244,7 +279,7 @@ fn cost_estimates() {
     ))
     .unwrap();
     assert_eq!(json["input_cost"], 2.0);
-    assert_eq!(json["prices_as_of"], "2030-01-01 (bundled 2025-08-07)");
+    assert_eq!(json["prices_as_of"], "2030-01-01 (bundled 2026-11-23)");
     // --prices overlays: the bundled entries it does not name stay.
     let json: serde_json::Value = serde_json::from_str(&ok(
         &[

@@ -91,7 +91,7 @@ impl PriceTable {
     /// (`gpt-4o-2024-08-06`, `gpt-4-0613`) the entry of the model it is a
     /// snapshot of, returned as the name it is priced as. Any other name is
     /// [`Error::UnknownModel`] listing the nearest known names: a variant
-    /// such as `o1-pro` is never priced as `o1`.
+    /// such as `o1-preview` is never priced as `o1`.
     pub fn price(&self, model: &str) -> Result<(&str, &ModelPrice)> {
         if let Some((name, price)) = self.models.get_key_value(model) {
             return Ok((name, price));
@@ -282,7 +282,7 @@ mod tests {
         ));
         assert_eq!(table.price("gpt-4-0613").unwrap().0, "gpt-4");
         // A variant is not its base model: no silent fallback.
-        for variant in ["o1-pro", "o3-pro", "gpt-4-32k", "gpt-4o-banana", "gpt-5.1"] {
+        for variant in ["o1-preview", "gpt-5-codex", "gpt-4-32k", "gpt-4o-banana"] {
             match table.price(variant) {
                 Err(Error::UnknownModel { model, known }) => {
                     assert_eq!(model, variant);
@@ -291,7 +291,7 @@ mod tests {
                 other => panic!("{variant}: {other:?}"),
             }
         }
-        let nearest = table.price("o1-pro").unwrap_err().to_string();
+        let nearest = table.price("o1-preview").unwrap_err().to_string();
         assert!(nearest.contains("o1"), "{nearest}");
         assert!(matches!(
             PriceTable::parse("{\"as_of\": 1}"),
@@ -303,11 +303,11 @@ mod tests {
     fn overlays_cached_rates_and_age() {
         let extra = PriceTable::parse(
             r#"{"as_of": "2026-11-01", "currency": "USD", "unit": "per 1M tokens",
-                "models": {"o1-pro": {"input": 150.0, "output": 600.0}, "gpt-4o": {"input": 5.0}}}"#,
+                "models": {"gpt-5-codex": {"input": 1.25, "output": 10.0}, "gpt-4o": {"input": 5.0}}}"#,
         )
         .unwrap();
         let table = PriceTable::bundled().overlay(extra);
-        assert_eq!(table.price("o1-pro").unwrap().1.input, 150.0);
+        assert_eq!(table.price("gpt-5-codex").unwrap().1.input, 1.25);
         assert_eq!(table.price("gpt-4o").unwrap().1.input, 5.0);
         assert_eq!(
             table.price("gpt-5").unwrap().1.input,
@@ -320,7 +320,9 @@ mod tests {
         // 2025-08-07 is day 20,307 after 1970-01-01.
         assert_eq!(days_from_civil("2025-08-07"), Some(20_307));
         assert_eq!(days_from_civil("1970-01-01"), Some(0));
-        assert_eq!(PriceTable::bundled().age_in_days(20_307 + 90), Some(90));
+        let bundled = PriceTable::bundled();
+        let day = days_from_civil(&bundled.as_of).unwrap();
+        assert_eq!(bundled.age_in_days(day + 90), Some(90));
         assert_eq!(days_from_civil("2025-13-01"), None);
     }
 
