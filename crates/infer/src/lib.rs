@@ -5,7 +5,8 @@
 //! sampling-based generation; [`train`] trains it on bytes (hand-written
 //! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
 //! sentence embeddings with the BERT encoder of an EMBD file, equal to
-//! sentence-transformers'.
+//! sentence-transformers'. [`sae`] trains TopK sparse autoencoders on
+//! activation vectors and saves them in SAELens's layout.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -41,6 +42,7 @@ pub mod embedder;
 mod error;
 mod kernels;
 mod packed;
+pub mod sae;
 pub mod tllm;
 pub mod train;
 

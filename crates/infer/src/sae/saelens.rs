@@ -1,0 +1,129 @@
+//! Saving and loading an autoencoder in SAELens's directory layout:
+//! `cfg.json` and `sae_weights.safetensors` with `W_enc [d_in, d_sae]`,
+//! `W_dec [d_sae, d_in]`, `b_enc [d_sae]`, `b_dec [d_in]` in float32.
+//!
+//! `cfg.json` holds what SAELens's `SAE.load_from_disk` reads for a TopK
+//! autoencoder — `architecture` ("topk"), `d_in`, `d_sae`, `k`, `dtype`
+//! ("float32"), `device` ("cpu"), `apply_b_dec_to_input` (true: `b_dec` is
+//! subtracted from the input), `normalize_activations` ("none": the weights
+//! act on raw activations) — and a `metadata` object of our own (the
+//! dataset, layer and model the autoencoder was trained on).
+
+use std::path::Path;
+
+use modelbin_format::safetensors;
+use modelbin_format::{DType, TensorStore, TensorView};
+
+use super::Sae;
+use crate::{Error, Result};
+
+/// The configuration file's name.
+pub const CONFIG_FILE: &str = "cfg.json";
+/// The weights file's name.
+pub const WEIGHTS_FILE: &str = "sae_weights.safetensors";
+
+/// Writes `sae` (on raw activations) into `dir` (created if missing), with
+/// `metadata` as the configuration's `metadata` object.
+pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| modelbin_format::Error::io(dir, e))?;
+    let (d_in, d_sae) = (sae.d_in, sae.d_sae);
+    let mut w_enc = vec![0.0f32; d_in * d_sae];
+    for (j, row) in sae.w_enc.chunks_exact(d_in).enumerate() {
+        for (i, &w) in row.iter().enumerate() {
+            w_enc[i * d_sae + j] = w;
+        }
+    }
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let (enc, dec, b_enc, b_dec) = (
+        bytes(&w_enc),
+        bytes(&sae.w_dec),
+        bytes(&sae.b_enc),
+        bytes(&sae.b_dec),
+    );
+    let shapes = [[d_in, d_sae], [d_sae, d_in]];
+    let tensors = [
+        TensorView::new("W_enc", DType::F32, &shapes[0], &enc)?,
+        TensorView::new("W_dec", DType::F32, &shapes[1], &dec)?,
+        TensorView::new("b_enc", DType::F32, &shapes[1][..1], &b_enc)?,
+        TensorView::new("b_dec", DType::F32, &shapes[0][..1], &b_dec)?,
+    ];
+    safetensors::write_file(dir.join(WEIGHTS_FILE), tensors, None, &mut |_, _| {})?;
+    let config = serde_json::json!({
+        "architecture": "topk",
+        "d_in": d_in,
+        "d_sae": d_sae,
+        "k": sae.k,
+        "dtype": "float32",
+        "device": "cpu",
+        "apply_b_dec_to_input": true,
+        "normalize_activations": "none",
+        "metadata": metadata,
+    });
+    let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
+    let mut file = modelbin_format::atomic::AtomicFile::create(dir.join(CONFIG_FILE))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())
+        .map_err(|e| modelbin_format::Error::io(dir.join(CONFIG_FILE), e))?;
+    file.commit()?;
+    Ok(())
+}
+
+/// Reads an autoencoder that [`save`] wrote (or SAELens wrote for a TopK
+/// architecture), with its configuration.
+pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
+    let config_path = dir.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&config_path)
+        .map_err(|e| modelbin_format::Error::io(&config_path, e))?;
+    let config: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(&config_path, &format!("not JSON: {e}")))?;
+    let number = |key: &str| {
+        config[key]
+            .as_u64()
+            .map(|v| v as usize)
+            .ok_or_else(|| bad(&config_path, &format!("`{key}` is not a whole number")))
+    };
+    let (d_in, d_sae, k) = (number("d_in")?, number("d_sae")?, number("k")?);
+    if config["architecture"] != "topk" {
+        return Err(bad(
+            &config_path,
+            &format!("architecture {} is not topk", config["architecture"]),
+        ));
+    }
+    let weights = safetensors::open(dir.join(WEIGHTS_FILE))?;
+    let tensor = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
+        let view = weights.tensor(name)?;
+        if view.shape() != shape {
+            return Err(bad(
+                &dir.join(WEIGHTS_FILE),
+                &format!(
+                    "`{name}` has shape {:?}, the configuration implies {shape:?}",
+                    view.shape()
+                ),
+            ));
+        }
+        Ok(view.to_f32()?.into_owned())
+    };
+    let w_enc_t = tensor("W_enc", &[d_in, d_sae])?;
+    let mut w_enc = vec![0.0f32; d_in * d_sae];
+    for i in 0..d_in {
+        for j in 0..d_sae {
+            w_enc[j * d_in + i] = w_enc_t[i * d_sae + j];
+        }
+    }
+    let sae = Sae {
+        d_in,
+        d_sae,
+        k,
+        w_enc,
+        b_enc: tensor("b_enc", &[d_sae])?,
+        w_dec: tensor("W_dec", &[d_sae, d_in])?,
+        b_dec: tensor("b_dec", &[d_in])?,
+    };
+    Ok((sae, config))
+}
+
+fn bad(path: &Path, reason: &str) -> Error {
+    Error::Format(modelbin_format::Error::InvalidArgument(format!(
+        "{}: {reason}",
+        path.display()
+    )))
+}

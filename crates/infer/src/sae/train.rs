@@ -1,0 +1,612 @@
+//! Training a TopK sparse autoencoder: the reconstruction loss and the AuxK
+//! loss on dead latents with their hand-written gradients, and a trainer
+//! that runs Adam over batches with unit-norm decoder rows.
+//!
+//! Losses, for a batch of `B` inputs of `d_in` values:
+//!
+//! ```text
+//! mse  = Σ_b ‖x̂_b − x_b‖² / (B · d_in)
+//! aux  = Σ_b ‖ê_b − e_b‖² / (B · d_in)    e_b = x_b − x̂_b (held constant),
+//!                                          ê_b = Σ_{j ∈ top aux_k dead} ReLU(pre_bj) W_dec[j]
+//! loss = mse + aux_coeff · aux
+//! ```
+//!
+//! A latent is dead when it has not fired for `dead_after` inputs. After
+//! each Adam step the decoder rows are renormalised to unit length, and
+//! before it the gradient component along each row is removed (Gao et al.,
+//! section 2.4 and appendix A).
+
+use num_traits::Float;
+use rayon::prelude::*;
+
+use super::{Codes, Sae, top_k_of};
+use crate::rng::Rng;
+use crate::train::optim::AdamW;
+
+/// The gradients of the four parameters, shaped as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gradients<T> {
+    /// Of `w_enc`.
+    pub w_enc: Vec<T>,
+    /// Of `b_enc`.
+    pub b_enc: Vec<T>,
+    /// Of `w_dec`.
+    pub w_dec: Vec<T>,
+    /// Of `b_dec`.
+    pub b_dec: Vec<T>,
+}
+
+impl<T: Float> Gradients<T> {
+    fn zeros(sae: &Sae<T>) -> Self {
+        Gradients {
+            w_enc: vec![T::zero(); sae.w_enc.len()],
+            b_enc: vec![T::zero(); sae.b_enc.len()],
+            w_dec: vec![T::zero(); sae.w_dec.len()],
+            b_dec: vec![T::zero(); sae.b_dec.len()],
+        }
+    }
+
+    fn add(&mut self, other: &Gradients<T>) {
+        for (a, b) in [
+            (&mut self.w_enc, &other.w_enc),
+            (&mut self.b_enc, &other.b_enc),
+            (&mut self.w_dec, &other.w_dec),
+            (&mut self.b_dec, &other.b_dec),
+        ] {
+            a.iter_mut().zip(b).for_each(|(a, &b)| *a = *a + b);
+        }
+    }
+}
+
+/// What one forward and backward pass over a batch measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchLoss {
+    /// Σ ‖x̂ − x‖² over the batch.
+    pub squared_error: f64,
+    /// Σ ‖ê − e‖² of the AuxK reconstruction (0 without dead latents).
+    pub aux_squared_error: f64,
+    /// Σ over inputs of the latents that fired.
+    pub active: u64,
+}
+
+/// The AuxK settings of a pass: which latents are dead, how many of them
+/// reconstruct the residual, and the loss's weight.
+#[derive(Debug, Clone, Copy)]
+pub struct Aux<'a> {
+    /// One flag per latent.
+    pub dead: &'a [bool],
+    /// Dead latents used per input.
+    pub k: usize,
+    /// Weight of the AuxK loss.
+    pub coeff: f64,
+}
+
+/// Adds to `grads` the gradient of `loss` over a batch `x` of `rows`
+/// inputs, `loss` normalised by `total_rows · d_in` (so chunks of one batch
+/// sum to the batch's gradient), and returns what the pass measured; also
+/// returns which latents fired.
+pub fn accumulate<T: Float + 'static>(
+    sae: &Sae<T>,
+    x: &[T],
+    rows: usize,
+    total_rows: usize,
+    aux: Aux<'_>,
+    grads: &mut Gradients<T>,
+) -> (BatchLoss, Vec<bool>) {
+    let d_in = sae.d_in;
+    let (pre, centered) = sae.pre_activations(x, rows);
+    let codes = sae.top_k(&pre, sae.k);
+    let recon = sae.decode(&codes);
+    let scale = T::from(2.0 / (total_rows * d_in) as f64).expect("a float");
+    let mut loss = BatchLoss {
+        squared_error: 0.0,
+        aux_squared_error: 0.0,
+        active: 0,
+    };
+    let mut fired = vec![false; sae.d_sae];
+    let mut g = vec![T::zero(); d_in];
+    for row in 0..rows {
+        let (xr, rr) = (&x[row * d_in..][..d_in], &recon[row * d_in..][..d_in]);
+        for i in 0..d_in {
+            let diff = rr[i] - xr[i];
+            loss.squared_error += diff.to_f64().unwrap_or(f64::NAN).powi(2);
+            g[i] = scale * diff;
+        }
+        grads
+            .b_dec
+            .iter_mut()
+            .zip(&g)
+            .for_each(|(b, &g)| *b = *b + g);
+        let xc = &centered[row * d_in..][..d_in];
+        for (j, value) in codes.active(row) {
+            fired[j] = true;
+            loss.active += 1;
+            backprop_latent(sae, grads, j, value, &g, xc);
+        }
+    }
+    if aux.dead.iter().any(|&d| d) && aux.k > 0 {
+        let aux_codes = top_k_of(&pre, sae.d_sae, aux.k, |j| aux.dead[j]);
+        let residual: Vec<T> = x.iter().zip(&recon).map(|(&x, &r)| x - r).collect();
+        let coeff = T::from(aux.coeff).expect("a float");
+        loss.aux_squared_error =
+            aux_backward(sae, &aux_codes, &residual, &centered, scale * coeff, grads);
+    }
+    (loss, fired)
+}
+
+/// The AuxK term: reconstructs `target` (the residual, held constant) from
+/// the dead latents' codes without bias, adds its gradient scaled by
+/// `scale` to `grads`, and returns Σ ‖ê − e‖².
+pub fn aux_backward<T: Float + 'static>(
+    sae: &Sae<T>,
+    codes: &Codes<T>,
+    target: &[T],
+    centered: &[T],
+    scale: T,
+    grads: &mut Gradients<T>,
+) -> f64 {
+    let d_in = sae.d_in;
+    let rows = target.len() / d_in;
+    let mut squared_error = 0.0;
+    let mut g = vec![T::zero(); d_in];
+    for row in 0..rows {
+        g.iter_mut().for_each(|v| *v = T::zero());
+        for (j, value) in codes.active(row) {
+            let w = &sae.w_dec[j * d_in..][..d_in];
+            g.iter_mut().zip(w).for_each(|(g, &w)| *g = *g + value * w);
+        }
+        for (g, &e) in g.iter_mut().zip(&target[row * d_in..][..d_in]) {
+            let diff = *g - e;
+            squared_error += diff.to_f64().unwrap_or(f64::NAN).powi(2);
+            *g = scale * diff;
+        }
+        let xc = &centered[row * d_in..][..d_in];
+        for (j, value) in codes.active(row) {
+            backprop_latent(sae, grads, j, value, &g, xc);
+        }
+    }
+    squared_error
+}
+
+/// Gradient through one active latent `j` of value `value` (its
+/// pre-activation, > 0) of an input whose centred value is `xc`, given the
+/// gradient `g` at the reconstruction.
+fn backprop_latent<T: Float>(
+    sae: &Sae<T>,
+    grads: &mut Gradients<T>,
+    j: usize,
+    value: T,
+    g: &[T],
+    xc: &[T],
+) {
+    let d_in = sae.d_in;
+    let rows = j * d_in..(j + 1) * d_in;
+    let w_dec = &sae.w_dec[rows.clone()];
+    let d_pre = g.iter().zip(w_dec).fold(T::zero(), |s, (&g, &w)| s + g * w);
+    for (dw, &g) in grads.w_dec[rows.clone()].iter_mut().zip(g) {
+        *dw = *dw + value * g;
+    }
+    for (dw, &x) in grads.w_enc[rows.clone()].iter_mut().zip(xc) {
+        *dw = *dw + d_pre * x;
+    }
+    grads.b_enc[j] = grads.b_enc[j] + d_pre;
+    for (db, &w) in grads.b_dec.iter_mut().zip(&sae.w_enc[rows]) {
+        *db = *db - d_pre * w;
+    }
+}
+
+/// Training settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Latents.
+    pub d_sae: usize,
+    /// Latents kept per input.
+    pub k: usize,
+    /// Dead latents in the AuxK reconstruction (0: no AuxK loss).
+    pub aux_k: usize,
+    /// Weight of the AuxK loss (Gao et al.: 1/32).
+    pub aux_coeff: f64,
+    /// Inputs without firing after which a latent counts as dead.
+    pub dead_after: u64,
+    /// Adam: peak learning rate, schedule (warmup, cosine to lr/10 at
+    /// `steps`) and betas; no weight decay, no clipping.
+    pub optimizer: AdamW,
+    /// Seed of the initial decoder directions.
+    pub seed: u64,
+}
+
+impl Options {
+    /// Gao et al.'s choices for `d_sae` latents, `k` of them per input,
+    /// over `steps` steps at learning rate `lr`.
+    pub fn topk(d_sae: usize, k: usize, steps: u64, lr: f64) -> Self {
+        Options {
+            d_sae,
+            k,
+            aux_k: 0,
+            aux_coeff: 1.0 / 32.0,
+            dead_after: 10_000_000,
+            optimizer: AdamW {
+                lr,
+                warmup: (steps / 20).min(1000),
+                steps,
+                weight_decay: 0.0,
+                clip: 0.0,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+            },
+            seed: 0,
+        }
+    }
+}
+
+/// What one training step measured.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct StepReport {
+    /// Steps done.
+    pub step: u64,
+    /// Mean squared error per value (scaled inputs).
+    pub mse: f64,
+    /// Fraction of variance unexplained: Σ‖x̂ − x‖² / Σ‖x − mean(x)‖².
+    pub fvu: f64,
+    /// Mean latents firing per input.
+    pub l0: f64,
+    /// Fraction of latents dead after this step.
+    pub dead_fraction: f64,
+    /// AuxK mean squared error per value (0 without dead latents).
+    pub aux_mse: f64,
+}
+
+/// A TopK autoencoder being trained on inputs scaled so that E‖x‖² = d_in.
+#[derive(Debug, Clone)]
+pub struct Trainer {
+    /// The autoencoder, on scaled inputs.
+    pub sae: Sae<f32>,
+    /// The input scale: the autoencoder sees `scale · x`.
+    pub scale: f32,
+    /// The settings.
+    pub options: Options,
+    /// Adam moments, one (m, v) pair per parameter, in `Sae` field order.
+    moments: [(Vec<f32>, Vec<f32>); 4],
+    /// Inputs seen since each latent last fired.
+    since_fired: Vec<u64>,
+    /// Steps done.
+    step: u64,
+}
+
+impl Trainer {
+    /// Starts from a sample of inputs (`[n, d_in]`): the scale that makes
+    /// their mean squared norm `d_in`, `b_dec` their (scaled) mean, decoder
+    /// rows random unit vectors and the encoder their copy (Gao et al.'s
+    /// tied initialisation), `b_enc` zero.
+    pub fn new(sample: &[f32], d_in: usize, options: Options) -> Trainer {
+        let n = sample.len() / d_in.max(1);
+        assert!(
+            n > 0 && options.k >= 1 && options.d_sae >= options.k,
+            "checked by the caller"
+        );
+        let mean_square: f64 = sample.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n as f64;
+        let scale = if mean_square > 0.0 {
+            (d_in as f64 / mean_square).sqrt() as f32
+        } else {
+            1.0
+        };
+        let mut b_dec = vec![0.0f64; d_in];
+        for row in sample.chunks_exact(d_in) {
+            b_dec
+                .iter_mut()
+                .zip(row)
+                .for_each(|(b, &v)| *b += f64::from(v * scale));
+        }
+        let b_dec: Vec<f32> = b_dec.iter().map(|b| (b / n as f64) as f32).collect();
+        let mut rng = Rng::new(options.seed);
+        let mut w_dec: Vec<f32> = (0..options.d_sae * d_in)
+            .map(|_| rng.normal(1.0) as f32)
+            .collect();
+        normalize_rows(&mut w_dec, d_in);
+        let sae = Sae {
+            d_in,
+            d_sae: options.d_sae,
+            k: options.k,
+            w_enc: w_dec.clone(),
+            b_enc: vec![0.0; options.d_sae],
+            w_dec,
+            b_dec,
+        };
+        let zeros = |len: usize| (vec![0.0; len], vec![0.0; len]);
+        Trainer {
+            moments: [
+                zeros(sae.w_enc.len()),
+                zeros(sae.b_enc.len()),
+                zeros(sae.w_dec.len()),
+                zeros(sae.b_dec.len()),
+            ],
+            since_fired: vec![0; sae.d_sae],
+            step: 0,
+            scale,
+            options,
+            sae,
+        }
+    }
+
+    /// Steps done.
+    pub fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    /// Which latents are dead now.
+    pub fn dead(&self) -> Vec<bool> {
+        self.since_fired
+            .iter()
+            .map(|&n| n >= self.options.dead_after)
+            .collect()
+    }
+
+    /// One Adam step on a batch of raw inputs (`[rows, d_in]`), split into
+    /// `chunks` pieces computed in parallel and summed in order (the result
+    /// depends on `chunks`, not on the thread count).
+    pub fn step(&mut self, batch: &[f32], chunks: usize) -> StepReport {
+        let d_in = self.sae.d_in;
+        let rows = batch.len() / d_in;
+        let scaled: Vec<f32> = batch.iter().map(|&v| v * self.scale).collect();
+        let dead = self.dead();
+        let aux = Aux {
+            dead: &dead,
+            k: self.options.aux_k,
+            coeff: self.options.aux_coeff,
+        };
+        let per_chunk = rows.div_ceil(chunks.max(1)).max(1);
+        let sae = &self.sae;
+        let parts: Vec<(Gradients<f32>, BatchLoss, Vec<bool>)> = scaled
+            .par_chunks(per_chunk * d_in)
+            .map(|chunk| {
+                let mut grads = Gradients::zeros(sae);
+                let (loss, fired) =
+                    accumulate(sae, chunk, chunk.len() / d_in, rows, aux, &mut grads);
+                (grads, loss, fired)
+            })
+            .collect();
+        let mut grads = Gradients::zeros(sae);
+        let mut total = BatchLoss {
+            squared_error: 0.0,
+            aux_squared_error: 0.0,
+            active: 0,
+        };
+        let mut fired = vec![false; sae.d_sae];
+        for (g, loss, f) in &parts {
+            grads.add(g);
+            total.squared_error += loss.squared_error;
+            total.aux_squared_error += loss.aux_squared_error;
+            total.active += loss.active;
+            fired.iter_mut().zip(f).for_each(|(a, &b)| *a |= b);
+        }
+        remove_parallel_component(&mut grads.w_dec, &self.sae.w_dec, d_in);
+        self.step += 1;
+        let opt = self.options.optimizer;
+        for ((params, grad), (m, v)) in [
+            (&mut self.sae.w_enc, &grads.w_enc),
+            (&mut self.sae.b_enc, &grads.b_enc),
+            (&mut self.sae.w_dec, &grads.w_dec),
+            (&mut self.sae.b_dec, &grads.b_dec),
+        ]
+        .into_iter()
+        .zip(self.moments.iter_mut())
+        {
+            let no_decay = vec![false; params.len()];
+            opt.update(self.step, params, grad, (m, v), &no_decay);
+        }
+        normalize_rows(&mut self.sae.w_dec, d_in);
+        for (n, &f) in self.since_fired.iter_mut().zip(&fired) {
+            *n = if f { 0 } else { n.saturating_add(rows as u64) };
+        }
+        let values = (rows * d_in) as f64;
+        let dead_now = self.dead().iter().filter(|&&d| d).count();
+        StepReport {
+            step: self.step,
+            mse: total.squared_error / values,
+            fvu: total.squared_error / total_variance(&scaled, d_in).max(f64::MIN_POSITIVE),
+            l0: total.active as f64 / rows as f64,
+            dead_fraction: dead_now as f64 / self.sae.d_sae as f64,
+            aux_mse: total.aux_squared_error / values,
+        }
+    }
+
+    /// The autoencoder on raw inputs: the input scale folded into the
+    /// weights (`W_enc · s`, `W_dec / s`, `b_dec / s`), so that it encodes
+    /// and reconstructs unscaled activations exactly as the trained one
+    /// does scaled ones.
+    pub fn unscaled(&self) -> Sae<f32> {
+        let s = self.scale;
+        let mut sae = self.sae.clone();
+        sae.w_enc.iter_mut().for_each(|w| *w *= s);
+        sae.w_dec.iter_mut().for_each(|w| *w /= s);
+        sae.b_dec.iter_mut().for_each(|b| *b /= s);
+        sae
+    }
+}
+
+/// Σ_b ‖x_b − mean(x)‖² of a batch.
+pub fn total_variance(x: &[f32], d_in: usize) -> f64 {
+    let rows = x.len() / d_in;
+    let mut mean = vec![0.0f64; d_in];
+    for row in x.chunks_exact(d_in) {
+        mean.iter_mut()
+            .zip(row)
+            .for_each(|(m, &v)| *m += f64::from(v));
+    }
+    mean.iter_mut().for_each(|m| *m /= rows.max(1) as f64);
+    x.chunks_exact(d_in)
+        .map(|row| {
+            row.iter()
+                .zip(&mean)
+                .map(|(&v, m)| (f64::from(v) - m).powi(2))
+                .sum::<f64>()
+        })
+        .sum()
+}
+
+/// Scales every `width`-wide row of `w` to unit length (zero rows stay zero).
+pub fn normalize_rows(w: &mut [f32], width: usize) {
+    for row in w.chunks_exact_mut(width) {
+        let norm = row
+            .iter()
+            .map(|&v| f64::from(v).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        if norm > 0.0 {
+            row.iter_mut()
+                .for_each(|v| *v = (f64::from(*v) / norm) as f32);
+        }
+    }
+}
+
+/// Removes from each row of `grad` its component along the matching
+/// (unit-norm) row of `w`.
+pub fn remove_parallel_component(grad: &mut [f32], w: &[f32], width: usize) {
+    for (g, w) in grad.chunks_exact_mut(width).zip(w.chunks_exact(width)) {
+        let along = g
+            .iter()
+            .zip(w)
+            .map(|(&g, &w)| f64::from(g) * f64::from(w))
+            .sum::<f64>();
+        g.iter_mut()
+            .zip(w)
+            .for_each(|(g, &w)| *g = (f64::from(*g) - along * f64::from(w)) as f32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_sae(rng: &mut Rng, d_in: usize, d_sae: usize, k: usize) -> Sae<f64> {
+        let mut vec = |n: usize| (0..n).map(|_| rng.normal(0.5)).collect::<Vec<f64>>();
+        Sae {
+            d_in,
+            d_sae,
+            k,
+            w_enc: vec(d_sae * d_in),
+            b_enc: vec(d_sae),
+            w_dec: vec(d_sae * d_in),
+            b_dec: vec(d_in),
+        }
+    }
+
+    /// A parameter of an autoencoder, by name.
+    type Field = fn(&mut Sae<f64>) -> &mut Vec<f64>;
+
+    /// Central differences of `loss` for every parameter, against `grads`.
+    fn check(sae: &Sae<f64>, grads: &Gradients<f64>, loss: impl Fn(&Sae<f64>) -> f64) {
+        let eps = 1e-6;
+        let fields: [(&str, Field, &Vec<f64>); 4] = [
+            ("w_enc", |s| &mut s.w_enc, &grads.w_enc),
+            ("b_enc", |s| &mut s.b_enc, &grads.b_enc),
+            ("w_dec", |s| &mut s.w_dec, &grads.w_dec),
+            ("b_dec", |s| &mut s.b_dec, &grads.b_dec),
+        ];
+        for (name, field, analytic) in fields {
+            for (i, &expected) in analytic.iter().enumerate() {
+                let mut plus = sae.clone();
+                field(&mut plus)[i] += eps;
+                let mut minus = sae.clone();
+                field(&mut minus)[i] -= eps;
+                let numeric = (loss(&plus) - loss(&minus)) / (2.0 * eps);
+                let error =
+                    (numeric - expected).abs() / numeric.abs().max(expected.abs()).max(1e-4);
+                assert!(
+                    error < 1e-5,
+                    "{name}[{i}]: numeric {numeric}, analytic {expected}"
+                );
+            }
+        }
+    }
+
+    fn mse(sae: &Sae<f64>, x: &[f64], rows: usize) -> f64 {
+        let recon = sae.forward(x, rows);
+        recon
+            .iter()
+            .zip(x)
+            .map(|(r, x)| (r - x).powi(2))
+            .sum::<f64>()
+            / x.len() as f64
+    }
+
+    #[test]
+    fn reconstruction_gradients_match_finite_differences() {
+        let mut rng = Rng::new(7);
+        let (d_in, d_sae, k, rows) = (5, 12, 3, 4);
+        let sae = random_sae(&mut rng, d_in, d_sae, k);
+        let x: Vec<f64> = (0..rows * d_in).map(|_| rng.normal(1.0)).collect();
+        let mut grads = Gradients::zeros(&sae);
+        let no_dead = vec![false; d_sae];
+        let aux = Aux {
+            dead: &no_dead,
+            k: 0,
+            coeff: 0.0,
+        };
+        let (loss, _) = accumulate(&sae, &x, rows, rows, aux, &mut grads);
+        assert!((loss.squared_error / (rows * d_in) as f64 - mse(&sae, &x, rows)).abs() < 1e-12);
+        check(&sae, &grads, |s| mse(s, &x, rows));
+    }
+
+    #[test]
+    fn aux_gradients_match_finite_differences_with_the_residual_held() {
+        let mut rng = Rng::new(11);
+        let (d_in, d_sae, rows) = (4, 10, 3);
+        let sae = random_sae(&mut rng, d_in, d_sae, 2);
+        let x: Vec<f64> = (0..rows * d_in).map(|_| rng.normal(1.0)).collect();
+        let target: Vec<f64> = (0..rows * d_in).map(|_| rng.normal(1.0)).collect();
+        let dead: Vec<bool> = (0..d_sae).map(|j| j % 2 == 0).collect();
+        let aux_loss = |s: &Sae<f64>| {
+            let (pre, centered) = s.pre_activations(&x, rows);
+            let codes = top_k_of(&pre, d_sae, 3, |j| dead[j]);
+            let mut unused = Gradients::zeros(s);
+            aux_backward(s, &codes, &target, &centered, 0.0, &mut unused) / (rows * d_in) as f64
+        };
+        let (pre, centered) = sae.pre_activations(&x, rows);
+        let codes = top_k_of(&pre, d_sae, 3, |j| dead[j]);
+        let mut grads = Gradients::zeros(&sae);
+        aux_backward(
+            &sae,
+            &codes,
+            &target,
+            &centered,
+            2.0 / (rows * d_in) as f64,
+            &mut grads,
+        );
+        check(&sae, &grads, aux_loss);
+    }
+
+    #[test]
+    fn decoder_rows_stay_unit_norm_and_folding_the_scale_keeps_the_reconstruction() {
+        let mut rng = Rng::new(3);
+        let d_in = 6;
+        let data: Vec<f32> = (0..256 * d_in)
+            .map(|_| (rng.normal(1.0) * 7.0 + 2.0) as f32)
+            .collect();
+        let mut trainer = Trainer::new(&data, d_in, Options::topk(16, 2, 10, 1e-3));
+        for _ in 0..5 {
+            trainer.step(&data[..64 * d_in], 2);
+        }
+        for row in trainer.sae.w_dec.chunks_exact(d_in) {
+            let norm: f32 = row.iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-5, "{norm}");
+        }
+        let raw = trainer.unscaled();
+        let x = &data[..4 * d_in];
+        let scaled: Vec<f32> = x.iter().map(|v| v * trainer.scale).collect();
+        let expected: Vec<f32> = trainer
+            .sae
+            .forward(&scaled, 4)
+            .iter()
+            .map(|v| v / trainer.scale)
+            .collect();
+        for (a, b) in raw.forward(x, 4).iter().zip(&expected) {
+            assert!((a - b).abs() < 1e-4 * b.abs().max(1.0), "{a} vs {b}");
+        }
+        assert_eq!(
+            raw.encode(x, 4).latents,
+            trainer.sae.encode(&scaled, 4).latents
+        );
+    }
+}
