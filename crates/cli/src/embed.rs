@@ -35,10 +35,7 @@ impl ModelChoice {
                 .map_err(|e| at(&self.model, e))?;
         }
         let embedder = Embedder::open_model(&self.model).map_err(|e| at(&self.model, e))?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads.unwrap_or(0) as usize)
-            .build()
-            .map_err(invalid)?;
+        let pool = crate::work::thread_pool(self.threads.map(|t| t as usize))?;
         Ok((embedder, pool))
     }
 }

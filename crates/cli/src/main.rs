@@ -19,10 +19,12 @@ mod embed;
 mod inspect;
 mod npy;
 mod progress;
+mod sae;
 mod tllm;
 mod tokens;
 mod train;
 mod verify;
+mod work;
 
 use std::fmt::Display;
 use std::path::Path;
@@ -61,6 +63,9 @@ enum Command {
     /// Inspect, verify, read, summarise, benchmark and create SAEV activation datasets.
     #[command(subcommand)]
     Acts(acts::ActsCommand),
+    /// Sparse autoencoders on SAEV activations: train, eval.
+    #[command(subcommand)]
+    Sae(sae::SaeCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -220,6 +225,7 @@ fn main() -> ExitCode {
         Command::Similarity(args) => embed::similarity(&args),
         Command::Search(args) => embed::search(&args),
         Command::Acts(command) => acts::run(command),
+        Command::Sae(command) => sae::run(command),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

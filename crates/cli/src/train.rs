@@ -1,7 +1,6 @@
 //! `modelbin tllm train`: train a byte-level TLLM model on text files.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -134,10 +133,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     // Fail on an unwritable output now, not after the training.
     modelbin_format::atomic::AtomicFile::create(&args.out)
         .map_err(|e| Failure::Invalid(format!("cannot write the model: {e}")))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.unwrap_or(0))
-        .build()
-        .map_err(invalid)?;
+    let pool = crate::work::thread_pool(args.threads)?;
     let mut trainer = if args.resume {
         Trainer::resume(
             &args.out,
@@ -150,16 +146,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         Trainer::new(config, optimizer, args.batch_size, args.seed)
     }
     .map_err(training_failure)?;
-    let mut log = match &args.log {
-        Some(path) => Some(BufWriter::new(
-            File::options()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
+    let mut log = crate::work::open_log(args.log.as_deref())?;
     let mut bar = Progress::steps(args.steps, trainer.steps_done());
     let tokens_per_step = (args.batch_size * args.shape.seq as usize) as f64;
     let start = Instant::now();

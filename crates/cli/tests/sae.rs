@@ -1,0 +1,195 @@
+//! `modelbin sae train|eval` end to end on small SAEV datasets.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{fails, ok, usage};
+use modelbin_format::saev::{Metadata, Writer};
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A dataset of `n_imgs` images of 1 CLS + 4 patches of width `d` at
+/// layers -2 and -1, values from a sine, with `poison` (image, layer index,
+/// token) set to NaN.
+fn dataset(root: &Path, d: u64, poison: Option<(usize, usize, usize)>) -> PathBuf {
+    let metadata = Metadata {
+        vit_family: "test".into(),
+        vit_ckpt: "sine".into(),
+        layers: vec![-2, -1],
+        n_patches_per_img: 4,
+        cls_token: true,
+        d_vit: d,
+        seed: 0,
+        n_imgs: 64,
+        max_patches_per_shard: 200,
+        data: "sine values".into(),
+    };
+    let per_img = 2 * 5 * d as usize;
+    let mut writer = Writer::create(root, metadata).unwrap();
+    for img in 0..64 {
+        let mut values: Vec<f32> = (0..per_img)
+            .map(|i| ((img * per_img + i) as f32 * 0.37).sin())
+            .collect();
+        if let Some((at_img, layer, token)) = poison
+            && at_img == img
+        {
+            values[(layer * 5 + token) * d as usize] = f32::NAN;
+        }
+        writer.push(&values).unwrap();
+    }
+    writer.finish().unwrap()
+}
+
+#[test]
+fn train_then_eval_in_saelens_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(&dir.path().join("acts"), 16, None);
+    let out = dir.path().join("sae");
+    let log = dir.path().join("log.jsonl");
+    let train = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "sae",
+            "train",
+            s(&data),
+            "--layer",
+            "-1",
+            "--d-sae",
+            "64",
+            "-k",
+            "4",
+            "--steps",
+            "30",
+            "--batch-size",
+            "64",
+            "-o",
+            s(out),
+        ];
+        args.extend(extra);
+        ok(&args, "")
+    };
+    let summary: serde_json::Value =
+        serde_json::from_str(&train(&out, &["--log", s(&log), "--json"])).unwrap();
+    assert_eq!(summary["steps"], 30);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 30);
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("cfg.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            config["d_in"].as_u64(),
+            config["d_sae"].as_u64(),
+            config["k"].as_u64()
+        ),
+        (Some(16), Some(64), Some(4))
+    );
+    assert_eq!(config["metadata"]["layer"], -1);
+    assert_eq!(config["metadata"]["patches"], "image");
+    let eval: serde_json::Value = serde_json::from_str(&ok(
+        &["sae", "eval", s(&out), s(&data), "--layer", "-1", "--json"],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(eval["vectors"], 64 * 4);
+    assert!(eval["l0"].as_f64().unwrap() <= 4.0);
+    let explained = eval["explained_variance"].as_f64().unwrap();
+    assert!(explained > 0.0 && explained <= 1.0, "{eval}");
+    let histogram: Vec<u64> = serde_json::from_value(eval["density_histogram"].clone()).unwrap();
+    assert_eq!(histogram.iter().sum::<u64>(), 64);
+    // Same seed, same autoencoder.
+    let again = dir.path().join("again");
+    train(&again, &[]);
+    assert_eq!(
+        std::fs::read(out.join("sae_weights.safetensors")).unwrap(),
+        std::fs::read(again.join("sae_weights.safetensors")).unwrap()
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(&dir.path().join("acts"), 8, None);
+    let out = dir.path().join("sae");
+    let base = [
+        "sae",
+        "train",
+        s(&data),
+        "--steps",
+        "2",
+        "--d-sae",
+        "16",
+        "-k",
+        "2",
+    ];
+    let train = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let err = usage(&refs(&train(&["--layer", "5", "-o", s(&out)])), "");
+    assert!(
+        err.contains("--layer 5: the dataset recorded layers [-2, -1]"),
+        "{err}"
+    );
+    let err = usage(
+        &[
+            "sae",
+            "train",
+            s(&data),
+            "--layer",
+            "-1",
+            "--d-sae",
+            "16",
+            "-k",
+            "32",
+            "-o",
+            s(&out),
+        ],
+        "",
+    );
+    assert!(err.contains("-k 32 is more than --d-sae 16"), "{err}");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let err = fails(
+        &refs(&train(&["--layer", "-1", "-o", s(&file.join("sub"))])),
+        "",
+    );
+    assert!(err.contains("a-file"), "{err}");
+    ok(&refs(&train(&["--layer", "-1", "-o", s(&out)])), "");
+    let err = usage(&refs(&train(&["--layer", "-1", "-o", s(&out)])), "");
+    assert!(err.contains("holds an autoencoder; pass --force"), "{err}");
+    ok(
+        &refs(&train(&["--layer", "-1", "-o", s(&out), "--force"])),
+        "",
+    );
+    // An autoencoder for other vectors.
+    let wide = dataset(&dir.path().join("wide"), 12, None);
+    let err = fails(&["sae", "eval", s(&out), s(&wide), "--layer", "-1"], "");
+    assert!(
+        err.contains("takes vectors of 8 values, the dataset holds 12"),
+        "{err}"
+    );
+    // NaN in the data: named by its coordinates.
+    let poisoned = dataset(&dir.path().join("nan"), 8, Some((9, 1, 3)));
+    let err = fails(
+        &[
+            "sae",
+            "train",
+            s(&poisoned),
+            "--layer",
+            "-1",
+            "--steps",
+            "2",
+            "-o",
+            s(&dir.path().join("p")),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("image 9, layer -1, token 3 holds NaN or Inf"),
+        "{err}"
+    );
+}
