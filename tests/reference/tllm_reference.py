@@ -70,13 +70,15 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
-def forward(model, ids):
+def forward(model, ids, residual_after=None):
+    """Logits at every position, or with `residual_after` = l the residual
+    stream after block l (0-based)."""
     t = len(ids)
     d, heads = model["d"], model["heads"]
     hd = d // heads
     x = model["tok"][ids] + model["pos"][:t]
     mask = np.triu(np.full((t, t), -np.inf), k=1)
-    for layer in model["layers"]:
+    for index, layer in enumerate(model["layers"]):
         a = layer_norm(x, layer["ln1_w"], layer["ln1_b"])
         q, k, v = a @ layer["q"], a @ layer["k"], a @ layer["v"]
         out = np.zeros_like(x)
@@ -89,6 +91,8 @@ def forward(model, ids):
         h_ = x + out @ layer["o"]
         b = layer_norm(h_, layer["ln2_w"], layer["ln2_b"])
         x = h_ + gelu_tanh(b @ layer["w1"] + layer["b1"]) @ layer["w2"] + layer["b2"]
+        if index == residual_after:
+            return x
     return x @ model["output"]
 
 
@@ -103,7 +107,8 @@ def main():
         print(json.dumps({"seconds_per_token": (time.perf_counter() - start) / n}))
         return
     ids = json.loads(sys.argv[2])
-    print(json.dumps(forward(model, ids).tolist()))
+    residual_after = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--residual" else None
+    print(json.dumps(forward(model, ids, residual_after).tolist()))
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ pub enum ActsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Record a TLLM model's residual stream over text files as a dataset.
+    Record(crate::record::RecordArgs),
     /// Write a synthetic dataset (random normal values) under a root directory.
     WriteSynthetic {
         /// The root directory, where `<HASH>/` is created (-o ROOT, or positional).
@@ -125,6 +127,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
             crate::inspect::run(&crate::inspect::InspectArgs::dataset(dir, json))
         }
         ActsCommand::Verify { dir, values, json } => verify(&dir, values, json),
+        ActsCommand::Record(args) => crate::record::record(&args),
         ActsCommand::Get {
             dir,
             img,

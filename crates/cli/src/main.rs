@@ -19,6 +19,7 @@ mod embed;
 mod inspect;
 mod npy;
 mod progress;
+mod record;
 mod sae;
 mod tllm;
 mod tokens;

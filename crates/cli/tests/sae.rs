@@ -193,3 +193,108 @@ fn bad_input_is_refused_before_training() {
         "{err}"
     );
 }
+
+#[test]
+fn recorded_activations_are_the_models_residual_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.tllm");
+    ok(
+        &[
+            "tllm",
+            "init",
+            "--seq",
+            "16",
+            "--layers",
+            "3",
+            "--seed",
+            "4",
+            "-o",
+            s(&model),
+        ],
+        "",
+    );
+    let text = dir.path().join("t.txt");
+    let words = "The residual stream of a tiny model, recorded window by window. ";
+    std::fs::write(&text, words.repeat(3)).unwrap();
+    let root = dir.path().join("acts");
+    let report: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "--layers",
+            "0,-1",
+            "--tokens-per-text",
+            "8",
+            "-o",
+            s(&root),
+            "--json",
+            s(&text),
+        ],
+        "",
+    ))
+    .unwrap();
+    let bytes = words.len() * 3;
+    assert_eq!(report["images"], bytes / 8);
+    assert_eq!(report["vectors"], 2 * 8 * (bytes / 8));
+    let dataset = modelbin_format::saev::open(report["path"].as_str().unwrap()).unwrap();
+    let metadata = dataset.metadata();
+    assert_eq!(
+        (
+            metadata.vit_family.as_str(),
+            metadata.d_vit,
+            metadata.n_patches_per_img,
+            metadata.cls_token
+        ),
+        ("tllm", 64, 8, false)
+    );
+    assert_eq!(metadata.layers, [0, -1]);
+    assert_eq!(metadata.data["files"][0]["bytes"], bytes);
+    let tllm = modelbin_infer::tllm::Model::open(&model).unwrap();
+    for img in [0usize, 5, bytes / 8 - 1] {
+        let ids: Vec<u32> = words.repeat(3).as_bytes()[img * 8..][..8]
+            .iter()
+            .map(|&b| u32::from(b))
+            .collect();
+        let streams = tllm.residual_stream(&ids, &[0, 2]).unwrap();
+        for (stream, layer) in streams.iter().zip([0i64, -1]) {
+            for token in 0..8 {
+                assert_eq!(
+                    dataset.vector(img as u64, layer, token as u64).unwrap(),
+                    &stream[token * 64..][..64],
+                    "image {img}, layer {layer}, token {token}"
+                );
+            }
+        }
+    }
+    // Refused before any work.
+    let (m, r, t) = (s(&model), s(&root), s(&text));
+    let err = usage(
+        &["acts", "record", "-m", m, "-o", r, "--layers", "3", t],
+        "",
+    );
+    assert!(err.contains("--layers 3: the model has 3 blocks"), "{err}");
+    let err = usage(
+        &[
+            "acts",
+            "record",
+            "-m",
+            m,
+            "-o",
+            r,
+            "--tokens-per-text",
+            "17",
+            t,
+        ],
+        "",
+    );
+    assert!(err.contains("the model's context is 16 tokens"), "{err}");
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, "abc").unwrap();
+    let err = fails(
+        &["acts", "record", "-m", s(&model), "-o", s(&root), s(&short)],
+        "",
+    );
+    assert!(err.contains("fewer than one window of 16"), "{err}");
+}

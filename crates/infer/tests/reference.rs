@@ -29,12 +29,22 @@ fn random_model(dir: &Path, config: Config, seed: u64) -> std::path::PathBuf {
 }
 
 fn reference_logits(model: &Path, ids: &[u32]) -> Vec<Vec<f64>> {
+    run_reference(model, ids, &[])
+}
+
+/// The reference's residual stream after block `layer`.
+fn reference_residual(model: &Path, ids: &[u32], layer: usize) -> Vec<Vec<f64>> {
+    run_reference(model, ids, &["--residual", &layer.to_string()])
+}
+
+fn run_reference(model: &Path, ids: &[u32], extra: &[&str]) -> Vec<Vec<f64>> {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/tllm_reference.py");
     let out = Command::new("python3")
         .arg(script)
         .arg(model)
         .arg(serde_json::to_string(ids).unwrap())
+        .args(extra)
         .output()
         .expect("python3 runs");
     assert!(
@@ -204,4 +214,18 @@ fn generation_is_greedy_or_seeded() {
             .ids,
         greedy.ids
     );
+}
+
+#[test]
+fn the_residual_stream_matches_the_numpy_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = random_model(dir.path(), config(32, 3, 4, 48, 16, 300), 9);
+    let model = Model::open(&path).unwrap();
+    let ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
+    let streams = model.residual_stream(&ids, &[2, 0]).unwrap();
+    for (stream, layer) in streams.iter().zip([2, 0]) {
+        assert_eq!(stream.len(), ids.len() * 32);
+        let error = relative_error(stream, &reference_residual(&path, &ids, layer));
+        assert!(error < 1e-4, "layer {layer}: {error}");
+    }
 }

@@ -155,6 +155,23 @@ impl Model {
         session.extend(ids, true)
     }
 
+    /// The residual stream after each block in `layers` (indices from 0)
+    /// at every position of `ids`: one `[ids.len(), model_dim]` matrix per
+    /// requested layer, in the order asked.
+    pub fn residual_stream(&self, ids: &[u32], layers: &[usize]) -> Result<Vec<Vec<f32>>> {
+        if ids.is_empty() {
+            return Err(Error::EmptyInput);
+        }
+        let mut out = vec![Vec::new(); layers.len()];
+        self.session()
+            .extend_observed(ids, false, &mut |layer, x| {
+                for (slot, _) in layers.iter().enumerate().filter(|(_, l)| **l == layer) {
+                    out[slot] = x.to_vec();
+                }
+            })?;
+        Ok(out)
+    }
+
     /// A decoding session with an empty KV cache. The cache grows with the
     /// tokens actually run (never reserved for `max_seq_len` up front).
     pub fn session(&self) -> Session<'_> {
@@ -192,6 +209,18 @@ impl Session<'_> {
     /// Runs `ids` after the cached tokens; returns the logits of every new
     /// position (`all`) or of the last one only.
     pub fn extend(&mut self, ids: &[u32], all: bool) -> Result<Vec<f32>> {
+        self.extend_observed(ids, all, &mut |_, _| {})
+    }
+
+    /// [`Session::extend`], calling `observe(layer, residual)` after each
+    /// block with the residual stream of the new positions
+    /// (`[ids.len(), model_dim]`, the block's output).
+    pub fn extend_observed(
+        &mut self,
+        ids: &[u32],
+        all: bool,
+        observe: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<Vec<f32>> {
         let model = self.model;
         model.check_ids(ids, self.len)?;
         if ids.is_empty() {
@@ -285,6 +314,7 @@ impl Session<'_> {
                     *xv += b;
                 }
             }
+            observe(l, &x);
         }
         self.len += t;
         let rows = if all { &x[..] } else { &x[(t - 1) * d..] };
