@@ -6,7 +6,8 @@
 - Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`.
 - Tensor files, as ``safetensors.numpy``: :mod:`modelbin.numpy` and
   :func:`safe_open`, over BinTensors, safetensors, EMBD and TLLM.
-- SAEV activations for training loops: :mod:`modelbin.saev`.
+- SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
+  autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
 - Any file: :func:`verify` and :func:`inspect`.
 
@@ -21,7 +22,7 @@ import json
 import os
 from typing import Any, Dict
 
-from . import numpy, saev
+from . import numpy, sae, saev
 from ._native import FormatError
 from .embeddings import SentenceEmbedder
 from .encoding import Encoding, encoding_for_model, get_encoding, list_encoding_names
@@ -38,6 +39,7 @@ __all__ = [
     "inspect",
     "list_encoding_names",
     "numpy",
+    "sae",
     "saev",
     "safe_open",
     "verify",

@@ -1,0 +1,74 @@
+"""modelbin.sae.SAE: SAELens-layout TopK autoencoders on numpy arrays."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import modelbin
+import modelbin.numpy as mnp
+
+
+def write_sae(path, d_in=6, d_sae=10, k=3, seed=0, **cfg):
+    rng = np.random.default_rng(seed)
+    weights = {
+        "W_enc": rng.standard_normal((d_in, d_sae), dtype=np.float32),
+        "W_dec": rng.standard_normal((d_sae, d_in), dtype=np.float32),
+        "b_enc": rng.standard_normal(d_sae, dtype=np.float32),
+        "b_dec": rng.standard_normal(d_in, dtype=np.float32),
+    }
+    path.mkdir()
+    mnp.save_file(weights, str(path / "sae_weights.safetensors"))
+    config = {"architecture": "topk", "d_in": d_in, "d_sae": d_sae, "k": k, "dtype": "float32",
+              "apply_b_dec_to_input": True, "normalize_activations": "none", **cfg}
+    (path / "cfg.json").write_text(json.dumps(config))
+    return weights
+
+
+def test_encode_decode_equal_the_definition(tmp_path):
+    w = write_sae(tmp_path / "sae")
+    sae = modelbin.sae.SAE.load(tmp_path / "sae")
+    assert (sae.d_in, sae.d_sae, sae.k) == (6, 10, 3)
+    x = np.random.default_rng(1).standard_normal((5, 6), dtype=np.float32)
+    pre = (x - w["b_dec"]) @ w["W_enc"] + w["b_enc"]
+    expected = np.zeros_like(pre)
+    for row in range(5):
+        top = sorted(range(10), key=lambda j: (-pre[row, j], j))[:3]
+        expected[row, top] = np.maximum(pre[row, top], 0)
+    codes = sae.encode(x)
+    np.testing.assert_array_equal(codes, expected)
+    assert ((codes > 0).sum(axis=1) <= 3).all()
+    np.testing.assert_allclose(sae.decode(codes), expected @ w["W_dec"] + w["b_dec"], rtol=1e-6)
+    np.testing.assert_allclose(sae(x), sae.forward(x))
+    # Leading dimensions are kept: [batch, pos, d_in] -> [batch, pos, d_sae].
+    assert sae.encode(x.reshape(5, 1, 6)).shape == (5, 1, 10)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(sae)).encode(x), codes)
+
+
+def test_ties_go_to_the_lower_latent(tmp_path):
+    path = tmp_path / "sae"
+    path.mkdir()
+    weights = {"W_enc": np.ones((2, 4), np.float32), "W_dec": np.eye(4, 2, dtype=np.float32),
+               "b_enc": np.zeros(4, np.float32), "b_dec": np.zeros(2, np.float32)}
+    mnp.save_file(weights, str(path / "sae_weights.safetensors"))
+    (path / "cfg.json").write_text(json.dumps({"architecture": "topk", "d_in": 2, "d_sae": 4, "k": 2}))
+    codes = modelbin.sae.SAE.load(path).encode(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(codes, [3.0, 3.0, 0.0, 0.0])
+
+
+def test_bad_directories_are_value_errors(tmp_path):
+    write_sae(tmp_path / "relu", architecture="standard")
+    with pytest.raises(ValueError, match="not 'topk'"):
+        modelbin.sae.SAE.load(tmp_path / "relu")
+    write_sae(tmp_path / "lying", d_in=6)
+    config = json.loads((tmp_path / "lying" / "cfg.json").read_text())
+    config["d_sae"] = 11
+    (tmp_path / "lying" / "cfg.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="cfg.json says"):
+        modelbin.sae.SAE.load(tmp_path / "lying")
+    write_sae(tmp_path / "ok")
+    with pytest.raises(ValueError, match="takes 6"):
+        modelbin.sae.SAE.load(tmp_path / "ok").encode(np.zeros(5, np.float32))
+    with pytest.raises(FileNotFoundError):
+        modelbin.sae.SAE.load(tmp_path / "missing")
