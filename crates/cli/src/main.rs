@@ -21,6 +21,7 @@ mod npy;
 mod progress;
 mod record;
 mod sae;
+mod sae_features;
 mod tllm;
 mod tokens;
 mod train;

@@ -21,11 +21,13 @@ pub enum SaeCommand {
     Train(TrainArgs),
     /// Measure an autoencoder on a dataset: MSE, explained variance, L0, dead latents.
     Eval(EvalArgs),
+    /// The inputs that activate each latent most, with their text for TLLM recordings.
+    Features(crate::sae_features::FeaturesArgs),
 }
 
 /// Which tokens of each image are examples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PatchesArg {
+pub enum PatchesArg {
     /// The image patches (CLS excluded).
     Image,
     /// Only the CLS token.
@@ -44,17 +46,17 @@ impl From<PatchesArg> for Patches {
     }
 }
 
-/// The dataset view both commands read.
+/// The dataset view the `sae` commands read.
 #[derive(Debug, Args)]
-struct ViewArgs {
+pub struct ViewArgs {
     /// The SAEV dataset directory (`<root>/<HASH>`).
-    dataset: PathBuf,
+    pub dataset: PathBuf,
     /// The recorded layer to read (as in the dataset's `layers`, e.g. -1).
     #[arg(long, allow_negative_numbers = true)]
-    layer: i64,
+    pub layer: i64,
     /// Which tokens are examples.
     #[arg(long, value_enum, default_value = "image")]
-    patches: PatchesArg,
+    pub patches: PatchesArg,
     /// Examples per batch.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
@@ -65,7 +67,7 @@ struct ViewArgs {
 
 impl ViewArgs {
     /// Opens the dataset and checks that the view exists.
-    fn open(&self) -> Result<(Arc<Dataset>, usize, u64), Failure> {
+    pub fn open(&self) -> Result<(Arc<Dataset>, usize, u64), Failure> {
         let dataset = saev::open(&self.dataset).map_err(|e| at(&self.dataset, e))?;
         let layers = &dataset.metadata().layers;
         if !layers.contains(&self.layer) {
@@ -82,13 +84,13 @@ impl ViewArgs {
         Ok((Arc::new(dataset), d_in, examples))
     }
 
-    fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         self.threads
             .map_or_else(rayon::current_num_threads, |t| t as usize)
     }
 
     /// Batches of epoch `epoch`, shuffled by `seed` or in order.
-    fn loader(
+    pub fn loader(
         &self,
         dataset: &Arc<Dataset>,
         seed: u64,
@@ -113,7 +115,7 @@ impl ViewArgs {
 
     /// Refuses a batch holding NaN or Inf, naming the first such vector of
     /// the view.
-    fn check_finite(&self, dataset: &Dataset, batch: &[f32]) -> Result<(), Failure> {
+    pub fn check_finite(&self, dataset: &Dataset, batch: &[f32]) -> Result<(), Failure> {
         if batch.iter().all(|v| v.is_finite()) {
             return Ok(());
         }
@@ -184,6 +186,7 @@ pub fn run(command: SaeCommand) -> Result<(), Failure> {
     match command {
         SaeCommand::Train(args) => train(&args),
         SaeCommand::Eval(args) => eval(&args),
+        SaeCommand::Features(args) => crate::sae_features::features(&args),
     }
 }
 

@@ -298,3 +298,115 @@ fn recorded_activations_are_the_models_residual_stream() {
     );
     assert!(err.contains("fewer than one window of 16"), "{err}");
 }
+
+#[test]
+fn features_show_the_text_around_the_strongest_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.tllm");
+    ok(
+        &[
+            "tllm",
+            "init",
+            "--seq",
+            "16",
+            "--seed",
+            "2",
+            "-o",
+            s(&model),
+        ],
+        "",
+    );
+    let text = dir.path().join("t.txt");
+    let content = "Features are read back in the words that made them fire. ".repeat(4);
+    std::fs::write(&text, &content).unwrap();
+    let root = dir.path().join("acts");
+    let recorded: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "-o",
+            s(&root),
+            "--json",
+            s(&text),
+        ],
+        "",
+    ))
+    .unwrap();
+    let data = recorded["path"].as_str().unwrap();
+    let out = dir.path().join("sae");
+    ok(
+        &[
+            "sae",
+            "train",
+            data,
+            "--layer",
+            "-1",
+            "--patches",
+            "all",
+            "--d-sae",
+            "32",
+            "-k",
+            "4",
+            "--steps",
+            "10",
+            "--batch-size",
+            "32",
+            "-o",
+            s(&out),
+        ],
+        "",
+    );
+    let html = dir.path().join("f.html");
+    let lines = ok(
+        &[
+            "sae",
+            "features",
+            s(&out),
+            data,
+            "--layer",
+            "-1",
+            "--patches",
+            "all",
+            "--latents",
+            "3",
+            "--top",
+            "2",
+            "--json",
+            "--html",
+            s(&html),
+        ],
+        "",
+    );
+    let features: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(features.len(), 3);
+    for feature in &features {
+        for hit in feature["top"].as_array().unwrap() {
+            let at = (hit["img"].as_u64().unwrap() * 16 + hit["token"].as_u64().unwrap()) as usize;
+            assert_eq!(hit["context"][1], content[at..at + 1], "{hit}");
+        }
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!doctype html>") && page.contains("<mark>"));
+    let err = usage(
+        &[
+            "sae",
+            "features",
+            s(&out),
+            data,
+            "--layer",
+            "-1",
+            "--latent",
+            "32",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("--latent 32: the autoencoder has 32 latents"),
+        "{err}"
+    );
+}
