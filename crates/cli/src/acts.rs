@@ -307,6 +307,8 @@ fn write_synthetic(
     repeat: bool,
     json: bool,
 ) -> Result<(), Failure> {
+    let values = metadata.vectors_per_img() as f64 * metadata.d_vit as f64;
+    crate::work::check_memory(values * 4.0 * 2.0, "one image of this dataset")?;
     let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
     let n_imgs = metadata.n_imgs;
     let mut rng = modelbin_infer::rng::Rng::new(metadata.seed as u64);

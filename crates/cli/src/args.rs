@@ -102,6 +102,42 @@ pub fn parse_non_negative(text: &str) -> Result<f32, String> {
     }
 }
 
+/// Parses a finite number > 0 (a learning rate).
+pub fn parse_positive(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be a finite number > 0"))
+    }
+}
+
+/// Parses a finite number ≥ 0 in double precision (a coefficient).
+pub fn parse_coefficient(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} must be a finite number ≥ 0"))
+    }
+}
+
+/// Parses a fraction in [0, 1).
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in [0, 1)"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

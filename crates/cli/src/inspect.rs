@@ -55,7 +55,9 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
             keep_matching(&mut summary, filter);
         }
         if args.json {
-            print_json(&summary);
+            let mut document = serde_json::to_value(&summary).map_err(crate::invalid)?;
+            document["path"] = serde_json::json!(path);
+            print_json(&document);
             return Ok(());
         }
         if !first {

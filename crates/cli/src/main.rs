@@ -164,9 +164,12 @@ impl NamesPath for modelbin_tokenize::Error {
 /// An exit-1 failure about `path`: the error's message, prefixed with the
 /// path unless the message already names a path (so no path shows twice).
 fn at(path: &Path, e: impl NamesPath) -> Failure {
-    match e.named_path() {
-        Some(_) => Failure::Invalid(e.to_string()),
-        None => Failure::Invalid(format!("{}: {e}", path.display())),
+    let message = e.to_string();
+    let named = e.named_path().is_some() || message.starts_with(&path.display().to_string());
+    if named {
+        Failure::Invalid(message)
+    } else {
+        Failure::Invalid(format!("{}: {message}", path.display()))
     }
 }
 
@@ -237,9 +240,9 @@ fn main() -> ExitCode {
             );
             Ok(())
         }
-        Command::Man => clap_mangen::Man::new(Cli::command())
-            .render(&mut std::io::stdout())
-            .map_err(invalid),
+        Command::Man => {
+            man_pages(&Cli::command(), "modelbin", &mut std::io::stdout()).map_err(invalid)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -253,6 +256,22 @@ fn main() -> ExitCode {
         }
         Err(Failure::Reported) => ExitCode::from(1),
     }
+}
+
+/// The man page of `command` (titled `title`) followed by those of all its
+/// subcommands, depth first (one roff document after another).
+fn man_pages(
+    command: &clap::Command,
+    title: &str,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    clap_mangen::Man::new(command.clone())
+        .title(title)
+        .render(out)?;
+    for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+        man_pages(sub, &format!("{title}-{}", sub.get_name()), out)?;
+    }
+    Ok(())
 }
 
 /// Prints a serializable value as one line of compact JSON on stdout.

@@ -156,7 +156,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
     /// Peak learning rate (Adam; warmup over 5% of the steps, cosine to a tenth).
-    #[arg(long, default_value_t = 1e-3)]
+    #[arg(long, default_value_t = 1e-3, value_parser = crate::args::parse_positive)]
     lr: f64,
     /// Seed of the initial weights and of the shuffling.
     #[arg(long, default_value_t = 0)]
@@ -213,6 +213,13 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         )));
     }
     let (dataset, d_in, examples) = args.view.open()?;
+    let threads = args.view.threads() as f64;
+    let matrix = d_sae as f64 * d_in as f64 * 4.0;
+    let batch = args.view.batch_size as f64 * (d_sae as f64 + 2.0 * d_in as f64) * 4.0;
+    crate::work::check_memory(
+        matrix * (6.0 + 2.0 * threads) + 2.0 * batch,
+        "this autoencoder",
+    )?;
     if examples == 0 {
         return Err(Failure::Invalid(format!(
             "{}: the view has no examples",
@@ -250,6 +257,13 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             batch = next_batch(&mut epoch, &mut loader)?;
         }
         let report = pool.install(|| trainer.step(&batch, chunks));
+        if !report.mse.is_finite() {
+            bar.finish();
+            return Err(Failure::Invalid(format!(
+                "training diverged at step {step} (mse {}); nothing was saved: lower --lr",
+                report.mse
+            )));
+        }
         vectors += (batch.len() / d_in) as u64;
         let rate = vectors as f64 / started.elapsed().as_secs_f64().max(1e-9);
         bar.update(step, args.steps);
@@ -335,8 +349,27 @@ struct Evaluation {
 }
 
 fn eval(args: &EvalArgs) -> Result<(), Failure> {
-    let (sae, _) = saelens::load(&args.sae).map_err(|e| at(&args.sae, e))?;
+    let (sae, config) = saelens::load(&args.sae).map_err(|e| at(&args.sae, e))?;
     let (dataset, d_in, examples) = args.view.open()?;
+    let trained_on = (
+        &config["metadata"]["dataset_hash"],
+        &config["metadata"]["layer"],
+    );
+    if trained_on
+        != (
+            &serde_json::json!(dataset.metadata().hash()),
+            &serde_json::json!(args.view.layer),
+        )
+    {
+        eprintln!(
+            "warning: {} was trained on dataset {}, layer {}; this is dataset {}, layer {}",
+            args.sae.display(),
+            trained_on.0,
+            trained_on.1,
+            dataset.metadata().hash(),
+            args.view.layer
+        );
+    }
     if sae.d_in != d_in {
         return Err(Failure::Invalid(format!(
             "{}: the autoencoder takes vectors of {} values, the dataset holds {d_in}",

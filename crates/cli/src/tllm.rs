@@ -114,6 +114,8 @@ pub fn config_failure(e: modelbin_format::Error) -> Failure {
 /// Writes a model with N(0, 0.02) weights, LayerNorm weights 1, biases 0.
 pub fn init(args: &InitArgs) -> Result<(), Failure> {
     let config = args.shape.config(args.vocab)?;
+    let parameters = config.parameter_count().map_or(f64::INFINITY, |n| n as f64);
+    crate::work::check_memory(parameters * 8.0, "this model")?;
     let output = args.output.path()?;
     refuse_overwrite(output, args.force, "pass --force to replace it")?;
     let model = Model::random(config, args.seed, 0.02).map_err(invalid)?;

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
+use modelbin_format::tllm::Config;
 use modelbin_infer::train::data::{Corpus, read_corpus};
 use modelbin_infer::train::optim::AdamW;
 use modelbin_infer::train::{StepReport, Trainer};
 
+use crate::args::{parse_coefficient, parse_fraction, parse_positive};
 use crate::progress::Progress;
 use crate::{Failure, invalid, print_json};
 
@@ -24,28 +26,28 @@ pub struct TrainArgs {
     #[command(flatten)]
     shape: crate::tllm::ModelShape,
     /// Sequences per step.
-    #[arg(long, default_value_t = 16)]
-    batch_size: usize,
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
     /// Total optimisation steps (≥ 1).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 3e-3)]
+    #[arg(long, default_value_t = 3e-3, value_parser = parse_positive)]
     lr: f64,
     /// Linear warmup steps (default: min(100, steps / 10)).
     #[arg(long)]
     warmup: Option<u64>,
     /// AdamW weight decay (matrices and embeddings).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = parse_coefficient)]
     weight_decay: f64,
     /// Clip the global gradient norm to this (0: off).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = parse_coefficient)]
     clip: f64,
     /// Random seed (initialisation, batches, dropout).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Fraction of the corpus (its end) held out for validation.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = parse_fraction)]
     val_fraction: f64,
     /// Evaluate and print losses every N steps.
     #[arg(long, default_value_t = 100)]
@@ -88,6 +90,23 @@ fn training_failure(e: modelbin_infer::Error) -> Failure {
     Failure::Invalid(format!("{e}{hint}"))
 }
 
+/// Refuses a configuration whose training memory exceeds the machine's:
+/// weights, gradients and the two Adam moments, one gradient per thread,
+/// and the activations a batch saves for the backward pass.
+fn check_training_memory(config: &Config, args: &TrainArgs) -> Result<(), Failure> {
+    let parameters = config.parameter_count().map_or(f64::INFINITY, |n| n as f64);
+    let threads = args.threads.unwrap_or_else(rayon::current_num_threads) as f64;
+    let (d, f, layers) = (
+        f64::from(config.model_dim),
+        f64::from(config.ffn_hidden_dim),
+        f64::from(config.n_layers),
+    );
+    let tokens = args.batch_size as f64 * f64::from(config.max_seq_len);
+    let per_token = layers * (12.0 * d + 3.0 * f) + 2.0 * f64::from(config.vocab_size);
+    let bytes = 4.0 * (parameters * (4.0 + threads) + tokens * per_token);
+    crate::work::check_memory(bytes, "this training run")
+}
+
 /// Bits per byte of a loss in nats per byte.
 fn bits(nats: f64) -> f64 {
     nats / std::f64::consts::LN_2
@@ -107,6 +126,7 @@ struct Summary {
 /// Runs `modelbin tllm train`.
 pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     let config = args.shape.config(256)?;
+    check_training_memory(&config, args)?;
     if !args.resume {
         crate::tllm::refuse_overwrite(
             &args.out,
@@ -139,16 +159,23 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
             &args.out,
             Some(config),
             optimizer,
-            args.batch_size,
+            args.batch_size as usize,
             args.seed,
         )
     } else {
-        Trainer::new(config, optimizer, args.batch_size, args.seed)
+        Trainer::new(config, optimizer, args.batch_size as usize, args.seed)
     }
     .map_err(training_failure)?;
     let mut log = crate::work::open_log(args.log.as_deref())?;
+    if trainer.steps_done() >= args.steps {
+        return Err(Failure::Usage(format!(
+            "{} is already trained for {} steps; pass a larger --steps to go on",
+            args.out.display(),
+            trainer.steps_done()
+        )));
+    }
     let mut bar = Progress::steps(args.steps, trainer.steps_done());
-    let tokens_per_step = (args.batch_size * args.shape.seq as usize) as f64;
+    let tokens_per_step = (args.batch_size as usize * args.shape.seq as usize) as f64;
     let start = Instant::now();
     let first_step = trainer.steps_done();
     let mut last = None;
@@ -156,6 +183,13 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     while trainer.steps_done() < args.steps {
         let report: StepReport = pool.install(|| trainer.step(&corpus));
         let done = report.step;
+        if !report.loss.is_finite() {
+            bar.finish();
+            return Err(Failure::Invalid(format!(
+                "training diverged at step {done} (loss {}); nothing was saved since the last checkpoint: lower --lr",
+                report.loss
+            )));
+        }
         let rate = (done - first_step) as f64 * tokens_per_step / start.elapsed().as_secs_f64();
         bar.update(done, args.steps);
         bar.note(format!(

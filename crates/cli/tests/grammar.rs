@@ -99,6 +99,34 @@ fn invalid_values_exit_2_naming_the_flag() {
             "--heads",
         ),
         (vec!["inspect", WORKED_EXAMPLE, "--filter", "("], "--filter"),
+        (
+            vec!["tllm", "train", s(&corpus), "-o", "x.tllm", "--lr=-1"],
+            "--lr",
+        ),
+        (
+            vec![
+                "tllm",
+                "train",
+                s(&corpus),
+                "-o",
+                "x.tllm",
+                "--val-fraction",
+                "1.5",
+            ],
+            "--val-fraction",
+        ),
+        (
+            vec![
+                "tllm",
+                "train",
+                s(&corpus),
+                "-o",
+                "x.tllm",
+                "--batch-size",
+                "0",
+            ],
+            "--batch-size",
+        ),
     ] {
         let err = usage(&args, "");
         assert!(err.contains(flag), "{args:?}: {err}");
@@ -393,6 +421,12 @@ fn completions_and_man_page_come_from_the_definitions() {
         );
     }
     let man = ok(&["man"], "");
+    // A page per command, subcommands included.
+    assert!(
+        man.contains(".TH modelbin-tllm-generate 1"),
+        "{}",
+        &man[..200]
+    );
     assert!(
         man.starts_with(".ie") || man.starts_with(".TH"),
         "{}",
@@ -426,4 +460,96 @@ fn tiktoken_files_inspect_and_verify() {
     std::fs::write(&broken, "aGVsbG8= 0\nnot base64! 1\n").unwrap();
     let err = fails(&["verify", "--format", "tiktoken", s(&broken)], "");
     assert!(err.contains("broken.tiktoken"), "{err}");
+}
+
+#[test]
+fn work_too_large_for_the_machine_is_refused_up_front() {
+    let err = usage(
+        &[
+            "tllm", "init", "-o", "big.tllm", "--dim", "100000", "--layers", "100", "--ffn",
+            "100000", "--vocab", "100000",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("needs about") && err.contains("GB of memory"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = usage(
+        &[
+            "acts",
+            "write-synthetic",
+            "-o",
+            s(dir.path()),
+            "--n-imgs",
+            "1",
+            "--patches",
+            "2",
+            "--d-vit",
+            "1000000000",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("one image of this dataset needs about"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn diverging_training_stops_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.txt");
+    std::fs::write(&corpus, "abcdefgh".repeat(200)).unwrap();
+    let out = dir.path().join("m.tllm");
+    let err = fails(
+        &[
+            "tllm",
+            "train",
+            s(&corpus),
+            "-o",
+            s(&out),
+            "--steps",
+            "20",
+            "--lr",
+            "1e6",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("training diverged at step") && err.contains("lower --lr"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // A finished checkpoint past --steps: nothing to do, said plainly.
+    ok(
+        &["tllm", "train", s(&corpus), "-o", s(&out), "--steps", "3"],
+        "",
+    );
+    let err = usage(
+        &[
+            "tllm",
+            "train",
+            s(&corpus),
+            "-o",
+            s(&out),
+            "--steps",
+            "2",
+            "--resume",
+        ],
+        "",
+    );
+    assert!(err.contains("is already trained for 3 steps"), "{err}");
+}
+
+#[test]
+fn inspect_json_names_its_path() {
+    let lines = json_lines(&ok(&["inspect", "--json", WORKED_EXAMPLE], ""));
+    assert_eq!(lines[0]["path"], WORKED_EXAMPLE);
 }

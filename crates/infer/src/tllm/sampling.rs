@@ -120,7 +120,8 @@ pub struct Generation {
 /// slides: each further token is predicted from the last max_seq_len tokens,
 /// recomputed from scratch (positions restart at 0 in the window), so long
 /// generations cost one full forward pass per token once the window is
-/// full. `on_token` sees each id.
+/// full. A prompt longer than the context keeps its last max_seq_len
+/// tokens. `on_token` sees each id.
 pub fn generate(
     model: &Model,
     prompt: &[u32],
@@ -132,7 +133,11 @@ pub fn generate(
     sampling.validate()?;
     let started = Instant::now();
     let mut session = model.session();
-    let mut logits = session.extend(prompt, false)?;
+    // A prompt longer than the context keeps its last max_seq_len tokens.
+    let kept = prompt
+        .len()
+        .saturating_sub(model.config.max_seq_len as usize);
+    let mut logits = session.extend(&prompt[kept..], false)?;
     let mut rng = Rng::new(sampling.seed);
     let window = model.config.max_seq_len as usize;
     let mut context = prompt.to_vec();
