@@ -78,64 +78,46 @@ pub fn parse_weight_dtype(name: &str) -> Result<DType, String> {
     }
 }
 
-/// Parses a probability in (0, 1].
-pub fn parse_probability(text: &str) -> Result<f32, String> {
-    let p: f32 = text
+/// Parses a number and checks it with `valid`; `requirement` completes
+/// "must be …" in the error.
+fn parse_checked(
+    text: &str,
+    valid: impl Fn(f64) -> bool,
+    requirement: &str,
+) -> Result<f64, String> {
+    let v: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number"))?;
-    if p > 0.0 && p <= 1.0 {
-        Ok(p)
+    if valid(v) {
+        Ok(v)
     } else {
-        Err(format!("{p} is not in (0, 1]"))
+        Err(format!("{v} must be {requirement}"))
     }
+}
+
+/// Parses a probability in (0, 1].
+pub fn parse_probability(text: &str) -> Result<f32, String> {
+    parse_checked(text, |p| p > 0.0 && p <= 1.0, "in (0, 1]").map(|p| p as f32)
 }
 
 /// Parses a finite number ≥ 0.
 pub fn parse_non_negative(text: &str) -> Result<f32, String> {
-    let v: f32 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if v.is_finite() && v >= 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("{v} must be a finite number ≥ 0"))
-    }
+    parse_coefficient(text).map(|v| v as f32)
 }
 
 /// Parses a finite number > 0 (a learning rate).
 pub fn parse_positive(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("{v} must be a finite number > 0"))
-    }
+    parse_checked(text, |v| v.is_finite() && v > 0.0, "a finite number > 0")
 }
 
 /// Parses a finite number ≥ 0 in double precision (a coefficient).
 pub fn parse_coefficient(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if v.is_finite() && v >= 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("{v} must be a finite number ≥ 0"))
-    }
+    parse_checked(text, |v| v.is_finite() && v >= 0.0, "a finite number ≥ 0")
 }
 
 /// Parses a fraction in [0, 1).
 pub fn parse_fraction(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if (0.0..1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{v} is not in [0, 1)"))
-    }
+    parse_checked(text, |v| (0.0..1.0).contains(&v), "in [0, 1)")
 }
 
 #[cfg(test)]
