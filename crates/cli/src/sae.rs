@@ -351,6 +351,13 @@ struct Evaluation {
 fn eval(args: &EvalArgs) -> Result<(), Failure> {
     let (sae, config) = saelens::load(&args.sae).map_err(|e| at(&args.sae, e))?;
     let (dataset, d_in, examples) = args.view.open()?;
+    if sae.d_in != d_in {
+        return Err(Failure::Invalid(format!(
+            "{}: the autoencoder takes vectors of {} values, the dataset holds {d_in}",
+            args.sae.display(),
+            sae.d_in
+        )));
+    }
     let trained_on = (
         &config["metadata"]["dataset_hash"],
         &config["metadata"]["layer"],
@@ -369,13 +376,6 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
             dataset.metadata().hash(),
             args.view.layer
         );
-    }
-    if sae.d_in != d_in {
-        return Err(Failure::Invalid(format!(
-            "{}: the autoencoder takes vectors of {} values, the dataset holds {d_in}",
-            args.sae.display(),
-            sae.d_in
-        )));
     }
     let pool = crate::work::thread_pool(Some(args.view.threads()))?;
     let mut totals = Totals::new(&sae);
