@@ -186,6 +186,9 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
 }
 
 fn open(dir: &std::path::Path) -> Result<saev::Dataset, Failure> {
+    if crate::inspect::is_not_a_dataset(dir) {
+        return Err(Failure::Invalid(crate::inspect::unknown_directory(dir)));
+    }
     saev::open(dir).map_err(|e| at(dir, e))
 }
 

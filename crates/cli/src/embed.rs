@@ -34,6 +34,11 @@ impl ModelChoice {
                 .and_then(|file| file.verify())
                 .map_err(|e| at(&self.model, e))?;
         }
+        crate::inspect::expect_format(
+            &self.model,
+            modelbin_format::Format::Embd,
+            "embeddings need an EMBD model (`modelbin convert MODEL_DIR model.embd`) or a model directory",
+        )?;
         let embedder = Embedder::open_model(&self.model).map_err(|e| at(&self.model, e))?;
         let pool = crate::work::thread_pool(self.threads.map(|t| t as usize))?;
         Ok((embedder, pool))

@@ -100,16 +100,38 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
         None => modelbin_format::open(&file),
     };
     match opened {
-        Err(modelbin_format::Error::UnknownFormat { .. }) if path.is_dir() => {
+        Err(_) if !model_dir && is_not_a_dataset(path) => {
             Err(Failure::Invalid(unknown_directory(path)))
         }
         other => other.map_err(|e| at(&file, e)),
     }
 }
 
+/// Whether `path` is a directory without a `metadata.json` of any kind (a
+/// special file there is the SAEV reader's to refuse).
+pub fn is_not_a_dataset(path: &Path) -> bool {
+    path.is_dir() && std::fs::symlink_metadata(path.join("metadata.json")).is_err()
+}
+
+/// Refuses a file whose content is not `expected`, saying what it is and
+/// `what_to_do`; files of unknown format and directories pass (the reader
+/// that follows names their problem).
+pub fn expect_format(path: &Path, expected: Format, what_to_do: &str) -> Result<(), Failure> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    match modelbin_format::detect::detect(path) {
+        Ok(found) if found != expected => Err(Failure::Invalid(format!(
+            "{}: the file's format is {found}; {what_to_do}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// What to say of a directory that is neither a dataset nor a model: the
 /// datasets under it when it is a SAEV root.
-fn unknown_directory(path: &Path) -> String {
+pub fn unknown_directory(path: &Path) -> String {
     let mut datasets: Vec<String> = std::fs::read_dir(path)
         .into_iter()
         .flatten()

@@ -50,6 +50,11 @@ const WINDOWS_PER_ROUND: usize = 64;
 
 /// Runs `modelbin acts record`.
 pub fn record(args: &RecordArgs) -> Result<(), Failure> {
+    crate::inspect::expect_format(
+        &args.model,
+        modelbin_format::Format::Tllm,
+        "acts record reads TLLM models (recording EMBD models is not supported yet)",
+    )?;
     let model_bytes = std::fs::read(&args.model)
         .map_err(|e| at(&args.model, modelbin_format::Error::io(&args.model, e)))?;
     let model = Model::open(&args.model).map_err(|e| at(&args.model, e))?;

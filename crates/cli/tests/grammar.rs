@@ -213,11 +213,17 @@ fn directories_say_what_they_are_not() {
         ],
         "",
     );
-    let err = fails(&["verify", s(&root)], "");
-    assert!(
-        err.contains("is a SAEV root; name one of its datasets:"),
-        "{err}"
-    );
+    for command in [
+        vec!["verify", s(&root)],
+        vec!["acts", "verify", s(&root)],
+        vec!["acts", "inspect", s(&root)],
+    ] {
+        let err = fails(&command, "");
+        assert!(
+            err.contains("is a SAEV root; name one of its datasets:"),
+            "{command:?}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -552,4 +558,33 @@ fn diverging_training_stops_with_an_error() {
 fn inspect_json_names_its_path() {
     let lines = json_lines(&ok(&["inspect", "--json", WORKED_EXAMPLE], ""));
     assert_eq!(lines[0]["path"], WORKED_EXAMPLE);
+}
+
+#[test]
+fn a_model_of_the_wrong_kind_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let err = fails(&["embed", "-m", &m, "hello"], "");
+    assert!(
+        err.contains("the file's format is tllm; embeddings need an EMBD model"),
+        "{err}"
+    );
+    let text = dir.path().join("t.txt");
+    std::fs::write(&text, "x".repeat(100)).unwrap();
+    let err = fails(
+        &[
+            "acts",
+            "record",
+            "-m",
+            WORKED_EXAMPLE,
+            "-o",
+            s(&dir.path().join("acts")),
+            s(&text),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("the file's format is bintensors; acts record reads TLLM models"),
+        "{err}"
+    );
 }
