@@ -55,8 +55,8 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         modelbin_format::Format::Tllm,
         "acts record reads TLLM models (recording EMBD models is not supported yet)",
     )?;
-    let model_bytes = std::fs::read(&args.model)
-        .map_err(|e| at(&args.model, modelbin_format::Error::io(&args.model, e)))?;
+    let model_file =
+        modelbin_format::source::MappedFile::open(&args.model).map_err(|e| at(&args.model, e))?;
     let model = Model::open(&args.model).map_err(|e| at(&args.model, e))?;
     let config = *model.config();
     if config.vocab_size < 256 {
@@ -110,7 +110,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     }
     let metadata = Metadata {
         vit_family: "tllm".into(),
-        vit_ckpt: format!("sha256:{}", &hex(&sha256(&model_bytes))[..16]),
+        vit_ckpt: format!("sha256:{}", &hex(&sha256(&model_file))[..16]),
         layers: args.layers.clone(),
         n_patches_per_img: window as u64,
         cls_token: false,

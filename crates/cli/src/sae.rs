@@ -348,16 +348,49 @@ struct Evaluation {
     density_histogram: [u64; 7],
 }
 
-fn eval(args: &EvalArgs) -> Result<(), Failure> {
-    let (sae, config) = saelens::load(&args.sae).map_err(|e| at(&args.sae, e))?;
-    let (dataset, d_in, examples) = args.view.open()?;
+/// An autoencoder and the dataset view it reads, of the same width.
+pub struct Opened {
+    /// The autoencoder.
+    pub sae: Sae<f32>,
+    /// Its `cfg.json`.
+    pub config: serde_json::Value,
+    /// The dataset.
+    pub dataset: Arc<Dataset>,
+    /// The vectors' width.
+    pub d_in: usize,
+    /// Examples in the view.
+    pub examples: u64,
+}
+
+/// Opens the autoencoder in `dir` and the view; refused when their widths
+/// differ.
+pub fn open_for_view(dir: &Path, view: &ViewArgs) -> Result<Opened, Failure> {
+    let (sae, config) = saelens::load(dir).map_err(|e| at(dir, e))?;
+    let (dataset, d_in, examples) = view.open()?;
     if sae.d_in != d_in {
         return Err(Failure::Invalid(format!(
             "{}: the autoencoder takes vectors of {} values, the dataset holds {d_in}",
-            args.sae.display(),
+            dir.display(),
             sae.d_in
         )));
     }
+    Ok(Opened {
+        sae,
+        config,
+        dataset,
+        d_in,
+        examples,
+    })
+}
+
+fn eval(args: &EvalArgs) -> Result<(), Failure> {
+    let Opened {
+        sae,
+        config,
+        dataset,
+        d_in,
+        examples,
+    } = open_for_view(&args.sae, &args.view)?;
     let trained_on = (
         &config["metadata"]["dataset_hash"],
         &config["metadata"]["layer"],

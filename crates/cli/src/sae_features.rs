@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use clap::Args;
 use modelbin_format::checksum::{hex, sha256};
 use modelbin_format::saev::{Dataset, LayerChoice};
-use modelbin_infer::sae::saelens;
 
 use crate::progress::Progress;
 use crate::sae::ViewArgs;
@@ -63,15 +62,13 @@ const CONTEXT_AFTER: usize = 12;
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
-    let (sae, _) = saelens::load(&args.sae).map_err(|e| at(&args.sae, e))?;
-    let (dataset, d_in, examples) = args.view.open()?;
-    if sae.d_in != d_in {
-        return Err(Failure::Invalid(format!(
-            "{}: the autoencoder takes vectors of {} values, the dataset holds {d_in}",
-            args.sae.display(),
-            sae.d_in
-        )));
-    }
+    let crate::sae::Opened {
+        sae,
+        dataset,
+        d_in,
+        examples,
+        ..
+    } = crate::sae::open_for_view(&args.sae, &args.view)?;
     if let Some(latent) = args.latent
         && latent >= sae.d_sae as u64
     {

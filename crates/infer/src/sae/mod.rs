@@ -146,9 +146,15 @@ pub(crate) fn top_k_of<T: Float>(
     for row in pre.chunks_exact(width) {
         order.clear();
         order.extend((0..width as u32).filter(|&j| eligible(j as usize)));
+        // NaN ranks below every number, so the order is total (sorting
+        // with an inconsistent comparator may panic) and NaN never fires.
+        let rank = |j: &u32| {
+            let v = row[*j as usize];
+            if v.is_nan() { T::neg_infinity() } else { v }
+        };
         let by_value = |a: &u32, b: &u32| {
-            row[*b as usize]
-                .partial_cmp(&row[*a as usize])
+            rank(b)
+                .partial_cmp(&rank(a))
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then(a.cmp(b))
         };
@@ -162,7 +168,7 @@ pub(crate) fn top_k_of<T: Float>(
             match order.get(slot) {
                 Some(&j) => {
                     latents.push(j);
-                    values.push(row[j as usize].max(T::zero()));
+                    values.push(rank(&j).max(T::zero()));
                 }
                 None => {
                     latents.push(0);
@@ -214,6 +220,12 @@ mod tests {
         assert_eq!(codes.latents, [1, 2, 4]);
         let codes = top_k_of(&[1.0f64, 3.0, 3.0, -1.0, 2.0], 5, 2, |j| j != 1);
         assert_eq!((codes.latents, codes.values), (vec![2, 4], vec![3.0, 2.0]));
+        // NaN never fires and does not disturb the order.
+        let codes = top_k_of(&[f64::NAN, 2.0, f64::NAN, 1.0], 4, 3, |_| true);
+        assert_eq!(
+            (codes.latents, codes.values),
+            (vec![1, 3, 0], vec![2.0, 1.0, 0.0])
+        );
         // Fewer eligible columns than k: padded with zero values.
         let codes = top_k_of(&[1.0f64, -2.0], 2, 3, |_| true);
         assert_eq!((codes.k, codes.values), (2, vec![1.0, 0.0]));
