@@ -78,8 +78,19 @@ pub enum ActsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Record a TLLM model's residual stream over text files as a dataset.
+    /// Record a model's residual stream over text files as a dataset.
     Record(crate::record::RecordArgs),
+    /// Print the token ids (and their text) an image was recorded from.
+    Tokens {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Image index.
+        #[arg(long)]
+        img: u64,
+        /// Print JSON: {img, ids, text}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a synthetic dataset (random normal values) under a root directory.
     WriteSynthetic {
         /// The root directory, where `<HASH>/` is created (-o ROOT, or positional).
@@ -128,6 +139,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
         }
         ActsCommand::Verify { dir, values, json } => verify(&dir, values, json),
         ActsCommand::Record(args) => crate::record::record(&args),
+        ActsCommand::Tokens { dir, img, json } => tokens(&dir, img, json),
         ActsCommand::Get {
             dir,
             img,
@@ -199,6 +211,7 @@ fn verify(dir: &std::path::Path, values: bool, json: bool) -> Result<(), Failure
 /// Opens the dataset and, with `values`, scans it for NaN and Inf.
 fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
     let dataset = open(dir)?;
+    dataset.verify().map_err(|e| at(dir, e))?;
     let summary = Summary::Saev(modelbin_format::inspect::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
         eprintln!(
@@ -224,6 +237,32 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
         }
     }
     Ok(summary)
+}
+
+/// `acts tokens`: the ids of one image's window and their text.
+fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
+    let dataset = open(dir)?;
+    let Some(text) = crate::token_text::TokenText::of(&dataset)? else {
+        return Err(Failure::Invalid(format!(
+            "{}: the dataset kept no token ids (tokens.bin; `modelbin acts record` writes it)",
+            dir.display()
+        )));
+    };
+    let n_imgs = dataset.metadata().n_imgs;
+    let Some(ids) = text.window(img) else {
+        return Err(Failure::Usage(format!(
+            "--img {img}: the dataset has {n_imgs} images"
+        )));
+    };
+    let shown = text.render(&ids);
+    if json {
+        print_json(&serde_json::json!({"img": img, "ids": ids, "text": shown}));
+    } else {
+        let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+        println!("{}", ids.join(" "));
+        println!("{}", crate::token_text::visible(&shown));
+    }
+    Ok(())
 }
 
 fn stats(dir: &std::path::Path, json: bool) -> Result<(), Failure> {

@@ -23,6 +23,7 @@ mod record;
 mod sae;
 mod sae_features;
 mod tllm;
+mod token_text;
 mod tokens;
 mod train;
 mod verify;

@@ -1,15 +1,15 @@
 //! `modelbin sae features`: for each latent, the inputs that activate it
-//! most, shown with their surrounding text when the dataset was recorded
-//! from a TLLM model by `acts record` (its metadata names the text files).
+//! most, shown with their surrounding text when the dataset kept the token
+//! ids it was recorded from (`acts record` keeps them).
 
 use std::path::PathBuf;
 
 use clap::Args;
-use modelbin_format::checksum::{hex, sha256};
-use modelbin_format::saev::{Dataset, LayerChoice};
+use modelbin_format::saev::LayerChoice;
 
 use crate::progress::Progress;
 use crate::sae::ViewArgs;
+use crate::token_text::TokenText;
 use crate::{Failure, at, invalid, print_json};
 
 /// Arguments of `modelbin sae features`.
@@ -56,10 +56,6 @@ struct Feature {
     top: Vec<Hit>,
 }
 
-/// Bytes of text shown before and after the token.
-const CONTEXT_BEFORE: usize = 32;
-const CONTEXT_AFTER: usize = 12;
-
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     let crate::sae::Opened {
@@ -77,7 +73,7 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
             sae.d_sae
         )));
     }
-    let text = recorded_text(&dataset)?;
+    let text = TokenText::of(&dataset)?;
     let top = args.top as usize;
     // Per latent: firing count and the strongest (value, example index).
     let mut fired = vec![0u64; sae.d_sae];
@@ -108,15 +104,14 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     let view = dataset
         .view(args.view.patches.into(), LayerChoice::One(args.view.layer))
         .map_err(invalid)?;
-    let window = dataset.metadata().n_patches_per_img;
     let mut features = Vec::with_capacity(chosen.len());
     for j in chosen {
         let mut hits = Vec::with_capacity(best[j].len());
         for &(value, i) in &best[j] {
             let example = view.get(i).map_err(invalid)?;
             let context = text
-                .as_deref()
-                .map(|text| context(text, (example.img * window + example.token) as usize));
+                .as_ref()
+                .map(|text| text.context(example.img, example.token));
             hits.push(Hit {
                 value,
                 img: example.img,
@@ -152,56 +147,6 @@ fn keep_best(list: &mut Vec<(f32, u64)>, hit: (f32, u64), top: usize) {
     let at = list.partition_point(|other| other.0 >= hit.0);
     list.insert(at, hit);
     list.truncate(top);
-}
-
-/// The text a TLLM recording was made from (its files concatenated, each
-/// checked against the SHA-256 the metadata holds), or `None` for datasets
-/// that do not name their text.
-fn recorded_text(dataset: &Dataset) -> Result<Option<Vec<u8>>, Failure> {
-    let metadata = dataset.metadata();
-    let Some(files) = metadata.data["files"].as_array() else {
-        return Ok(None);
-    };
-    if metadata.vit_family != "tllm" {
-        return Ok(None);
-    }
-    let mut text = Vec::new();
-    for file in files {
-        let path = PathBuf::from(file["path"].as_str().unwrap_or_default());
-        let bytes =
-            std::fs::read(&path).map_err(|e| at(&path, modelbin_format::Error::io(&path, e)))?;
-        if file["sha256"].as_str() != Some(hex(&sha256(&bytes)).as_str()) {
-            return Err(Failure::Invalid(format!(
-                "{}: the file changed since it was recorded (its SHA-256 differs from the dataset's metadata)",
-                path.display()
-            )));
-        }
-        text.extend_from_slice(&bytes);
-    }
-    Ok(Some(text))
-}
-
-/// The text around byte `at`: before, the byte itself, after (lossy UTF-8,
-/// control characters escaped).
-fn context(text: &[u8], at: usize) -> [String; 3] {
-    let show = |bytes: &[u8]| -> String {
-        String::from_utf8_lossy(bytes)
-            .chars()
-            .flat_map(|c| match c {
-                '\n' => "⏎".chars().collect::<Vec<_>>(),
-                c if c.is_control() => c.escape_default().collect(),
-                c => vec![c],
-            })
-            .collect()
-    };
-    let at = at.min(text.len().saturating_sub(1));
-    let start = at.saturating_sub(CONTEXT_BEFORE);
-    let end = (at + 1 + CONTEXT_AFTER).min(text.len());
-    [
-        show(&text[start..at]),
-        show(&text[at..at + 1]),
-        show(&text[at + 1..end]),
-    ]
 }
 
 fn print_feature(feature: &Feature) {

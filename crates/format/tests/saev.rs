@@ -434,3 +434,62 @@ mod loaders {
         ));
     }
 }
+
+#[test]
+fn kept_token_ids_are_checked_against_the_metadata_and_vocabulary() {
+    let m = metadata(3, true, 45);
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = Writer::create(root.path(), m.clone()).unwrap();
+    let image = vec![0.5f32; (m.vectors_per_img() * m.d_vit) as usize];
+    for _ in 0..m.n_imgs {
+        writer.push(&image).unwrap();
+    }
+    // One id per patch (CLS excluded) of every image.
+    assert!(matches!(
+        writer.write_tokens(&[1, 2, 3], None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        writer.write_tokens(&[0; 12], Some(&["a", "b\nc"])),
+        Err(Error::InvalidArgument(reason)) if reason.contains("line break")
+    ));
+    let ids: Vec<u32> = (0..12).map(|i| i % 5).collect();
+    writer
+        .write_tokens(&ids, Some(&["the", "cat", "##s", "sat", "."]))
+        .unwrap();
+    let dir = writer.finish().unwrap();
+    let dataset = saev::open(&dir).unwrap();
+    dataset.verify().unwrap();
+    let kept = dataset.token_ids().unwrap();
+    assert_eq!(kept.all().collect::<Vec<_>>(), ids);
+    assert_eq!(kept.window(2), Some(vec![3, 4, 0, 1]));
+    assert_eq!(kept.window(3), None);
+    assert_eq!(kept.span(10, 5), vec![0, 1]);
+    assert_eq!(dataset.vocabulary().unwrap().unwrap()[2], "##s");
+
+    // An id past the vocabulary is found by verify, with its coordinates.
+    let tokens = dir.join(saev::TOKENS_FILE);
+    let mut bytes = std::fs::read(&tokens).unwrap();
+    bytes[9 * 4] = 7;
+    std::fs::write(&tokens, &bytes).unwrap();
+    assert!(matches!(
+        saev::open(&dir).unwrap().verify(),
+        Err(Error::Saev(SaevError::TokenOutOfRange {
+            img: 2,
+            token: 1,
+            id: 7,
+            vocab_size: 5,
+            ..
+        }))
+    ));
+    // A file of the wrong size is refused on opening.
+    std::fs::write(&tokens, &bytes[..44]).unwrap();
+    assert!(matches!(
+        saev::open(&dir),
+        Err(Error::Saev(SaevError::TokensSize {
+            expected: 48,
+            found: 44,
+            ..
+        }))
+    ));
+}

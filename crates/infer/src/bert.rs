@@ -103,12 +103,45 @@ impl Bert {
     /// at most `max_position` long, all with token type 0) laid end to end,
     /// `[total tokens, hidden]` row-major.
     pub fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<f32>> {
+        self.run_blocks(sequences, self.layers.len(), &mut |_, _| {})
+    }
+
+    /// The hidden states of a packed batch after each block of `blocks`
+    /// (0 is the first; Hugging Face's `hidden_states[block + 1]`), one
+    /// `[total tokens, hidden]` matrix per entry, in the order asked. The
+    /// pass stops after the last block asked for.
+    pub fn hidden_states(&self, sequences: &[&[u32]], blocks: &[usize]) -> Result<Vec<Vec<f32>>> {
+        let layers = self.layers.len();
+        if let Some(&block) = blocks.iter().find(|&&b| b >= layers) {
+            return Err(Error::Format(modelbin_format::Error::InvalidArgument(
+                format!("block {block} of a model with {layers} blocks"),
+            )));
+        }
+        let last = blocks.iter().max().map_or(0, |&b| b + 1);
+        let mut out = vec![Vec::new(); blocks.len()];
+        self.run_blocks(sequences, last, &mut |block, x| {
+            for (slot, _) in blocks.iter().enumerate().filter(|(_, b)| **b == block) {
+                out[slot] = x.to_vec();
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Embeddings, then the first `blocks` blocks; `observe` sees each
+    /// block's output. Returns the last output.
+    fn run_blocks(
+        &self,
+        sequences: &[&[u32]],
+        blocks: usize,
+        observe: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<Vec<f32>> {
         let h = self.config.hidden_size;
         let mut x = self.embed(sequences)?;
         let rows = x.len() / h;
         let mut scratch = Scratch::new(rows, &self.config);
-        for layer in &self.layers {
+        for (index, layer) in self.layers.iter().enumerate().take(blocks) {
             self.layer(layer, sequences, &mut x, &mut scratch);
+            observe(index, &x);
         }
         Ok(x)
     }

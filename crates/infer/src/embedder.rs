@@ -83,6 +83,11 @@ impl Embedder {
         self.config().embedding_dim
     }
 
+    /// The BERT encoder.
+    pub fn encoder(&self) -> &Bert {
+        &self.bert
+    }
+
     /// The tokenizer.
     pub fn tokenizer(&self) -> &WordPiece {
         &self.tokenizer

@@ -60,4 +60,32 @@ pub enum SaevError {
         /// What is wrong (with the file's path, when read from a dataset).
         reason: String,
     },
+    /// `tokens.bin` whose size does not match the metadata.
+    #[error(
+        "{path}: {found} bytes, expected {expected} (n_imgs × n_patches_per_img ids of 4 bytes)"
+    )]
+    TokensSize {
+        /// The file.
+        path: PathBuf,
+        /// Its size per the metadata.
+        expected: u64,
+        /// Its size.
+        found: u64,
+    },
+    /// A recorded token id outside the vocabulary.
+    #[error(
+        "{path}: image {img}, token {token} has id {id}, outside the vocabulary of {vocab_size}"
+    )]
+    TokenOutOfRange {
+        /// `tokens.bin`.
+        path: PathBuf,
+        /// The image.
+        img: u64,
+        /// The token within the image's window.
+        token: u64,
+        /// The id.
+        id: u32,
+        /// The vocabulary's size.
+        vocab_size: u64,
+    },
 }

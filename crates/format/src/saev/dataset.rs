@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::metadata::{self, Metadata};
 use super::shard_name;
+use super::tokens::TokenIds;
 use crate::source::{self, MappedFile};
 use crate::{Error, Result};
 use crate::{LayoutError, SaevError};
@@ -16,6 +17,8 @@ pub struct Dataset {
     shards: Vec<MappedFile>,
     /// The reference writer's extra all-zero shard is present (accepted).
     extra_empty_shard: bool,
+    /// `tokens.bin`, when the recording kept its token ids.
+    token_ids: Option<TokenIds>,
 }
 
 /// Opens and validates the dataset in `dir`: metadata keys and types, the
@@ -78,11 +81,13 @@ pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
         shards.push(file);
     }
     let extra_empty_shard = check_extra_shards(dir, &metadata)?;
+    let token_ids = TokenIds::open(dir, &metadata)?;
     Ok(Dataset {
         dir: dir.to_path_buf(),
         metadata,
         shards,
         extra_empty_shard,
+        token_ids,
     })
 }
 
@@ -154,11 +159,34 @@ pub struct Example<'a> {
 }
 
 impl Dataset {
-    /// Opening checks the metadata, the hash and every shard's size; the
-    /// values themselves can be anything (see [`Dataset::layer_stats`] to
-    /// scan them), so this is a no-op, for the same face as the other formats.
+    /// Opening checks the metadata, the hash, every shard's size and the
+    /// size of `tokens.bin`; this also checks every kept token id against
+    /// the vocabulary (`data.vocab_size`, else `vocab.txt`'s lines). The
+    /// activations themselves can be anything (see
+    /// [`Dataset::layer_stats`] to scan them).
     pub fn verify(&self) -> Result<()> {
-        Ok(())
+        let Some(ids) = &self.token_ids else {
+            return Ok(());
+        };
+        let vocab_size = match self.metadata.data["vocab_size"].as_u64() {
+            Some(size) => Some(size),
+            None => self.vocabulary()?.map(|v| v.len() as u64),
+        };
+        match vocab_size {
+            Some(size) => ids.check_range(&self.dir, size),
+            None => Ok(()),
+        }
+    }
+
+    /// The token ids each image was recorded from (`tokens.bin`), if kept.
+    pub fn token_ids(&self) -> Option<&TokenIds> {
+        self.token_ids.as_ref()
+    }
+
+    /// The recording's vocabulary (`vocab.txt`), if kept: line `i` is the
+    /// string of token id `i`.
+    pub fn vocabulary(&self) -> Result<Option<Vec<String>>> {
+        super::tokens::read_vocabulary(&self.dir)
     }
 
     /// The metadata.

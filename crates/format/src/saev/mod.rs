@@ -10,6 +10,7 @@ mod loader;
 mod metadata;
 mod pyjson;
 mod stats;
+mod tokens;
 mod writer;
 
 pub use dataset::{Dataset, Example, LayerChoice, Patches, View, open};
@@ -17,6 +18,7 @@ pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};
 pub use stats::LayerStats;
+pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
 pub use writer::Writer;
 
 /// The file name of shard `index`.

@@ -105,6 +105,47 @@ impl Writer {
         Ok(())
     }
 
+    /// Keeps the token ids every image was recorded from (`tokens.bin`,
+    /// `n_imgs × n_patches_per_img` of them, image by image) and, for ids
+    /// that are not bytes, the vocabulary (`vocab.txt`, one token per line;
+    /// a token holding a line break is refused).
+    pub fn write_tokens(&mut self, ids: &[u32], vocabulary: Option<&[&str]>) -> Result<()> {
+        let m = &self.metadata;
+        let expected = m.n_imgs.saturating_mul(m.n_patches_per_img);
+        if ids.len() as u64 != expected {
+            return Err(Error::InvalidArgument(format!(
+                "{} token ids for {} images of {} tokens",
+                ids.len(),
+                m.n_imgs,
+                m.n_patches_per_img
+            )));
+        }
+        let mut files = vec![(
+            super::TOKENS_FILE,
+            ids.iter()
+                .flat_map(|id| id.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )];
+        if let Some(vocabulary) = vocabulary {
+            if let Some(token) = vocabulary.iter().find(|t| t.contains(['\n', '\r'])) {
+                return Err(Error::InvalidArgument(format!(
+                    "the vocabulary's token {token:?} holds a line break"
+                )));
+            }
+            let mut text = vocabulary.join("\n");
+            text.push('\n');
+            files.push((super::VOCAB_FILE, text.into_bytes()));
+        }
+        for (name, bytes) in files {
+            let path = self.partial.join(name);
+            let mut file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+            file.write_all(&bytes)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| Error::io(&path, e))?;
+        }
+        Ok(())
+    }
+
     /// Closes the current shard, zero-padded to full size, and fsyncs it.
     fn close_shard(&mut self) -> Result<()> {
         let Some(shard) = self.shard.take() else {

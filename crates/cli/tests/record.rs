@@ -1,0 +1,277 @@
+//! `modelbin acts record` and `acts tokens`: recorded activations equal the
+//! models' own forward passes (TLLM against the library, BERT against the
+//! independent numpy reference), and the token ids kept beside them.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fails, ok, usage};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn recorded_activations_are_the_models_residual_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.tllm");
+    ok(
+        &[
+            "tllm",
+            "init",
+            "--seq",
+            "16",
+            "--layers",
+            "3",
+            "--seed",
+            "4",
+            "-o",
+            s(&model),
+        ],
+        "",
+    );
+    let text = dir.path().join("t.txt");
+    let words = "The residual stream of a tiny model, recorded window by window. ";
+    std::fs::write(&text, words.repeat(3)).unwrap();
+    let root = dir.path().join("acts");
+    let report: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "--layers",
+            "0,-1",
+            "--tokens-per-text",
+            "8",
+            "-o",
+            s(&root),
+            "--json",
+            s(&text),
+        ],
+        "",
+    ))
+    .unwrap();
+    let bytes = words.len() * 3;
+    assert_eq!(report["images"], bytes / 8);
+    assert_eq!(report["vectors"], 2 * 8 * (bytes / 8));
+    let dataset = modelbin_format::saev::open(report["path"].as_str().unwrap()).unwrap();
+    let metadata = dataset.metadata();
+    assert_eq!(
+        (
+            metadata.vit_family.as_str(),
+            metadata.d_vit,
+            metadata.n_patches_per_img,
+            metadata.cls_token
+        ),
+        ("tllm", 64, 8, false)
+    );
+    assert_eq!(metadata.layers, [0, -1]);
+    assert_eq!(metadata.data["files"][0]["bytes"], bytes);
+    // The windows' token ids are kept: the text's bytes.
+    let kept: Vec<u32> = dataset.token_ids().unwrap().all().collect();
+    let expected: Vec<u32> = words
+        .repeat(3)
+        .bytes()
+        .take(kept.len())
+        .map(u32::from)
+        .collect();
+    assert_eq!((kept.len(), kept), (bytes / 8 * 8, expected));
+    let shown: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "tokens",
+            report["path"].as_str().unwrap(),
+            "--img",
+            "1",
+            "--json",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(shown["text"], &words.repeat(3)[8..16]);
+    assert!(dataset.vocabulary().unwrap().is_none());
+    dataset.verify().unwrap();
+    let tllm = modelbin_infer::tllm::Model::open(&model).unwrap();
+    for img in [0usize, 5, bytes / 8 - 1] {
+        let ids: Vec<u32> = words.repeat(3).as_bytes()[img * 8..][..8]
+            .iter()
+            .map(|&b| u32::from(b))
+            .collect();
+        let streams = tllm.residual_stream(&ids, &[0, 2]).unwrap();
+        for (stream, layer) in streams.iter().zip([0i64, -1]) {
+            for token in 0..8 {
+                assert_eq!(
+                    dataset.vector(img as u64, layer, token as u64).unwrap(),
+                    &stream[token * 64..][..64],
+                    "image {img}, layer {layer}, token {token}"
+                );
+            }
+        }
+    }
+    // Refused before any work.
+    let (m, r, t) = (s(&model), s(&root), s(&text));
+    let err = usage(
+        &["acts", "record", "-m", m, "-o", r, "--layers", "3", t],
+        "",
+    );
+    assert!(err.contains("--layers 3: the model has 3 blocks"), "{err}");
+    let err = usage(
+        &[
+            "acts",
+            "record",
+            "-m",
+            m,
+            "-o",
+            r,
+            "--tokens-per-text",
+            "17",
+            t,
+        ],
+        "",
+    );
+    assert!(
+        err.contains("at most 16 tokens fit the model's context"),
+        "{err}"
+    );
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, "abc").unwrap();
+    let err = fails(
+        &["acts", "record", "-m", s(&model), "-o", s(&root), s(&short)],
+        "",
+    );
+    assert!(err.contains("fewer than one window of 16"), "{err}");
+}
+
+fn minilm() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-data/all-MiniLM-L6-v2")
+}
+
+/// `hidden_states[layer + 1]` of `ids` by tests/reference/bert_reference.py
+/// (float64).
+fn reference_hidden_states(ids: &[u32], layer: i64) -> Vec<Vec<f64>> {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/bert_reference.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(minilm())
+        .arg(serde_json::to_string(ids).unwrap())
+        .args(["--layer", &layer.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "reference failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn recorded_bert_activations_are_the_reference_hidden_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("t.txt");
+    let content = "Sparse autoencoders read the hidden states of a sentence encoder. \
+                   Each window of word pieces becomes one image of the dataset.";
+    std::fs::write(&text, content).unwrap();
+    let root = dir.path().join("acts");
+    let report: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&minilm()),
+            "--layers",
+            "0,-1",
+            "--tokens-per-text",
+            "8",
+            "--cls",
+            "-o",
+            s(&root),
+            "--json",
+            s(&text),
+        ],
+        "",
+    ))
+    .unwrap();
+    let dataset = modelbin_format::saev::open(report["path"].as_str().unwrap()).unwrap();
+    let metadata = dataset.metadata();
+    assert_eq!(
+        (
+            metadata.vit_family.as_str(),
+            metadata.d_vit,
+            metadata.n_patches_per_img,
+            metadata.cls_token,
+            metadata.data["vocab_size"].as_u64()
+        ),
+        ("bert", 384, 8, true, Some(30522))
+    );
+    dataset.verify().unwrap();
+    // The kept ids are the text's word pieces, whole windows of them.
+    let embedder = modelbin_infer::Embedder::open_model(minilm()).unwrap();
+    let pieces = embedder.tokenizer().pieces(content);
+    let kept: Vec<u32> = dataset.token_ids().unwrap().all().collect();
+    assert_eq!(kept, pieces[..pieces.len() / 8 * 8]);
+    assert_eq!(metadata.n_imgs as usize, pieces.len() / 8);
+    let vocabulary = dataset.vocabulary().unwrap().unwrap();
+    assert_eq!(vocabulary.len(), 30522);
+    assert_eq!(vocabulary[kept[0] as usize], "sparse");
+    let shown: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "acts",
+            "tokens",
+            report["path"].as_str().unwrap(),
+            "--img",
+            "0",
+            "--json",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert!(
+        shown["text"].as_str().unwrap().starts_with("sparse auto"),
+        "{shown}"
+    );
+    // Each image is [CLS] and its window, run as [CLS] window [SEP].
+    let specials = embedder.tokenizer().specials();
+    for img in [0u64, metadata.n_imgs - 1] {
+        let mut ids = vec![specials.cls];
+        ids.extend(dataset.token_ids().unwrap().window(img).unwrap());
+        ids.push(specials.sep);
+        for layer in [0i64, -1] {
+            let expected = reference_hidden_states(&ids, layer);
+            for (token, row) in expected.iter().take(9).enumerate() {
+                let ours = dataset.vector(img, layer, token as u64).unwrap();
+                let worst = ours
+                    .iter()
+                    .zip(row)
+                    .map(|(&a, &b)| (f64::from(a) - b).abs())
+                    .fold(0.0, f64::max);
+                assert!(
+                    worst < 1e-4,
+                    "image {img}, layer {layer}, token {token}: off by {worst}"
+                );
+            }
+        }
+    }
+    let err = usage(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&minilm()),
+            "--tokens-per-text",
+            "511",
+            "-o",
+            s(&root),
+            s(&text),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("at most 510 tokens fit the model's context"),
+        "{err}"
+    );
+}
