@@ -1,5 +1,5 @@
-//! `modelbin sae train|eval`: TopK sparse autoencoders on SAEV activations,
-//! saved in SAELens's layout.
+//! `modelbin sae train|eval`: sparse autoencoders (TopK, BatchTopK, ReLU)
+//! on SAEV activations, saved in SAELens's layout.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
 use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Patches};
-use modelbin_infer::sae::train::{Options, Trainer};
+use modelbin_infer::sae::train::{Architecture, Options, Trainer};
 use modelbin_infer::sae::{Sae, saelens};
 
 use crate::progress::Progress;
@@ -17,12 +17,24 @@ use crate::{Failure, at, invalid, print_json};
 /// `modelbin sae …`.
 #[derive(Debug, Subcommand)]
 pub enum SaeCommand {
-    /// Train a TopK sparse autoencoder on one layer of a SAEV dataset.
+    /// Train a sparse autoencoder (TopK, BatchTopK or ReLU) on one layer of a SAEV dataset.
     Train(TrainArgs),
     /// Measure an autoencoder on a dataset: MSE, explained variance, L0, dead latents.
     Eval(EvalArgs),
     /// The inputs that activate each latent most, with their text for TLLM recordings.
     Features(crate::sae_features::FeaturesArgs),
+}
+
+/// The autoencoder's architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArchitectureArg {
+    /// The k largest latents of each input (Gao et al., 2024).
+    Topk,
+    /// The k·B largest of a batch of B (Bussmann et al., 2024); saved as
+    /// JumpReLU with the threshold it learned.
+    Batchtopk,
+    /// Every positive latent, with an L1 penalty (--l1-coeff).
+    Relu,
 }
 
 /// Which tokens of each image are examples.
@@ -149,9 +161,15 @@ pub struct TrainArgs {
     /// Latents.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
     d_sae: u64,
-    /// Latents kept per input (TopK).
+    /// The architecture.
+    #[arg(long, value_enum, default_value = "topk")]
+    architecture: ArchitectureArg,
+    /// Latents kept per input (topk; batchtopk: on average).
     #[arg(short, long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     k: u64,
+    /// Weight of the L1 penalty (relu; SAELens's l1_coefficient).
+    #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_positive)]
+    l1_coeff: f64,
     /// Optimisation steps (one batch each; epochs repeat as needed).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
@@ -207,7 +225,7 @@ fn check_output(dir: &Path, force: bool) -> Result<(), Failure> {
 
 fn train(args: &TrainArgs) -> Result<(), Failure> {
     let (d_sae, k) = (args.d_sae as usize, args.k as usize);
-    if k > d_sae {
+    if k > d_sae && args.architecture != ArchitectureArg::Relu {
         return Err(Failure::Usage(format!(
             "-k {k} is more than --d-sae {d_sae}"
         )));
@@ -229,7 +247,14 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     check_output(&args.out, args.force)?;
     let mut log = crate::work::open_log(args.log.as_deref())?;
     let pool = crate::work::thread_pool(Some(args.view.threads()))?;
-    let mut options = Options::topk(d_sae, k, args.steps, args.lr);
+    let architecture = match args.architecture {
+        ArchitectureArg::Topk => Architecture::TopK { k },
+        ArchitectureArg::Batchtopk => Architecture::BatchTopK { k },
+        ArchitectureArg::Relu => Architecture::Relu {
+            l1_coeff: args.l1_coeff,
+        },
+    };
+    let mut options = Options::new(architecture, d_sae, args.steps, args.lr);
     options.aux_k = args.aux_k.map_or(d_in / 2, |a| a as usize);
     options.dead_after = args.dead_after;
     options.seed = args.seed;
@@ -297,6 +322,9 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         "batch_size": args.view.batch_size,
         "seed": args.seed,
         "input_scale": trainer.scale,
+        "trained_as": format!("{:?}", args.architecture).to_lowercase(),
+        "k": (args.architecture != ArchitectureArg::Relu).then_some(k),
+        "l1_coeff": (args.architecture == ArchitectureArg::Relu).then_some(args.l1_coeff),
         "trained_by": concat!("modelbin ", env!("CARGO_PKG_VERSION")),
     });
     saelens::save(&args.out, &trainer.unscaled(), provenance).map_err(|e| at(&args.out, e))?;

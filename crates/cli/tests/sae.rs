@@ -111,6 +111,56 @@ fn train_then_eval_in_saelens_layout() {
 }
 
 #[test]
+fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(&dir.path().join("acts"), 16, None);
+    for (architecture, saved) in [("batchtopk", "jumprelu"), ("relu", "standard")] {
+        let out = dir.path().join(architecture);
+        ok(
+            &[
+                "sae",
+                "train",
+                s(&data),
+                "--layer",
+                "-1",
+                "--architecture",
+                architecture,
+                "--d-sae",
+                "64",
+                "-k",
+                "4",
+                "--steps",
+                "30",
+                "--batch-size",
+                "64",
+                "-o",
+                s(&out),
+            ],
+            "",
+        );
+        let (sae, config) = modelbin_infer::sae::saelens::load(&out).unwrap();
+        assert_eq!(config["architecture"], saved);
+        assert_eq!(config["metadata"]["trained_as"], architecture);
+        match (&sae.activation, architecture) {
+            (modelbin_infer::sae::Activation::JumpRelu(threshold), "batchtopk") => {
+                assert!(threshold[0] > 0.0 && threshold.iter().all(|&t| t == threshold[0]));
+                assert_eq!(config["metadata"]["k"], 4);
+            }
+            (modelbin_infer::sae::Activation::Relu, "relu") => {
+                assert_eq!(config["metadata"]["l1_coeff"], 5.0);
+            }
+            (other, _) => panic!("{architecture}: {other:?}"),
+        }
+        let eval: serde_json::Value = serde_json::from_str(&ok(
+            &["sae", "eval", s(&out), s(&data), "--layer", "-1", "--json"],
+            "",
+        ))
+        .unwrap();
+        assert!(eval["l0"].as_f64().unwrap() > 0.0, "{architecture}: {eval}");
+    }
+}
+
+#[test]
 fn bad_input_is_refused_before_training() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(&dir.path().join("acts"), 8, None);

@@ -2,8 +2,8 @@
 //! SAELens files read back by the `safetensors` crate.
 
 use modelbin_infer::rng::Rng;
-use modelbin_infer::sae::train::{Options, Trainer, total_variance};
-use modelbin_infer::sae::{Sae, saelens};
+use modelbin_infer::sae::train::{Architecture, Options, Trainer, total_variance};
+use modelbin_infer::sae::{Activation, Sae, saelens};
 
 const D_IN: usize = 64;
 const FEATURES: usize = 512;
@@ -40,7 +40,7 @@ fn a_planted_dictionary_is_recovered() {
     let mut rng = Rng::new(1);
     let dict = dictionary(&mut rng);
     let steps = 1500;
-    let mut options = Options::topk(1024, ACTIVE, steps, 4e-3);
+    let mut options = Options::new(Architecture::TopK { k: ACTIVE }, 1024, steps, 4e-3);
     options.aux_k = D_IN / 2;
     options.dead_after = 50_000;
     let warm = sample(&mut rng, &dict, 4096);
@@ -83,7 +83,7 @@ fn saelens_files_round_trip_and_hold_the_documented_tensors() {
     let sae = Sae {
         d_in,
         d_sae,
-        k: 3,
+        activation: Activation::TopK(3),
         w_enc: values(d_sae * d_in),
         b_enc: values(d_sae),
         w_dec: values(d_sae * d_in),

@@ -57,10 +57,28 @@ def test_ties_go_to_the_lower_latent(tmp_path):
     np.testing.assert_array_equal(codes, [3.0, 3.0, 0.0, 0.0])
 
 
+def test_jumprelu_and_standard_fire_above_their_thresholds(tmp_path):
+    w = write_sae(tmp_path / "relu", architecture="standard")
+    x = np.random.default_rng(2).standard_normal((4, 6), dtype=np.float32)
+    pre = (x - w["b_dec"]) @ w["W_enc"] + w["b_enc"]
+    np.testing.assert_array_equal(modelbin.sae.SAE.load(tmp_path / "relu").encode(x),
+                                  np.maximum(pre, 0))
+    path = tmp_path / "jump"
+    w = write_sae(path, architecture="jumprelu")
+    threshold = np.linspace(-1, 1, 10, dtype=np.float32)
+    mnp.save_file({**w, "threshold": threshold}, str(path / "sae_weights.safetensors"))
+    sae = modelbin.sae.SAE.load(path)
+    assert sae.architecture == "jumprelu"
+    np.testing.assert_array_equal(sae.encode(x), np.where(pre > threshold, np.maximum(pre, 0), 0))
+
+
 def test_bad_directories_are_value_errors(tmp_path):
-    write_sae(tmp_path / "relu", architecture="standard")
-    with pytest.raises(ValueError, match="not 'topk'"):
-        modelbin.sae.SAE.load(tmp_path / "relu")
+    write_sae(tmp_path / "gated", architecture="gated")
+    with pytest.raises(ValueError, match="is not one of"):
+        modelbin.sae.SAE.load(tmp_path / "gated")
+    write_sae(tmp_path / "nothreshold", architecture="jumprelu")
+    with pytest.raises(ValueError, match=r"lacks \['threshold'\]"):
+        modelbin.sae.SAE.load(tmp_path / "nothreshold")
     write_sae(tmp_path / "lying", d_in=6)
     config = json.loads((tmp_path / "lying" / "cfg.json").read_text())
     config["d_sae"] = 11

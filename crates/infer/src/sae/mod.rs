@@ -23,15 +23,40 @@ use num_traits::Float;
 
 use crate::kernels::gemm_strided;
 
-/// A TopK sparse autoencoder's parameters.
+/// Which latents fire, given the pre-activations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Activation<T> {
+    /// The `k` largest positive pre-activations of each input (SAELens's
+    /// `topk`).
+    TopK(usize),
+    /// Latent `j` fires where its pre-activation is positive and above
+    /// `threshold[j]` (SAELens's `jumprelu`; the inference form of a
+    /// BatchTopK autoencoder, whose threshold is one value for all).
+    JumpRelu(Vec<T>),
+    /// Every positive pre-activation fires (SAELens's `standard`).
+    Relu,
+}
+
+impl<T> Activation<T> {
+    /// SAELens's name of the architecture.
+    pub fn saelens_name(&self) -> &'static str {
+        match self {
+            Activation::TopK(_) => "topk",
+            Activation::JumpRelu(_) => "jumprelu",
+            Activation::Relu => "standard",
+        }
+    }
+}
+
+/// A sparse autoencoder's parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sae<T> {
     /// Input width.
     pub d_in: usize,
     /// Latents.
     pub d_sae: usize,
-    /// Latents kept per input.
-    pub k: usize,
+    /// Which latents fire.
+    pub activation: Activation<T>,
     /// Encoder, one row of `d_in` per latent: `[d_sae, d_in]`.
     pub w_enc: Vec<T>,
     /// Encoder bias, `[d_sae]`.
@@ -42,27 +67,46 @@ pub struct Sae<T> {
     pub b_dec: Vec<T>,
 }
 
-/// The sparse codes of a batch: `k` (latent, value) pairs per input, in
-/// descending order of value; values are ≥ 0 (a latent whose pre-activation
-/// is not positive has value 0 and does not fire).
+/// The sparse codes of a batch: per input, the (latent, value) pairs that
+/// fire (value > 0), row `r` being entries `offsets[r]..offsets[r + 1]`.
+/// TopK codes are in descending order of value, the others in latent order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Codes<T> {
-    /// Latents kept per input.
-    pub k: usize,
-    /// Latent indices, `[batch, k]`.
+    /// Where each input's entries start, and the end: `[batch + 1]`.
+    pub offsets: Vec<usize>,
+    /// Latent indices.
     pub latents: Vec<u32>,
-    /// Their values, `[batch, k]`.
+    /// Their values.
     pub values: Vec<T>,
 }
 
 impl<T: Float> Codes<T> {
-    /// The (latent, value) pairs of input `row` that fire (value > 0).
+    fn with_rows(rows: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Codes {
+            offsets,
+            latents: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Ends the current input's entries.
+    fn end_row(&mut self) {
+        self.offsets.push(self.latents.len());
+    }
+
+    /// Inputs coded.
+    pub fn rows(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The (latent, value) pairs of input `row` that fire.
     pub fn active(&self, row: usize) -> impl Iterator<Item = (usize, T)> + '_ {
-        let range = row * self.k..(row + 1) * self.k;
+        let range = self.offsets[row]..self.offsets[row + 1];
         self.latents[range.clone()]
             .iter()
             .zip(&self.values[range])
-            .filter(|(_, v)| **v > T::zero())
             .map(|(&j, &v)| (j as usize, v))
     }
 }
@@ -98,21 +142,26 @@ impl<T: Float + 'static> Sae<T> {
         (pre, centered)
     }
 
-    /// The top `k` latents of each row of `pre` after ReLU.
-    pub fn top_k(&self, pre: &[T], k: usize) -> Codes<T> {
-        top_k_of(pre, self.d_sae, k, |_| true)
+    /// The latents of each row of `pre` that fire under the activation.
+    pub fn select(&self, pre: &[T]) -> Codes<T> {
+        match &self.activation {
+            Activation::TopK(k) => top_k_of(pre, self.d_sae, *k, |_| true),
+            Activation::JumpRelu(threshold) => {
+                firing_of(pre, self.d_sae, |j, v| v > T::zero() && v > threshold[j])
+            }
+            Activation::Relu => firing_of(pre, self.d_sae, |_, v| v > T::zero()),
+        }
     }
 
     /// Encodes a batch of `rows` inputs.
     pub fn encode(&self, x: &[T], rows: usize) -> Codes<T> {
-        self.top_k(&self.pre_activations(x, rows).0, self.k)
+        self.select(&self.pre_activations(x, rows).0)
     }
 
     /// Decodes codes into `[rows, d_in]` reconstructions.
     pub fn decode(&self, codes: &Codes<T>) -> Vec<T> {
-        let rows = codes.latents.len() / codes.k.max(1);
-        let mut out = Vec::with_capacity(rows * self.d_in);
-        for row in 0..rows {
+        let mut out = Vec::with_capacity(codes.rows() * self.d_in);
+        for row in 0..codes.rows() {
             let start = out.len();
             out.extend_from_slice(&self.b_dec);
             let recon = &mut out[start..];
@@ -130,8 +179,14 @@ impl<T: Float + 'static> Sae<T> {
     }
 }
 
-/// The top `k` entries by value of each `width`-wide row of `pre` among the
-/// columns `eligible` accepts, after ReLU; ties go to the lower index.
+/// NaN ranks below every number, so orders are total (sorting with an
+/// inconsistent comparator may panic) and NaN never fires.
+fn rank<T: Float>(v: T) -> T {
+    if v.is_nan() { T::neg_infinity() } else { v }
+}
+
+/// The top `k` positive entries by value of each `width`-wide row of `pre`
+/// among the columns `eligible` accepts; ties go to the lower index.
 pub(crate) fn top_k_of<T: Float>(
     pre: &[T],
     width: usize,
@@ -139,22 +194,17 @@ pub(crate) fn top_k_of<T: Float>(
     eligible: impl Fn(usize) -> bool,
 ) -> Codes<T> {
     let rows = pre.len() / width.max(1);
-    let k = k.min(width);
-    let mut latents = Vec::with_capacity(rows * k);
-    let mut values = Vec::with_capacity(rows * k);
+    let mut codes = Codes::with_rows(rows);
     let mut order: Vec<u32> = Vec::with_capacity(width);
     for row in pre.chunks_exact(width) {
         order.clear();
-        order.extend((0..width as u32).filter(|&j| eligible(j as usize)));
-        // NaN ranks below every number, so the order is total (sorting
-        // with an inconsistent comparator may panic) and NaN never fires.
-        let rank = |j: &u32| {
-            let v = row[*j as usize];
-            if v.is_nan() { T::neg_infinity() } else { v }
-        };
+        order.extend(
+            (0..width as u32)
+                .filter(|&j| eligible(j as usize) && rank(row[j as usize]) > T::zero()),
+        );
         let by_value = |a: &u32, b: &u32| {
-            rank(b)
-                .partial_cmp(&rank(a))
+            rank(row[*b as usize])
+                .partial_cmp(&rank(row[*a as usize]))
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then(a.cmp(b))
         };
@@ -164,20 +214,88 @@ pub(crate) fn top_k_of<T: Float>(
         }
         order.truncate(kept);
         order.sort_unstable_by(by_value);
-        for slot in 0..k {
-            match order.get(slot) {
-                Some(&j) => {
-                    latents.push(j);
-                    values.push(rank(&j).max(T::zero()));
-                }
-                None => {
-                    latents.push(0);
-                    values.push(T::zero());
-                }
+        for &j in &order {
+            codes.latents.push(j);
+            codes.values.push(row[j as usize]);
+        }
+        codes.end_row();
+    }
+    codes
+}
+
+/// The entries of each `width`-wide row of `pre` that `fires` (given the
+/// column and value), in column order.
+pub(crate) fn firing_of<T: Float>(
+    pre: &[T],
+    width: usize,
+    fires: impl Fn(usize, T) -> bool,
+) -> Codes<T> {
+    let rows = pre.len() / width.max(1);
+    let mut codes = Codes::with_rows(rows);
+    for row in pre.chunks_exact(width) {
+        for (j, &v) in row.iter().enumerate() {
+            if fires(j, v) {
+                codes.latents.push(j as u32);
+                codes.values.push(v);
             }
         }
+        codes.end_row();
     }
-    Codes { k, latents, values }
+    codes
+}
+
+/// BatchTopK: the `count` largest positive entries of the whole batch
+/// (rows of `width` laid end to end across `parts`), ties to the lower
+/// position; returns each part's codes (in column order) and the smallest
+/// value kept.
+pub(crate) fn batch_top_k<T: Float>(
+    parts: &[&[T]],
+    width: usize,
+    count: usize,
+) -> (Vec<Codes<T>>, Option<T>) {
+    let mut positive: Vec<(T, usize)> = Vec::new();
+    let mut base = 0;
+    for part in parts {
+        positive.extend(
+            part.iter()
+                .enumerate()
+                .filter(|(_, v)| rank(**v) > T::zero())
+                .map(|(i, &v)| (v, base + i)),
+        );
+        base += part.len();
+    }
+    let by_value = |a: &(T, usize), b: &(T, usize)| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    };
+    let kept = count.min(positive.len());
+    if kept < positive.len() && kept > 0 {
+        positive.select_nth_unstable_by(kept - 1, by_value);
+    }
+    positive.truncate(kept);
+    let smallest = positive.iter().map(|p| p.0).reduce(T::min);
+    positive.sort_unstable_by_key(|p| p.1);
+    let mut chosen = positive.into_iter().peekable();
+    let mut base = 0;
+    let codes = parts
+        .iter()
+        .map(|part| {
+            let rows = part.len() / width.max(1);
+            let mut codes = Codes::with_rows(rows);
+            for row in 0..rows {
+                let end = base + (row + 1) * width;
+                while let Some((v, at)) = chosen.next_if(|c| c.1 < end) {
+                    codes.latents.push(((at - base) % width) as u32);
+                    codes.values.push(v);
+                }
+                codes.end_row();
+            }
+            base += part.len();
+            codes
+        })
+        .collect();
+    (codes, smallest)
 }
 
 #[cfg(test)]
@@ -189,7 +307,7 @@ mod tests {
         Sae {
             d_in: 2,
             d_sae: 3,
-            k: 1,
+            activation: Activation::TopK(1),
             w_enc: vec![1.0, 0.0, 0.0, 1.0, -1.0, -1.0],
             b_enc: vec![0.0, 0.0, -0.5],
             w_dec: vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8],
@@ -222,12 +340,46 @@ mod tests {
         assert_eq!((codes.latents, codes.values), (vec![2, 4], vec![3.0, 2.0]));
         // NaN never fires and does not disturb the order.
         let codes = top_k_of(&[f64::NAN, 2.0, f64::NAN, 1.0], 4, 3, |_| true);
+        assert_eq!((codes.latents, codes.values), (vec![1, 3], vec![2.0, 1.0]));
+        // Fewer positive entries than k: only they fire.
+        let codes = top_k_of(&[1.0f64, -2.0, 0.0, 4.0, 0.5, 0.0], 3, 3, |_| true);
         assert_eq!(
-            (codes.latents, codes.values),
-            (vec![1, 3, 0], vec![2.0, 1.0, 0.0])
+            (codes.offsets, codes.latents, codes.values),
+            (vec![0, 1, 3], vec![0, 0, 1], vec![1.0, 4.0, 0.5])
         );
-        // Fewer eligible columns than k: padded with zero values.
-        let codes = top_k_of(&[1.0f64, -2.0], 2, 3, |_| true);
-        assert_eq!((codes.k, codes.values), (2, vec![1.0, 0.0]));
+    }
+
+    #[test]
+    fn jumprelu_and_relu_fire_above_their_thresholds() {
+        let mut sae = tiny();
+        // x − b_dec = (2.5, 1.5): pre = (2.5, 1.5, −4.5).
+        sae.activation = Activation::Relu;
+        let codes = sae.encode(&[3.0, 1.0], 1);
+        assert_eq!((codes.latents, codes.values), (vec![0, 1], vec![2.5, 1.5]));
+        sae.activation = Activation::JumpRelu(vec![2.5, 1.0, -9.0]);
+        let codes = sae.encode(&[3.0, 1.0], 1);
+        assert_eq!((codes.latents, codes.values), (vec![1], vec![1.5]));
+        assert_eq!(sae.activation.saelens_name(), "jumprelu");
+    }
+
+    #[test]
+    fn batch_top_k_keeps_the_largest_of_the_whole_batch() {
+        // Two parts of rows of width 3; the 3 largest positive entries of
+        // the batch, the tie at 2.0 going to the earlier position.
+        let first = [1.0f64, 5.0, -1.0, 2.0, 0.0, f64::NAN];
+        let second = [2.0f64, 0.5, 4.0];
+        let (codes, smallest) = batch_top_k(&[&first, &second], 3, 3);
+        assert_eq!(smallest, Some(2.0));
+        assert_eq!(
+            (&codes[0].offsets, &codes[0].latents, &codes[0].values),
+            (&vec![0, 1, 2], &vec![1, 0], &vec![5.0, 2.0])
+        );
+        assert_eq!(
+            (&codes[1].offsets, &codes[1].latents, &codes[1].values),
+            (&vec![0, 1], &vec![2], &vec![4.0])
+        );
+        // More asked for than fire: every positive entry.
+        let (codes, smallest) = batch_top_k(&[&first[..]], 3, 100);
+        assert_eq!((codes[0].latents.len(), smallest), (3, Some(1.0)));
     }
 }

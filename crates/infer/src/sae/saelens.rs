@@ -2,19 +2,21 @@
 //! `cfg.json` and `sae_weights.safetensors` with `W_enc [d_in, d_sae]`,
 //! `W_dec [d_sae, d_in]`, `b_enc [d_sae]`, `b_dec [d_in]` in float32.
 //!
-//! `cfg.json` holds what SAELens's `SAE.load_from_disk` reads for a TopK
-//! autoencoder — `architecture` ("topk"), `d_in`, `d_sae`, `k`, `dtype`
+//! `cfg.json` holds what SAELens's `SAE.load_from_disk` reads —
+//! `architecture` ("topk" with `k`, "jumprelu" with a `threshold [d_sae]`
+//! tensor in the weights, or "standard" for ReLU), `d_in`, `d_sae`, `dtype`
 //! ("float32"), `device` ("cpu"), `apply_b_dec_to_input` (true: `b_dec` is
 //! subtracted from the input), `normalize_activations` ("none": the weights
 //! act on raw activations) — and a `metadata` object of our own (the
-//! dataset, layer and model the autoencoder was trained on).
+//! dataset, layer and model the autoencoder was trained on, and for a
+//! BatchTopK autoencoder its `k`).
 
 use std::path::Path;
 
 use modelbin_format::safetensors;
 use modelbin_format::{DType, TensorStore, TensorView};
 
-use super::Sae;
+use super::{Activation, Sae};
 use crate::{Error, Result};
 
 /// The configuration file's name.
@@ -41,24 +43,38 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
         bytes(&sae.b_dec),
     );
     let shapes = [[d_in, d_sae], [d_sae, d_in]];
-    let tensors = [
+    let mut tensors = vec![
         TensorView::new("W_enc", DType::F32, &shapes[0], &enc)?,
         TensorView::new("W_dec", DType::F32, &shapes[1], &dec)?,
         TensorView::new("b_enc", DType::F32, &shapes[1][..1], &b_enc)?,
         TensorView::new("b_dec", DType::F32, &shapes[0][..1], &b_dec)?,
     ];
+    let threshold = match &sae.activation {
+        Activation::JumpRelu(threshold) => bytes(threshold),
+        _ => Vec::new(),
+    };
+    if !threshold.is_empty() {
+        tensors.push(TensorView::new(
+            "threshold",
+            DType::F32,
+            &shapes[1][..1],
+            &threshold,
+        )?);
+    }
     safetensors::write_file(dir.join(WEIGHTS_FILE), tensors, None, &mut |_, _| {})?;
-    let config = serde_json::json!({
-        "architecture": "topk",
+    let mut config = serde_json::json!({
+        "architecture": sae.activation.saelens_name(),
         "d_in": d_in,
         "d_sae": d_sae,
-        "k": sae.k,
         "dtype": "float32",
         "device": "cpu",
         "apply_b_dec_to_input": true,
         "normalize_activations": "none",
         "metadata": metadata,
     });
+    if let Activation::TopK(k) = sae.activation {
+        config["k"] = k.into();
+    }
     let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
     let mut file = modelbin_format::atomic::AtomicFile::create(dir.join(CONFIG_FILE))?;
     std::io::Write::write_all(&mut file, text.as_bytes())
@@ -67,8 +83,8 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
     Ok(())
 }
 
-/// Reads an autoencoder that [`save`] wrote (or SAELens wrote for a TopK
-/// architecture), with its configuration.
+/// Reads an autoencoder that [`save`] wrote (or SAELens wrote, for the
+/// `topk`, `jumprelu` and `standard` architectures), with its configuration.
 pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
     let config_path = dir.join(CONFIG_FILE);
     let text = std::fs::read_to_string(&config_path)
@@ -81,11 +97,15 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
             .map(|v| v as usize)
             .ok_or_else(|| bad(&config_path, &format!("`{key}` is not a whole number")))
     };
-    let (d_in, d_sae, k) = (number("d_in")?, number("d_sae")?, number("k")?);
-    if config["architecture"] != "topk" {
+    let (d_in, d_sae) = (number("d_in")?, number("d_sae")?);
+    let architecture = config["architecture"].as_str().unwrap_or_default();
+    if !["topk", "jumprelu", "standard"].contains(&architecture) {
         return Err(bad(
             &config_path,
-            &format!("architecture {} is not topk", config["architecture"]),
+            &format!(
+                "architecture {} is not one of topk, jumprelu, standard",
+                config["architecture"]
+            ),
         ));
     }
     let weights = safetensors::open(dir.join(WEIGHTS_FILE))?;
@@ -109,10 +129,15 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
             w_enc[j * d_in + i] = w_enc_t[i * d_sae + j];
         }
     }
+    let activation = match architecture {
+        "topk" => Activation::TopK(number("k")?),
+        "jumprelu" => Activation::JumpRelu(tensor("threshold", &[d_sae])?),
+        _ => Activation::Relu,
+    };
     let sae = Sae {
         d_in,
         d_sae,
-        k,
+        activation,
         w_enc,
         b_enc: tensor("b_enc", &[d_sae])?,
         w_dec: tensor("W_dec", &[d_sae, d_in])?,

@@ -1,6 +1,7 @@
-//! Training a TopK sparse autoencoder: the reconstruction loss and the AuxK
-//! loss on dead latents with their hand-written gradients, and a trainer
-//! that runs Adam over batches with unit-norm decoder rows.
+//! Training a sparse autoencoder: the reconstruction loss, the AuxK loss
+//! on dead latents (TopK and BatchTopK) or an L1 penalty (ReLU), their
+//! hand-written gradients, and a trainer that runs Adam over batches with
+//! unit-norm decoder rows.
 //!
 //! Losses, for a batch of `B` inputs of `d_in` values:
 //!
@@ -8,18 +9,23 @@
 //! mse  = Σ_b ‖x̂_b − x_b‖² / (B · d_in)
 //! aux  = Σ_b ‖ê_b − e_b‖² / (B · d_in)    e_b = x_b − x̂_b (held constant),
 //!                                          ê_b = Σ_{j ∈ top aux_k dead} ReLU(pre_bj) W_dec[j]
-//! loss = mse + aux_coeff · aux
+//! l1   = Σ_b Σ_j z_bj / (B · d_in)        (ReLU only; rows have unit norm)
+//! loss = mse + aux_coeff · aux + l1_coeff · l1
 //! ```
 //!
-//! A latent is dead when it has not fired for `dead_after` inputs. After
-//! each Adam step the decoder rows are renormalised to unit length, and
-//! before it the gradient component along each row is removed (Gao et al.,
-//! section 2.4 and appendix A).
+//! Which latents fire: TopK keeps the `k` largest positive pre-activations
+//! of each input; BatchTopK the `k · B` largest of the batch (Bussmann et
+//! al., 2024), and it tracks the threshold it used (a running average of
+//! the smallest kept value) to encode single inputs afterwards; ReLU every
+//! positive one. A latent is dead when it has not fired for `dead_after`
+//! inputs. After each Adam step the decoder rows are renormalised to unit
+//! length, and before it the gradient component along each row is removed
+//! (Gao et al., section 2.4 and appendix A).
 
 use num_traits::Float;
 use rayon::prelude::*;
 
-use super::{Codes, Sae, top_k_of};
+use super::{Activation, Codes, Sae, batch_top_k, firing_of, top_k_of};
 use crate::rng::Rng;
 use crate::train::optim::AdamW;
 
@@ -81,23 +87,28 @@ pub struct Aux<'a> {
     pub coeff: f64,
 }
 
-/// Adds to `grads` the gradient of `loss` over a batch `x` of `rows`
-/// inputs, `loss` normalised by `total_rows · d_in` (so chunks of one batch
-/// sum to the batch's gradient), and returns what the pass measured; also
-/// returns which latents fired.
-pub fn accumulate<T: Float + 'static>(
+/// Adds to `grads` the gradient of the loss over a batch `x` of `rows`
+/// inputs, given its pre-activations and `x − b_dec` (see
+/// [`Sae::pre_activations`]) and the latents that fire, the loss normalised
+/// by `total_rows · d_in` (so chunks of one batch sum to the batch's
+/// gradient). Returns what the pass measured and which latents fired.
+#[allow(clippy::too_many_arguments)]
+pub fn backward<T: Float + 'static>(
     sae: &Sae<T>,
     x: &[T],
-    rows: usize,
+    (pre, centered): (&[T], &[T]),
+    codes: &Codes<T>,
     total_rows: usize,
     aux: Aux<'_>,
+    l1_coeff: f64,
     grads: &mut Gradients<T>,
 ) -> (BatchLoss, Vec<bool>) {
     let d_in = sae.d_in;
-    let (pre, centered) = sae.pre_activations(x, rows);
-    let codes = sae.top_k(&pre, sae.k);
-    let recon = sae.decode(&codes);
+    let rows = codes.rows();
+    let recon = sae.decode(codes);
     let scale = T::from(2.0 / (total_rows * d_in) as f64).expect("a float");
+    // d(l1_coeff · Σ z / (B · d_in)) / dz, for every latent that fires.
+    let l1 = T::from(l1_coeff / (total_rows * d_in) as f64).expect("a float");
     let mut loss = BatchLoss {
         squared_error: 0.0,
         aux_squared_error: 0.0,
@@ -121,15 +132,15 @@ pub fn accumulate<T: Float + 'static>(
         for (j, value) in codes.active(row) {
             fired[j] = true;
             loss.active += 1;
-            backprop_latent(sae, grads, j, value, &g, xc);
+            backprop_latent(sae, grads, (j, value, l1), &g, xc);
         }
     }
     if aux.dead.iter().any(|&d| d) && aux.k > 0 {
-        let aux_codes = top_k_of(&pre, sae.d_sae, aux.k, |j| aux.dead[j]);
+        let aux_codes = top_k_of(pre, sae.d_sae, aux.k, |j| aux.dead[j]);
         let residual: Vec<T> = x.iter().zip(&recon).map(|(&x, &r)| x - r).collect();
         let coeff = T::from(aux.coeff).expect("a float");
         loss.aux_squared_error =
-            aux_backward(sae, &aux_codes, &residual, &centered, scale * coeff, grads);
+            aux_backward(sae, &aux_codes, &residual, centered, scale * coeff, grads);
     }
     (loss, fired)
 }
@@ -162,7 +173,7 @@ pub fn aux_backward<T: Float + 'static>(
         }
         let xc = &centered[row * d_in..][..d_in];
         for (j, value) in codes.active(row) {
-            backprop_latent(sae, grads, j, value, &g, xc);
+            backprop_latent(sae, grads, (j, value, T::zero()), &g, xc);
         }
     }
     squared_error
@@ -170,19 +181,19 @@ pub fn aux_backward<T: Float + 'static>(
 
 /// Gradient through one active latent `j` of value `value` (its
 /// pre-activation, > 0) of an input whose centred value is `xc`, given the
-/// gradient `g` at the reconstruction.
+/// gradient `g` at the reconstruction and `l1`, the L1 penalty's gradient
+/// at the latent's value.
 fn backprop_latent<T: Float>(
     sae: &Sae<T>,
     grads: &mut Gradients<T>,
-    j: usize,
-    value: T,
+    (j, value, l1): (usize, T, T),
     g: &[T],
     xc: &[T],
 ) {
     let d_in = sae.d_in;
     let rows = j * d_in..(j + 1) * d_in;
     let w_dec = &sae.w_dec[rows.clone()];
-    let d_pre = g.iter().zip(w_dec).fold(T::zero(), |s, (&g, &w)| s + g * w);
+    let d_pre = g.iter().zip(w_dec).fold(l1, |s, (&g, &w)| s + g * w);
     for (dw, &g) in grads.w_dec[rows.clone()].iter_mut().zip(g) {
         *dw = *dw + value * g;
     }
@@ -195,13 +206,37 @@ fn backprop_latent<T: Float>(
     }
 }
 
+/// How latents are chosen while training.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Architecture {
+    /// The `k` largest positive pre-activations of each input.
+    TopK {
+        /// Latents kept per input.
+        k: usize,
+    },
+    /// The `k · B` largest positive pre-activations of a batch of `B`;
+    /// saved as a JumpReLU autoencoder with the threshold it tracked.
+    BatchTopK {
+        /// Latents kept per input, on average over a batch.
+        k: usize,
+    },
+    /// Every positive pre-activation, with an L1 penalty on the codes.
+    Relu {
+        /// Weight of the L1 penalty (SAELens's `l1_coefficient`).
+        l1_coeff: f64,
+    },
+}
+
+/// The BatchTopK threshold's running-average rate (SAELens's default).
+const THRESHOLD_RATE: f64 = 0.01;
+
 /// Training settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Latents.
     pub d_sae: usize,
-    /// Latents kept per input.
-    pub k: usize,
+    /// Which latents fire.
+    pub architecture: Architecture,
     /// Dead latents in the AuxK reconstruction (0: no AuxK loss).
     pub aux_k: usize,
     /// Weight of the AuxK loss (Gao et al.: 1/32).
@@ -216,12 +251,12 @@ pub struct Options {
 }
 
 impl Options {
-    /// Gao et al.'s choices for `d_sae` latents, `k` of them per input,
-    /// over `steps` steps at learning rate `lr`.
-    pub fn topk(d_sae: usize, k: usize, steps: u64, lr: f64) -> Self {
+    /// Gao et al.'s choices for `d_sae` latents of `architecture`, over
+    /// `steps` steps at learning rate `lr`, without AuxK.
+    pub fn new(architecture: Architecture, d_sae: usize, steps: u64, lr: f64) -> Self {
         Options {
             d_sae,
-            k,
+            architecture,
             aux_k: 0,
             aux_coeff: 1.0 / 32.0,
             dead_after: 10_000_000,
@@ -257,7 +292,7 @@ pub struct StepReport {
     pub aux_mse: f64,
 }
 
-/// A TopK autoencoder being trained on inputs scaled so that E‖x‖² = d_in.
+/// An autoencoder being trained on inputs scaled so that E‖x‖² = d_in.
 #[derive(Debug, Clone)]
 pub struct Trainer {
     /// The autoencoder, on scaled inputs.
@@ -272,6 +307,8 @@ pub struct Trainer {
     since_fired: Vec<u64>,
     /// Steps done.
     step: u64,
+    /// BatchTopK: the running average of the smallest value kept.
+    threshold: Option<f32>,
 }
 
 impl Trainer {
@@ -281,10 +318,18 @@ impl Trainer {
     /// tied initialisation), `b_enc` zero.
     pub fn new(sample: &[f32], d_in: usize, options: Options) -> Trainer {
         let n = sample.len() / d_in.max(1);
-        assert!(
-            n > 0 && options.k >= 1 && options.d_sae >= options.k,
-            "checked by the caller"
-        );
+        let activation = match options.architecture {
+            Architecture::TopK { k } => {
+                assert!(k >= 1 && options.d_sae >= k, "checked by the caller");
+                Activation::TopK(k)
+            }
+            Architecture::BatchTopK { k } => {
+                assert!(k >= 1 && options.d_sae >= k, "checked by the caller");
+                Activation::JumpRelu(vec![0.0; options.d_sae])
+            }
+            Architecture::Relu { .. } => Activation::Relu,
+        };
+        assert!(n > 0, "checked by the caller");
         let mean_square: f64 = sample.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n as f64;
         let scale = if mean_square > 0.0 {
             (d_in as f64 / mean_square).sqrt() as f32
@@ -307,7 +352,7 @@ impl Trainer {
         let sae = Sae {
             d_in,
             d_sae: options.d_sae,
-            k: options.k,
+            activation,
             w_enc: w_dec.clone(),
             b_enc: vec![0.0; options.d_sae],
             w_dec,
@@ -323,6 +368,7 @@ impl Trainer {
             ],
             since_fired: vec![0; sae.d_sae],
             step: 0,
+            threshold: None,
             scale,
             options,
             sae,
@@ -350,19 +396,57 @@ impl Trainer {
         let rows = batch.len() / d_in;
         let scaled: Vec<f32> = batch.iter().map(|&v| v * self.scale).collect();
         let dead = self.dead();
+        let (aux, l1_coeff) = match self.options.architecture {
+            Architecture::Relu { l1_coeff } => (0, l1_coeff),
+            _ => (self.options.aux_k, 0.0),
+        };
         let aux = Aux {
             dead: &dead,
-            k: self.options.aux_k,
+            k: aux,
             coeff: self.options.aux_coeff,
         };
         let per_chunk = rows.div_ceil(chunks.max(1)).max(1);
         let sae = &self.sae;
+        let forwards: Vec<(Vec<f32>, Vec<f32>)> = scaled
+            .par_chunks(per_chunk * d_in)
+            .map(|chunk| sae.pre_activations(chunk, chunk.len() / d_in))
+            .collect();
+        let codes: Vec<Codes<f32>> = match self.options.architecture {
+            Architecture::TopK { k } => forwards
+                .par_iter()
+                .map(|(pre, _)| top_k_of(pre, sae.d_sae, k, |_| true))
+                .collect(),
+            Architecture::BatchTopK { k } => {
+                let pres: Vec<&[f32]> = forwards.iter().map(|(pre, _)| pre.as_slice()).collect();
+                let (codes, smallest) = batch_top_k(&pres, sae.d_sae, k * rows);
+                if let Some(smallest) = smallest {
+                    self.threshold = Some(self.threshold.map_or(smallest, |t| {
+                        (f64::from(t) + THRESHOLD_RATE * f64::from(smallest - t)) as f32
+                    }));
+                }
+                codes
+            }
+            Architecture::Relu { .. } => forwards
+                .par_iter()
+                .map(|(pre, _)| firing_of(pre, sae.d_sae, |_, v| v > 0.0))
+                .collect(),
+        };
         let parts: Vec<(Gradients<f32>, BatchLoss, Vec<bool>)> = scaled
             .par_chunks(per_chunk * d_in)
-            .map(|chunk| {
+            .zip(&forwards)
+            .zip(&codes)
+            .map(|((chunk, (pre, centered)), codes)| {
                 let mut grads = Gradients::zeros(sae);
-                let (loss, fired) =
-                    accumulate(sae, chunk, chunk.len() / d_in, rows, aux, &mut grads);
+                let (loss, fired) = backward(
+                    sae,
+                    chunk,
+                    (pre, centered),
+                    codes,
+                    rows,
+                    aux,
+                    l1_coeff,
+                    &mut grads,
+                );
                 (grads, loss, fired)
             })
             .collect();
@@ -379,6 +463,11 @@ impl Trainer {
             total.aux_squared_error += loss.aux_squared_error;
             total.active += loss.active;
             fired.iter_mut().zip(f).for_each(|(a, &b)| *a |= b);
+        }
+        if let (Activation::JumpRelu(threshold), Some(t)) =
+            (&mut self.sae.activation, self.threshold)
+        {
+            threshold.fill(t);
         }
         remove_parallel_component(&mut grads.w_dec, &self.sae.w_dec, d_in);
         self.step += 1;
@@ -414,7 +503,7 @@ impl Trainer {
     /// The autoencoder on raw inputs: the input scale folded into the
     /// weights (`W_enc · s`, `W_dec / s`, `b_dec / s`), so that it encodes
     /// and reconstructs unscaled activations exactly as the trained one
-    /// does scaled ones.
+    /// does scaled ones (pre-activations, and so thresholds, are unchanged).
     pub fn unscaled(&self) -> Sae<f32> {
         let s = self.scale;
         let mut sae = self.sae.clone();
@@ -484,7 +573,7 @@ mod tests {
         Sae {
             d_in,
             d_sae,
-            k,
+            activation: Activation::TopK(k),
             w_enc: vec(d_sae * d_in),
             b_enc: vec(d_sae),
             w_dec: vec(d_sae * d_in),
@@ -544,7 +633,10 @@ mod tests {
             k: 0,
             coeff: 0.0,
         };
-        let (loss, _) = accumulate(&sae, &x, rows, rows, aux, &mut grads);
+        let (pre, centered) = sae.pre_activations(&x, rows);
+        let codes = sae.select(&pre);
+        let forward = (pre.as_slice(), centered.as_slice());
+        let (loss, _) = backward(&sae, &x, forward, &codes, rows, aux, 0.0, &mut grads);
         assert!((loss.squared_error / (rows * d_in) as f64 - mse(&sae, &x, rows)).abs() < 1e-12);
         check(&sae, &grads, |s| mse(s, &x, rows));
     }
@@ -584,7 +676,11 @@ mod tests {
         let data: Vec<f32> = (0..256 * d_in)
             .map(|_| (rng.normal(1.0) * 7.0 + 2.0) as f32)
             .collect();
-        let mut trainer = Trainer::new(&data, d_in, Options::topk(16, 2, 10, 1e-3));
+        let mut trainer = Trainer::new(
+            &data,
+            d_in,
+            Options::new(Architecture::TopK { k: 2 }, 16, 10, 1e-3),
+        );
         for _ in 0..5 {
             trainer.step(&data[..64 * d_in], 2);
         }
