@@ -96,6 +96,19 @@ impl<T: Float> Codes<T> {
         self.offsets.push(self.latents.len());
     }
 
+    /// The codes of consecutive batches as one.
+    pub fn concat(parts: Vec<Codes<T>>) -> Codes<T> {
+        let mut all = Codes::with_rows(parts.iter().map(Codes::rows).sum());
+        for part in parts {
+            let base = all.latents.len();
+            all.offsets
+                .extend(part.offsets[1..].iter().map(|&o| base + o));
+            all.latents.extend(part.latents);
+            all.values.extend(part.values);
+        }
+        all
+    }
+
     /// Inputs coded.
     pub fn rows(&self) -> usize {
         self.offsets.len() - 1
@@ -115,17 +128,31 @@ impl<T: Float + 'static> Sae<T> {
     /// Pre-activations `W_enc (x − b_dec) + b_enc` of a batch `x` of
     /// `rows` inputs: `[rows, d_sae]`; also returns `x − b_dec`.
     pub fn pre_activations(&self, x: &[T], rows: usize) -> (Vec<T>, Vec<T>) {
+        assert_eq!(
+            x.len(),
+            rows * self.d_in,
+            "batch of {rows} rows of {}",
+            self.d_in
+        );
+        let mut centered = vec![T::zero(); x.len()];
+        let mut pre = vec![T::zero(); rows * self.d_sae];
+        self.pre_activations_into(x, &mut centered, &mut pre);
+        (pre, centered)
+    }
+
+    /// [`Sae::pre_activations`] into buffers of the batch's size:
+    /// `centered` `[rows, d_in]`, `pre` `[rows, d_sae]`.
+    pub fn pre_activations_into(&self, x: &[T], centered: &mut [T], pre: &mut [T]) {
         let (d_in, d_sae) = (self.d_in, self.d_sae);
-        assert_eq!(x.len(), rows * d_in, "batch of {rows} rows of {d_in}");
-        let mut centered = x.to_vec();
-        for row in centered.chunks_exact_mut(d_in) {
-            row.iter_mut()
+        let rows = x.len() / d_in;
+        for (c, x) in centered.chunks_exact_mut(d_in).zip(x.chunks_exact(d_in)) {
+            c.iter_mut()
+                .zip(x)
                 .zip(&self.b_dec)
-                .for_each(|(v, &b)| *v = *v - b);
+                .for_each(|((c, &x), &b)| *c = x - b);
         }
-        let mut pre = Vec::with_capacity(rows * d_sae);
-        for _ in 0..rows {
-            pre.extend_from_slice(&self.b_enc);
+        for row in pre.chunks_exact_mut(d_sae) {
+            row.copy_from_slice(&self.b_enc);
         }
         // SAFETY: `centered` is rows×d_in (strides d_in, 1); `w_enc` read
         // with strides (1, d_in) is the d_in×d_sae transpose of the
@@ -133,13 +160,12 @@ impl<T: Float + 'static> Sae<T> {
         unsafe {
             gemm_strided(
                 (rows, d_in, d_sae),
-                (&centered, [d_in, 1]),
+                (&*centered, [d_in, 1]),
                 (&self.w_enc, [1, d_in]),
-                (&mut pre, d_sae),
+                (pre, d_sae),
                 true,
             );
         }
-        (pre, centered)
     }
 
     /// The latents of each row of `pre` that fire under the activation.
@@ -179,14 +205,16 @@ impl<T: Float + 'static> Sae<T> {
     }
 }
 
-/// NaN ranks below every number, so orders are total (sorting with an
-/// inconsistent comparator may panic) and NaN never fires.
-fn rank<T: Float>(v: T) -> T {
-    if v.is_nan() { T::neg_infinity() } else { v }
-}
+/// Entries of a row checked together by [`top_k_of`].
+const SCAN_BLOCK: usize = 16;
 
 /// The top `k` positive entries by value of each `width`-wide row of `pre`
 /// among the columns `eligible` accepts; ties go to the lower index.
+///
+/// One pass per row keeps the best `k` seen so far in a heap with the
+/// weakest at its root; a later entry replaces the weakest only when
+/// strictly larger (it has the higher index, so it loses ties), which on
+/// typical rows happens O(k log(width / k)) times.
 pub(crate) fn top_k_of<T: Float>(
     pre: &[T],
     width: usize,
@@ -195,32 +223,91 @@ pub(crate) fn top_k_of<T: Float>(
 ) -> Codes<T> {
     let rows = pre.len() / width.max(1);
     let mut codes = Codes::with_rows(rows);
-    let mut order: Vec<u32> = Vec::with_capacity(width);
+    let mut best: Vec<(T, u32)> = Vec::with_capacity(k);
     for row in pre.chunks_exact(width) {
-        order.clear();
-        order.extend(
-            (0..width as u32)
-                .filter(|&j| eligible(j as usize) && rank(row[j as usize]) > T::zero()),
-        );
-        let by_value = |a: &u32, b: &u32| {
-            rank(row[*b as usize])
-                .partial_cmp(&rank(row[*a as usize]))
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.cmp(b))
-        };
-        let kept = k.min(order.len());
-        if kept < order.len() && kept > 0 {
-            order.select_nth_unstable_by(kept - 1, by_value);
+        best.clear();
+        // An entry must beat this to be kept: 0 until `k` are kept, then
+        // the weakest kept value. NaN never enters.
+        let mut cutoff = T::zero();
+        if k > 0 {
+            // Blocks whose largest value cannot enter are skipped whole
+            // (a branch-free maximum the compiler vectorises).
+            for (b, block) in row.chunks(SCAN_BLOCK).enumerate() {
+                let largest = block.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
+                // `max` passes NaN over, so `largest` is a number.
+                if largest <= cutoff {
+                    continue;
+                }
+                for (i, &v) in block.iter().enumerate() {
+                    let j = b * SCAN_BLOCK + i;
+                    if v.is_nan() || v <= cutoff || !eligible(j) {
+                        continue;
+                    }
+                    if best.len() < k {
+                        heap_push(&mut best, (v, j as u32));
+                        if best.len() < k {
+                            continue;
+                        }
+                    } else {
+                        heap_replace_root(&mut best, (v, j as u32));
+                    }
+                    cutoff = best[0].0;
+                }
+            }
         }
-        order.truncate(kept);
-        order.sort_unstable_by(by_value);
-        for &j in &order {
+        best.sort_unstable_by(|a, b| {
+            b.0.partial_cmp(&a.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+        });
+        for &(v, j) in &best {
             codes.latents.push(j);
-            codes.values.push(row[j as usize]);
+            codes.values.push(v);
         }
         codes.end_row();
     }
     codes
+}
+
+/// Whether `a` ranks below `b`: a smaller value, or the higher index of
+/// equal values.
+fn weaker<T: Float>(a: (T, u32), b: (T, u32)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+/// Adds `entry` to a heap whose root is its weakest entry.
+fn heap_push<T: Float>(heap: &mut Vec<(T, u32)>, entry: (T, u32)) {
+    heap.push(entry);
+    let mut at = heap.len() - 1;
+    while at > 0 {
+        let parent = (at - 1) / 2;
+        if !weaker(heap[at], heap[parent]) {
+            break;
+        }
+        heap.swap(at, parent);
+        at = parent;
+    }
+}
+
+/// Replaces the weakest entry of the heap by `entry`.
+fn heap_replace_root<T: Float>(heap: &mut [(T, u32)], entry: (T, u32)) {
+    heap[0] = entry;
+    let mut at = 0;
+    loop {
+        let (left, right) = (2 * at + 1, 2 * at + 2);
+        let mut weakest = at;
+        if left < heap.len() && weaker(heap[left], heap[weakest]) {
+            weakest = left;
+        }
+        if right < heap.len() && weaker(heap[right], heap[weakest]) {
+            weakest = right;
+        }
+        if weakest == at {
+            break;
+        }
+        heap.swap(at, weakest);
+        at = weakest;
+    }
 }
 
 /// The entries of each `width`-wide row of `pre` that `fires` (given the
@@ -259,7 +346,7 @@ pub(crate) fn batch_top_k<T: Float>(
         positive.extend(
             part.iter()
                 .enumerate()
-                .filter(|(_, v)| rank(**v) > T::zero())
+                .filter(|(_, v)| **v > T::zero()) // NaN never fires
                 .map(|(i, &v)| (v, base + i)),
         );
         base += part.len();

@@ -51,17 +51,6 @@ impl<T: Float> Gradients<T> {
             b_dec: vec![T::zero(); sae.b_dec.len()],
         }
     }
-
-    fn add(&mut self, other: &Gradients<T>) {
-        for (a, b) in [
-            (&mut self.w_enc, &other.w_enc),
-            (&mut self.b_enc, &other.b_enc),
-            (&mut self.w_dec, &other.w_dec),
-            (&mut self.b_dec, &other.b_dec),
-        ] {
-            a.iter_mut().zip(b).for_each(|(a, &b)| *a = *a + b);
-        }
-    }
 }
 
 /// What one forward and backward pass over a batch measured.
@@ -87,18 +76,22 @@ pub struct Aux<'a> {
     pub coeff: f64,
 }
 
+/// Parameters per task of the Adam update.
+const ADAM_CHUNK: usize = 1 << 14;
+
+/// Latents per task of the latent-major gradient pass.
+const LATENTS_PER_TASK: usize = 32;
+
 /// Adds to `grads` the gradient of the loss over a batch `x` of `rows`
 /// inputs, given its pre-activations and `x − b_dec` (see
-/// [`Sae::pre_activations`]) and the latents that fire, the loss normalised
-/// by `total_rows · d_in` (so chunks of one batch sum to the batch's
-/// gradient). Returns what the pass measured and which latents fired.
-#[allow(clippy::too_many_arguments)]
-pub fn backward<T: Float + 'static>(
+/// [`Sae::pre_activations`]) and the latents that fire. Returns what the
+/// pass measured and which latents fired. The sums run in a fixed order,
+/// so the result does not depend on the thread count.
+pub fn backward<T: Float + Send + Sync + 'static>(
     sae: &Sae<T>,
     x: &[T],
     (pre, centered): (&[T], &[T]),
     codes: &Codes<T>,
-    total_rows: usize,
     aux: Aux<'_>,
     l1_coeff: f64,
     grads: &mut Gradients<T>,
@@ -106,41 +99,42 @@ pub fn backward<T: Float + 'static>(
     let d_in = sae.d_in;
     let rows = codes.rows();
     let recon = sae.decode(codes);
-    let scale = T::from(2.0 / (total_rows * d_in) as f64).expect("a float");
+    let scale = T::from(2.0 / (rows * d_in) as f64).expect("a float");
     // d(l1_coeff · Σ z / (B · d_in)) / dz, for every latent that fires.
-    let l1 = T::from(l1_coeff / (total_rows * d_in) as f64).expect("a float");
+    let l1 = T::from(l1_coeff / (rows * d_in) as f64).expect("a float");
     let mut loss = BatchLoss {
         squared_error: 0.0,
         aux_squared_error: 0.0,
-        active: 0,
+        active: codes.latents.len() as u64,
     };
     let mut fired = vec![false; sae.d_sae];
-    let mut g = vec![T::zero(); d_in];
-    for row in 0..rows {
-        let (xr, rr) = (&x[row * d_in..][..d_in], &recon[row * d_in..][..d_in]);
-        for i in 0..d_in {
-            let diff = rr[i] - xr[i];
-            loss.squared_error += diff.to_f64().unwrap_or(f64::NAN).powi(2);
-            g[i] = scale * diff;
-        }
+    for &j in &codes.latents {
+        fired[j as usize] = true;
+    }
+    let mut g: Vec<T> = recon.iter().zip(x).map(|(&r, &x)| r - x).collect();
+    loss.squared_error = g
+        .iter()
+        .map(|d| d.to_f64().unwrap_or(f64::NAN).powi(2))
+        .sum();
+    g.iter_mut().for_each(|v| *v = *v * scale);
+    for row in g.chunks_exact(d_in) {
         grads
             .b_dec
             .iter_mut()
-            .zip(&g)
+            .zip(row)
             .for_each(|(b, &g)| *b = *b + g);
-        let xc = &centered[row * d_in..][..d_in];
-        for (j, value) in codes.active(row) {
-            fired[j] = true;
-            loss.active += 1;
-            backprop_latent(sae, grads, (j, value, l1), &g, xc);
-        }
     }
+    let main = Term::new(sae, codes, g, l1);
     if aux.dead.iter().any(|&d| d) && aux.k > 0 {
         let aux_codes = top_k_of(pre, sae.d_sae, aux.k, |j| aux.dead[j]);
         let residual: Vec<T> = x.iter().zip(&recon).map(|(&x, &r)| x - r).collect();
         let coeff = T::from(aux.coeff).expect("a float");
-        loss.aux_squared_error =
-            aux_backward(sae, &aux_codes, &residual, centered, scale * coeff, grads);
+        let (g, squared_error) = aux_gradient(sae, &aux_codes, &residual, scale * coeff);
+        loss.aux_squared_error = squared_error;
+        let aux_term = Term::new(sae, &aux_codes, g, T::zero());
+        apply_terms(sae, centered, &[main, aux_term], grads);
+    } else {
+        apply_terms(sae, centered, &[main], grads);
     }
     (loss, fired)
 }
@@ -148,7 +142,7 @@ pub fn backward<T: Float + 'static>(
 /// The AuxK term: reconstructs `target` (the residual, held constant) from
 /// the dead latents' codes without bias, adds its gradient scaled by
 /// `scale` to `grads`, and returns Σ ‖ê − e‖².
-pub fn aux_backward<T: Float + 'static>(
+pub fn aux_backward<T: Float + Send + Sync + 'static>(
     sae: &Sae<T>,
     codes: &Codes<T>,
     target: &[T],
@@ -156,53 +150,155 @@ pub fn aux_backward<T: Float + 'static>(
     scale: T,
     grads: &mut Gradients<T>,
 ) -> f64 {
+    let (g, squared_error) = aux_gradient(sae, codes, target, scale);
+    apply_terms(sae, centered, &[Term::new(sae, codes, g, T::zero())], grads);
+    squared_error
+}
+
+/// The AuxK reconstruction's gradient `scale · (ê − e)` at each input, and
+/// Σ ‖ê − e‖².
+fn aux_gradient<T: Float>(sae: &Sae<T>, codes: &Codes<T>, target: &[T], scale: T) -> (Vec<T>, f64) {
     let d_in = sae.d_in;
-    let rows = target.len() / d_in;
+    let mut g = vec![T::zero(); target.len()];
     let mut squared_error = 0.0;
-    let mut g = vec![T::zero(); d_in];
-    for row in 0..rows {
-        g.iter_mut().for_each(|v| *v = T::zero());
+    for (row, (g, e)) in g
+        .chunks_exact_mut(d_in)
+        .zip(target.chunks_exact(d_in))
+        .enumerate()
+    {
         for (j, value) in codes.active(row) {
             let w = &sae.w_dec[j * d_in..][..d_in];
             g.iter_mut().zip(w).for_each(|(g, &w)| *g = *g + value * w);
         }
-        for (g, &e) in g.iter_mut().zip(&target[row * d_in..][..d_in]) {
+        for (g, &e) in g.iter_mut().zip(e) {
             let diff = *g - e;
             squared_error += diff.to_f64().unwrap_or(f64::NAN).powi(2);
             *g = scale * diff;
         }
-        let xc = &centered[row * d_in..][..d_in];
-        for (j, value) in codes.active(row) {
-            backprop_latent(sae, grads, (j, value, T::zero()), &g, xc);
-        }
     }
-    squared_error
+    (g, squared_error)
 }
 
-/// Gradient through one active latent `j` of value `value` (its
-/// pre-activation, > 0) of an input whose centred value is `xc`, given the
-/// gradient `g` at the reconstruction and `l1`, the L1 penalty's gradient
-/// at the latent's value.
-fn backprop_latent<T: Float>(
+/// `a · b`, in eight running sums so the compiler can vectorise it.
+fn dot<T: Float>(a: &[T], b: &[T]) -> T {
+    let mut sums = [T::zero(); 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .fold(T::zero(), |s, (&x, &y)| s + x * y);
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            sums[i] = sums[i] + x[i] * y[i];
+        }
+    }
+    sums.iter().fold(tail, |s, &v| s + v)
+}
+
+/// One loss term's share of the gradient: the latents that fired in it,
+/// the gradient at its reconstruction (`[rows, d_in]`), and the gradient at
+/// each firing latent's pre-activation (one per entry of `codes`).
+struct Term<'a, T> {
+    codes: &'a Codes<T>,
+    g: Vec<T>,
+    d_pre: Vec<T>,
+}
+
+impl<'a, T: Float + Send + Sync> Term<'a, T> {
+    /// `d_pre = g · W_dec[j] + extra` for every firing entry.
+    fn new(sae: &Sae<T>, codes: &'a Codes<T>, g: Vec<T>, extra: T) -> Self {
+        let d_in = sae.d_in;
+        let d_pre = (0..codes.rows())
+            .into_par_iter()
+            .flat_map_iter(|row| {
+                let g = &g[row * d_in..][..d_in];
+                codes
+                    .active(row)
+                    .map(move |(j, _)| extra + dot(g, &sae.w_dec[j * d_in..][..d_in]))
+            })
+            .collect();
+        Term { codes, g, d_pre }
+    }
+}
+
+/// Adds the terms' gradients of `b_enc`, `b_dec`, `W_enc` and `W_dec`,
+/// latent by latent: each latent's rows are summed over the inputs it fired
+/// on (in term then input order), in parallel across latents.
+fn apply_terms<T: Float + Send + Sync>(
     sae: &Sae<T>,
+    centered: &[T],
+    terms: &[Term<'_, T>],
     grads: &mut Gradients<T>,
-    (j, value, l1): (usize, T, T),
-    g: &[T],
-    xc: &[T],
 ) {
     let d_in = sae.d_in;
-    let rows = j * d_in..(j + 1) * d_in;
-    let w_dec = &sae.w_dec[rows.clone()];
-    let d_pre = g.iter().zip(w_dec).fold(l1, |s, (&g, &w)| s + g * w);
-    for (dw, &g) in grads.w_dec[rows.clone()].iter_mut().zip(g) {
-        *dw = *dw + value * g;
+    // Entries grouped by latent (a counting sort): (term, row, entry).
+    let mut starts = vec![0usize; sae.d_sae + 1];
+    for term in terms {
+        for &j in &term.codes.latents {
+            starts[j as usize + 1] += 1;
+        }
     }
-    for (dw, &x) in grads.w_enc[rows.clone()].iter_mut().zip(xc) {
-        *dw = *dw + d_pre * x;
+    for j in 0..sae.d_sae {
+        starts[j + 1] += starts[j];
     }
-    grads.b_enc[j] = grads.b_enc[j] + d_pre;
-    for (db, &w) in grads.b_dec.iter_mut().zip(&sae.w_enc[rows]) {
-        *db = *db - d_pre * w;
+    let mut next = starts.clone();
+    let mut entries = vec![(0u32, 0u32, 0u32); starts[sae.d_sae]];
+    for (t, term) in terms.iter().enumerate() {
+        for row in 0..term.codes.rows() {
+            for e in term.codes.offsets[row]..term.codes.offsets[row + 1] {
+                let j = term.codes.latents[e] as usize;
+                entries[next[j]] = (t as u32, row as u32, e as u32);
+                next[j] += 1;
+            }
+        }
+    }
+    let chunk = LATENTS_PER_TASK * d_in;
+    grads
+        .w_enc
+        .par_chunks_mut(chunk)
+        .zip(grads.w_dec.par_chunks_mut(chunk))
+        .zip(grads.b_enc.par_chunks_mut(LATENTS_PER_TASK))
+        .enumerate()
+        .for_each(|(task, ((w_enc, w_dec), b_enc))| {
+            for (local, b) in b_enc.iter_mut().enumerate() {
+                let j = task * LATENTS_PER_TASK + local;
+                let (w_enc, w_dec) = (
+                    &mut w_enc[local * d_in..][..d_in],
+                    &mut w_dec[local * d_in..][..d_in],
+                );
+                for &(t, row, e) in &entries[starts[j]..starts[j + 1]] {
+                    let (term, row, e) = (&terms[t as usize], row as usize, e as usize);
+                    let (value, d_pre) = (term.codes.values[e], term.d_pre[e]);
+                    let g = &term.g[row * d_in..][..d_in];
+                    w_dec
+                        .iter_mut()
+                        .zip(g)
+                        .for_each(|(w, &g)| *w = *w + value * g);
+                    let xc = &centered[row * d_in..][..d_in];
+                    w_enc
+                        .iter_mut()
+                        .zip(xc)
+                        .for_each(|(w, &x)| *w = *w + d_pre * x);
+                    *b = *b + d_pre;
+                }
+            }
+        });
+    // Through x − b_dec: b_dec's gradient loses Σ_j (Σ d_pre_j) W_enc[j].
+    for j in 0..sae.d_sae {
+        let total = entries[starts[j]..starts[j + 1]]
+            .iter()
+            .fold(T::zero(), |s, &(t, _, e)| {
+                s + terms[t as usize].d_pre[e as usize]
+            });
+        if total != T::zero() {
+            let w = &sae.w_enc[j * d_in..][..d_in];
+            grads
+                .b_dec
+                .iter_mut()
+                .zip(w)
+                .for_each(|(b, &w)| *b = *b - total * w);
+        }
     }
 }
 
@@ -407,63 +503,39 @@ impl Trainer {
         };
         let per_chunk = rows.div_ceil(chunks.max(1)).max(1);
         let sae = &self.sae;
-        let forwards: Vec<(Vec<f32>, Vec<f32>)> = scaled
-            .par_chunks(per_chunk * d_in)
-            .map(|chunk| sae.pre_activations(chunk, chunk.len() / d_in))
-            .collect();
-        let codes: Vec<Codes<f32>> = match self.options.architecture {
-            Architecture::TopK { k } => forwards
-                .par_iter()
-                .map(|(pre, _)| top_k_of(pre, sae.d_sae, k, |_| true))
-                .collect(),
+        let (mut pre, mut centered) = (vec![0.0f32; rows * sae.d_sae], vec![0.0f32; batch.len()]);
+        pre.par_chunks_mut(per_chunk * sae.d_sae)
+            .zip(centered.par_chunks_mut(per_chunk * d_in))
+            .zip(scaled.par_chunks(per_chunk * d_in))
+            .for_each(|((pre, centered), x)| sae.pre_activations_into(x, centered, pre));
+        let in_chunks = |select: &(dyn Fn(&[f32]) -> Codes<f32> + Sync)| {
+            Codes::concat(pre.par_chunks(per_chunk * sae.d_sae).map(select).collect())
+        };
+        let codes = match self.options.architecture {
+            Architecture::TopK { k } => in_chunks(&|pre| top_k_of(pre, sae.d_sae, k, |_| true)),
             Architecture::BatchTopK { k } => {
-                let pres: Vec<&[f32]> = forwards.iter().map(|(pre, _)| pre.as_slice()).collect();
-                let (codes, smallest) = batch_top_k(&pres, sae.d_sae, k * rows);
+                let (mut codes, smallest) = batch_top_k(&[&pre], sae.d_sae, k * rows);
                 if let Some(smallest) = smallest {
                     self.threshold = Some(self.threshold.map_or(smallest, |t| {
                         (f64::from(t) + THRESHOLD_RATE * f64::from(smallest - t)) as f32
                     }));
                 }
-                codes
+                codes.pop().expect("one part")
             }
-            Architecture::Relu { .. } => forwards
-                .par_iter()
-                .map(|(pre, _)| firing_of(pre, sae.d_sae, |_, v| v > 0.0))
-                .collect(),
+            Architecture::Relu { .. } => {
+                in_chunks(&|pre| firing_of(pre, sae.d_sae, |_, v| v > 0.0))
+            }
         };
-        let parts: Vec<(Gradients<f32>, BatchLoss, Vec<bool>)> = scaled
-            .par_chunks(per_chunk * d_in)
-            .zip(&forwards)
-            .zip(&codes)
-            .map(|((chunk, (pre, centered)), codes)| {
-                let mut grads = Gradients::zeros(sae);
-                let (loss, fired) = backward(
-                    sae,
-                    chunk,
-                    (pre, centered),
-                    codes,
-                    rows,
-                    aux,
-                    l1_coeff,
-                    &mut grads,
-                );
-                (grads, loss, fired)
-            })
-            .collect();
         let mut grads = Gradients::zeros(sae);
-        let mut total = BatchLoss {
-            squared_error: 0.0,
-            aux_squared_error: 0.0,
-            active: 0,
-        };
-        let mut fired = vec![false; sae.d_sae];
-        for (g, loss, f) in &parts {
-            grads.add(g);
-            total.squared_error += loss.squared_error;
-            total.aux_squared_error += loss.aux_squared_error;
-            total.active += loss.active;
-            fired.iter_mut().zip(f).for_each(|(a, &b)| *a |= b);
-        }
+        let (total, fired) = backward(
+            sae,
+            &scaled,
+            (&pre, &centered),
+            &codes,
+            aux,
+            l1_coeff,
+            &mut grads,
+        );
         if let (Activation::JumpRelu(threshold), Some(t)) =
             (&mut self.sae.activation, self.threshold)
         {
@@ -471,7 +543,8 @@ impl Trainer {
         }
         remove_parallel_component(&mut grads.w_dec, &self.sae.w_dec, d_in);
         self.step += 1;
-        let opt = self.options.optimizer;
+        let (opt, step) = (self.options.optimizer, self.step);
+        let no_decay = [false; ADAM_CHUNK];
         for ((params, grad), (m, v)) in [
             (&mut self.sae.w_enc, &grads.w_enc),
             (&mut self.sae.b_enc, &grads.b_enc),
@@ -481,8 +554,15 @@ impl Trainer {
         .into_iter()
         .zip(self.moments.iter_mut())
         {
-            let no_decay = vec![false; params.len()];
-            opt.update(self.step, params, grad, (m, v), &no_decay);
+            // Element-wise, so splitting it changes nothing.
+            params
+                .par_chunks_mut(ADAM_CHUNK)
+                .zip(grad.par_chunks(ADAM_CHUNK))
+                .zip(m.par_chunks_mut(ADAM_CHUNK))
+                .zip(v.par_chunks_mut(ADAM_CHUNK))
+                .for_each(|(((p, g), m), v)| {
+                    opt.update(step, p, g, (m, v), &no_decay[..p.len()]);
+                });
         }
         normalize_rows(&mut self.sae.w_dec, d_in);
         for (n, &f) in self.since_fired.iter_mut().zip(&fired) {
@@ -636,7 +716,7 @@ mod tests {
         let (pre, centered) = sae.pre_activations(&x, rows);
         let codes = sae.select(&pre);
         let forward = (pre.as_slice(), centered.as_slice());
-        let (loss, _) = backward(&sae, &x, forward, &codes, rows, aux, 0.0, &mut grads);
+        let (loss, _) = backward(&sae, &x, forward, &codes, aux, 0.0, &mut grads);
         assert!((loss.squared_error / (rows * d_in) as f64 - mse(&sae, &x, rows)).abs() < 1e-12);
         check(&sae, &grads, |s| mse(s, &x, rows));
     }
