@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::{Args, Subcommand, ValueEnum};
 use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Patches};
 use modelbin_infer::sae::train::{Architecture, Options, Trainer};
-use modelbin_infer::sae::{Sae, saelens};
+use modelbin_infer::sae::{Sae, checkpoint, saelens};
 
 use crate::progress::Progress;
 use crate::{Failure, at, invalid, print_json};
@@ -188,6 +188,14 @@ pub struct TrainArgs {
     /// Append one JSON object per step to this file.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Also write the run's state (--out/checkpoint.safetensors) every N
+    /// steps (0: only at the end).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: u64,
+    /// Continue the run whose checkpoint is in --out, up to --steps (bit
+    /// for bit the same as one uninterrupted run when --steps is unchanged).
+    #[arg(long)]
+    resume: bool,
     /// The directory to write (cfg.json, sae_weights.safetensors).
     #[arg(short, long)]
     out: PathBuf,
@@ -244,7 +252,15 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             args.view.dataset.display()
         )));
     }
-    check_output(&args.out, args.force)?;
+    check_output(&args.out, args.force || args.resume)?;
+    let checkpoint_path = args.out.join(checkpoint::CHECKPOINT_FILE);
+    if args.resume && !checkpoint_path.is_file() {
+        return Err(Failure::Usage(format!(
+            "--resume: {} holds no checkpoint ({})",
+            args.out.display(),
+            checkpoint::CHECKPOINT_FILE
+        )));
+    }
     let mut log = crate::work::open_log(args.log.as_deref())?;
     let pool = crate::work::thread_pool(Some(args.view.threads()))?;
     let architecture = match args.architecture {
@@ -258,29 +274,72 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     options.aux_k = args.aux_k.map_or(d_in / 2, |a| a as usize);
     options.dead_after = args.dead_after;
     options.seed = args.seed;
-    let (mut epoch, mut loader) = (0, args.view.loader(&dataset, args.seed, 0, true)?);
-    let next_batch = |epoch: &mut u64, loader: &mut Loader| -> Result<Vec<f32>, Failure> {
-        loop {
-            if let Some(batch) = loader.next() {
-                args.view.check_finite(&dataset, &batch.data)?;
-                return Ok(batch.data);
-            }
-            *epoch += 1;
-            *loader = args.view.loader(&dataset, args.seed, *epoch, true)?;
+    // What a resumed run must share with the run it continues (the chunk
+    // count, one per thread, changes the sums' order).
+    let settings = serde_json::json!({
+        "architecture": format!("{:?}", args.architecture).to_lowercase(),
+        "d_sae": d_sae, "k": k, "l1_coeff": args.l1_coeff, "lr": args.lr, "seed": args.seed,
+        "aux_k": options.aux_k, "dead_after": args.dead_after,
+        "batch_size": args.view.batch_size, "layer": args.view.layer,
+        "patches": format!("{:?}", args.view.patches).to_lowercase(),
+        "dataset_hash": dataset.metadata().hash(), "threads": args.view.threads(),
+    });
+    // The loader's position: the epoch and the batches taken from it.
+    let (mut epoch, mut taken) = (0, 0);
+    let mut trainer = None;
+    if args.resume {
+        let (resumed, record) =
+            checkpoint::load(&checkpoint_path, options).map_err(|e| at(&checkpoint_path, e))?;
+        if record["settings"] != settings {
+            let differ: Vec<String> = settings
+                .as_object()
+                .expect("an object")
+                .iter()
+                .filter(|(key, value)| &record["settings"][key.as_str()] != *value)
+                .map(|(key, value)| {
+                    format!(
+                        "{key} {value} (checkpoint: {})",
+                        record["settings"][key.as_str()]
+                    )
+                })
+                .collect();
+            return Err(Failure::Usage(format!(
+                "--resume: the checkpoint was made with other settings: {}",
+                differ.join(", ")
+            )));
+        }
+        if resumed.steps_done() >= args.steps {
+            return Err(Failure::Usage(format!(
+                "--resume: already trained for {} steps; pass a larger --steps",
+                resumed.steps_done()
+            )));
+        }
+        epoch = record["epoch"].as_u64().unwrap_or(0);
+        taken = record["taken"].as_u64().unwrap_or(0);
+        trainer = Some(resumed);
+    }
+    let mut batches = Batches::at(&args.view, &dataset, args.seed, epoch, taken)?;
+    let mut pending = None;
+    let mut trainer = match trainer {
+        Some(trainer) => trainer,
+        None => {
+            let first = batches.next()?;
+            let trainer = Trainer::new(&first, d_in, options);
+            pending = Some(first);
+            trainer
         }
     };
-    let first = next_batch(&mut epoch, &mut loader)?;
-    let mut trainer = Trainer::new(&first, d_in, options);
     let chunks = pool.current_num_threads();
-    let mut bar = Progress::steps(args.steps, 0);
+    let done = trainer.steps_done();
+    let mut bar = Progress::steps(args.steps, done);
     let started = Instant::now();
-    let mut batch = first;
     let mut last = None;
     let mut vectors = 0u64;
-    for step in 1..=args.steps {
-        if step > 1 {
-            batch = next_batch(&mut epoch, &mut loader)?;
-        }
+    for step in done + 1..=args.steps {
+        let batch = match pending.take() {
+            Some(batch) => batch,
+            None => batches.next()?,
+        };
         let report = pool.install(|| trainer.step(&batch, chunks));
         if !report.mse.is_finite() {
             bar.finish();
@@ -305,6 +364,13 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             writeln!(log, "{entry}").map_err(invalid)?;
         }
         last = Some(report);
+        if step == args.steps || (args.checkpoint_every > 0 && step % args.checkpoint_every == 0) {
+            let record = serde_json::json!({
+                "settings": settings, "epoch": batches.epoch, "taken": batches.taken,
+            });
+            checkpoint::save(&checkpoint_path, &trainer, &record)
+                .map_err(|e| at(&checkpoint_path, e))?;
+        }
     }
     bar.finish();
     if let Some(log) = &mut log {
@@ -349,6 +415,57 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// Training batches: shuffled epochs one after another, from a position
+/// (an epoch and the batches already taken from it).
+struct Batches<'a> {
+    view: &'a ViewArgs,
+    dataset: &'a Arc<Dataset>,
+    seed: u64,
+    epoch: u64,
+    taken: u64,
+    loader: Loader,
+}
+
+impl<'a> Batches<'a> {
+    fn at(
+        view: &'a ViewArgs,
+        dataset: &'a Arc<Dataset>,
+        seed: u64,
+        epoch: u64,
+        taken: u64,
+    ) -> Result<Self, Failure> {
+        let mut loader = view.loader(dataset, seed, epoch, true)?;
+        if taken > 0 {
+            loader.nth(taken as usize - 1);
+        }
+        Ok(Batches {
+            view,
+            dataset,
+            seed,
+            epoch,
+            taken,
+            loader,
+        })
+    }
+
+    /// The next batch, starting the next epoch when one ends; refused when
+    /// it holds NaN or Inf.
+    fn next(&mut self) -> Result<Vec<f32>, Failure> {
+        loop {
+            if let Some(batch) = self.loader.next() {
+                self.view.check_finite(self.dataset, &batch.data)?;
+                self.taken += 1;
+                return Ok(batch.data);
+            }
+            self.epoch += 1;
+            self.taken = 0;
+            self.loader = self
+                .view
+                .loader(self.dataset, self.seed, self.epoch, true)?;
+        }
+    }
 }
 
 /// Arguments of `modelbin sae eval`.

@@ -111,6 +111,53 @@ fn train_then_eval_in_saelens_layout() {
 }
 
 #[test]
+fn checkpoints_resume_and_refuse_other_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(&dir.path().join("acts"), 16, None);
+    let out = dir.path().join("sae");
+    let train = |steps: &str, extra: &[&str]| {
+        let mut args = vec![
+            "sae".to_string(),
+            "train".into(),
+            s(&data).into(),
+            "--layer=-1".into(),
+            "--d-sae".into(),
+            "32".into(),
+            "-k".into(),
+            "4".into(),
+            "--batch-size".into(),
+            "16".into(),
+            "--threads".into(),
+            "2".into(),
+            "--steps".into(),
+            steps.into(),
+            "-o".into(),
+            s(&out).into(),
+            "--json".into(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
+    let err = usage(&refs(&train("6", &["--resume"])), "");
+    assert!(err.contains("holds no checkpoint"), "{err}");
+    ok(&refs(&train("6", &["--checkpoint-every", "3"])), "");
+    let checkpoint = out.join("checkpoint.safetensors");
+    assert!(checkpoint.is_file());
+    let err = usage(&refs(&train("6", &["--resume"])), "");
+    assert!(err.contains("already trained for 6 steps"), "{err}");
+    let err = usage(&refs(&train("9", &["--resume", "--lr", "0.01"])), "");
+    assert!(
+        err.contains("other settings: lr 0.01 (checkpoint: 0.001)"),
+        "{err}"
+    );
+    let resumed: serde_json::Value =
+        serde_json::from_str(&ok(&refs(&train("9", &["--resume"])), "")).unwrap();
+    assert_eq!(resumed["steps"], 9);
+    let (_, config) = modelbin_infer::sae::saelens::load(&out).unwrap();
+    assert_eq!(config["metadata"]["steps"], 9);
+}
+
+#[test]
 fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(&dir.path().join("acts"), 16, None);

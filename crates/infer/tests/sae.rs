@@ -3,7 +3,7 @@
 
 use modelbin_infer::rng::Rng;
 use modelbin_infer::sae::train::{Architecture, Options, Trainer, total_variance};
-use modelbin_infer::sae::{Activation, Sae, saelens};
+use modelbin_infer::sae::{Activation, Sae, checkpoint, saelens};
 
 const D_IN: usize = 64;
 const FEATURES: usize = 512;
@@ -121,4 +121,41 @@ fn saelens_files_round_trip_and_hold_the_documented_tensors() {
     assert_eq!(file.tensor("W_dec").unwrap().shape(), &[d_sae, d_in]);
     assert_eq!(file.tensor("b_enc").unwrap().shape(), &[d_sae]);
     assert_eq!(file.tensor("b_dec").unwrap().shape(), &[d_in]);
+}
+
+#[test]
+fn a_checkpointed_run_continues_bit_for_bit() {
+    let mut rng = Rng::new(21);
+    let dict = dictionary(&mut rng);
+    let batches: Vec<Vec<f32>> = (0..6).map(|_| sample(&mut rng, &dict, 64)).collect();
+    let mut options = Options::new(Architecture::BatchTopK { k: ACTIVE }, 128, 6, 4e-3);
+    options.aux_k = 8;
+    options.dead_after = 64;
+    let mut straight = Trainer::new(&batches[0], D_IN, options);
+    for batch in &batches {
+        straight.step(batch, 2);
+    }
+    let mut first = Trainer::new(&batches[0], D_IN, options);
+    for batch in &batches[..3] {
+        first.step(batch, 2);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(checkpoint::CHECKPOINT_FILE);
+    checkpoint::save(&path, &first, &serde_json::json!({"epoch": 0, "batch": 3})).unwrap();
+    let (mut resumed, record) = checkpoint::load(&path, options).unwrap();
+    assert_eq!(record["batch"], 3);
+    assert_eq!(resumed.steps_done(), 3);
+    for batch in &batches[3..] {
+        resumed.step(batch, 2);
+    }
+    assert_eq!(resumed.sae, straight.sae);
+    assert_eq!(resumed.dead(), straight.dead());
+    // Another shape is refused.
+    let mut other = options;
+    other.d_sae = 64;
+    assert!(matches!(
+        checkpoint::load(&path, other),
+        Err(modelbin_infer::Error::Format(modelbin_format::Error::InvalidArgument(reason)))
+            if reason.contains("128 latents")
+    ));
 }

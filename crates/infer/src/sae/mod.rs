@@ -16,6 +16,7 @@
 //! dead latents. The arithmetic is generic over `f32` (training) and `f64`
 //! (gradient checks).
 
+pub mod checkpoint;
 pub mod saelens;
 pub mod train;
 

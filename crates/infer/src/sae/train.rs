@@ -398,13 +398,13 @@ pub struct Trainer {
     /// The settings.
     pub options: Options,
     /// Adam moments, one (m, v) pair per parameter, in `Sae` field order.
-    moments: [(Vec<f32>, Vec<f32>); 4],
+    pub(super) moments: [(Vec<f32>, Vec<f32>); 4],
     /// Inputs seen since each latent last fired.
-    since_fired: Vec<u64>,
+    pub(super) since_fired: Vec<u64>,
     /// Steps done.
-    step: u64,
+    pub(super) step: u64,
     /// BatchTopK: the running average of the smallest value kept.
-    threshold: Option<f32>,
+    pub(super) threshold: Option<f32>,
 }
 
 impl Trainer {
@@ -468,6 +468,16 @@ impl Trainer {
             scale,
             options,
             sae,
+        }
+    }
+
+    /// Copies the tracked BatchTopK threshold into the autoencoder's
+    /// JumpReLU thresholds.
+    pub(super) fn refresh_threshold(&mut self) {
+        if let (Activation::JumpRelu(threshold), Some(t)) =
+            (&mut self.sae.activation, self.threshold)
+        {
+            threshold.fill(t);
         }
     }
 
@@ -536,11 +546,7 @@ impl Trainer {
             l1_coeff,
             &mut grads,
         );
-        if let (Activation::JumpRelu(threshold), Some(t)) =
-            (&mut self.sae.activation, self.threshold)
-        {
-            threshold.fill(t);
-        }
+        self.refresh_threshold();
         remove_parallel_component(&mut grads.w_dec, &self.sae.w_dec, d_in);
         self.step += 1;
         let (opt, step) = (self.options.optimizer, self.step);

@@ -1,0 +1,150 @@
+//! A training run's full state in one safetensors file, so that `sae train
+//! --resume` continues exactly where a run stopped: the parameters (on
+//! scaled inputs), Adam's moments, each latent's inputs since it last
+//! fired, and in the metadata the step, the input scale, the BatchTopK
+//! threshold and the caller's own record (its settings and the loader's
+//! position). The file is written atomically, so a run killed while
+//! writing leaves the previous checkpoint.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use modelbin_format::safetensors;
+use modelbin_format::{DType, TensorStore, TensorView};
+
+use super::train::{Options, Trainer};
+use crate::{Error, Result};
+
+/// The checkpoint's file name inside the output directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
+
+/// The tensors, in order: the parameters, then their (m, v) moments.
+const NAMES: [&str; 12] = [
+    "w_enc", "b_enc", "w_dec", "b_dec", "m.w_enc", "v.w_enc", "m.b_enc", "v.b_enc", "m.w_dec",
+    "v.w_dec", "m.b_dec", "v.b_dec",
+];
+
+fn bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Writes `trainer`'s state and `record` (any JSON the caller needs back).
+pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Result<()> {
+    let sae = &trainer.sae;
+    let (m, v): (Vec<&Vec<f32>>, Vec<&Vec<f32>>) =
+        trainer.moments.iter().map(|(m, v)| (m, v)).unzip();
+    let arrays: [&[f32]; 12] = [
+        &sae.w_enc, &sae.b_enc, &sae.w_dec, &sae.b_dec, m[0], v[0], m[1], v[1], m[2], v[2], m[3],
+        v[3],
+    ];
+    let encoded: Vec<Vec<u8>> = arrays.iter().map(|a| bytes(a)).collect();
+    let since: Vec<u8> = trainer
+        .since_fired
+        .iter()
+        .flat_map(|n| n.to_le_bytes())
+        .collect();
+    let matrix = [sae.d_sae, sae.d_in];
+    let shape = |name: &str| -> &[usize] {
+        if name.ends_with("w_enc") || name.ends_with("w_dec") {
+            &matrix
+        } else if name.ends_with("b_dec") {
+            &matrix[1..]
+        } else {
+            &matrix[..1]
+        }
+    };
+    let mut tensors = NAMES
+        .iter()
+        .zip(&encoded)
+        .map(|(name, data)| TensorView::new(name, DType::F32, shape(name), data))
+        .collect::<modelbin_format::Result<Vec<_>>>()?;
+    tensors.push(TensorView::new(
+        "since_fired",
+        DType::U64,
+        &matrix[..1],
+        &since,
+    )?);
+    let state = serde_json::json!({
+        "step": trainer.step,
+        "scale": trainer.scale,
+        "threshold": trainer.threshold,
+        "record": record,
+    });
+    let metadata = BTreeMap::from([("modelbin.sae".to_string(), state.to_string())]);
+    safetensors::write_file(path, tensors, Some(&metadata), &mut |_, _| {})?;
+    Ok(())
+}
+
+/// Reads a checkpoint back into a trainer with `options` (which must make
+/// an autoencoder of the checkpoint's shape); returns it with the caller's
+/// record.
+pub fn load(path: &Path, options: Options) -> Result<(Trainer, serde_json::Value)> {
+    let file = safetensors::open(path)?;
+    let bad = |reason: String| {
+        Error::Format(modelbin_format::Error::InvalidArgument(format!(
+            "{}: {reason}",
+            path.display()
+        )))
+    };
+    let state: serde_json::Value = file
+        .metadata()
+        .and_then(|m| m.get("modelbin.sae"))
+        .and_then(|s| serde_json::from_str(s).ok())
+        .ok_or_else(|| bad("not a modelbin sae checkpoint (no modelbin.sae metadata)".into()))?;
+    let w_dec = file.tensor("w_dec")?;
+    let [d_sae, d_in] = w_dec.shape() else {
+        return Err(bad("w_dec is not a matrix".into()));
+    };
+    let (d_sae, d_in) = (*d_sae, *d_in);
+    if d_sae != options.d_sae {
+        return Err(bad(format!(
+            "the checkpoint has {d_sae} latents, not {}",
+            options.d_sae
+        )));
+    }
+    let read = |name: &str, len: usize| -> Result<Vec<f32>> {
+        let values = file.tensor(name)?.to_f32()?.into_owned();
+        if values.len() != len {
+            return Err(bad(format!(
+                "{name} has {} values, not {len}",
+                values.len()
+            )));
+        }
+        Ok(values)
+    };
+    let sizes = [d_sae * d_in, d_sae, d_sae * d_in, d_in];
+    let mut arrays = Vec::with_capacity(NAMES.len());
+    for (i, name) in NAMES.iter().enumerate() {
+        let size = if i < 4 { sizes[i] } else { sizes[(i - 4) / 2] };
+        arrays.push(read(name, size)?);
+    }
+    let since = file.tensor("since_fired")?;
+    if since.dtype() != DType::U64 || since.shape() != [d_sae] {
+        return Err(bad("since_fired is not u64 [d_sae]".into()));
+    }
+    let since_fired: Vec<u64> = since
+        .data()
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    let scale = state["scale"]
+        .as_f64()
+        .ok_or_else(|| bad("no input scale".into()))? as f32;
+    // A trainer of the right shape, then its state replaced.
+    let mut trainer = Trainer::new(&vec![0.0; d_in], d_in, options);
+    let mut arrays = arrays.into_iter();
+    let mut next = || arrays.next().expect("twelve arrays");
+    trainer.sae.w_enc = next();
+    trainer.sae.b_enc = next();
+    trainer.sae.w_dec = next();
+    trainer.sae.b_dec = next();
+    for moment in &mut trainer.moments {
+        *moment = (next(), next());
+    }
+    trainer.since_fired = since_fired;
+    trainer.scale = scale;
+    trainer.step = state["step"].as_u64().unwrap_or(0);
+    trainer.threshold = state["threshold"].as_f64().map(|t| t as f32);
+    trainer.refresh_threshold();
+    Ok((trainer, state["record"].clone()))
+}
