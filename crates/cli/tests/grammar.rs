@@ -584,7 +584,9 @@ fn a_model_of_the_wrong_kind_is_named() {
         "",
     );
     assert!(
-        err.contains("the file's format is bintensors; acts record reads TLLM models"),
+        err.contains(
+            "the file's format is bintensors; acts record reads TLLM and EMBD models (or a Hugging Face model directory)"
+        ),
         "{err}"
     );
 }
