@@ -22,6 +22,7 @@ mod progress;
 mod record;
 mod sae;
 mod sae_features;
+mod splice;
 mod tllm;
 mod token_text;
 mod tokens;

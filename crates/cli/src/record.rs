@@ -37,10 +37,10 @@ pub struct RecordArgs {
     )]
     layers: Vec<i64>,
     /// Tokens per window, one SAEV image each (default: the model's
-    /// context; for BERT its max_seq_length less [CLS] and [SEP]).
+    /// context; for BERT its max_seq_length less the CLS and SEP tokens).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     tokens_per_text: Option<u64>,
-    /// BERT: also record the [CLS] row of each window, as the CLS token.
+    /// BERT: also record the CLS row of each window, as the CLS token.
     #[arg(long)]
     cls: bool,
     /// Vectors per shard budget.

@@ -475,6 +475,13 @@ pub struct EvalArgs {
     sae: PathBuf,
     #[command(flatten)]
     view: ViewArgs,
+    /// Also measure the cross-entropy recovered when the reconstruction
+    /// replaces the layer in this TLLM model (the one recorded).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Windows of the dataset run through the model for the cross-entropy.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    ce_windows: u64,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -491,6 +498,9 @@ struct Evaluation {
     /// Latents by how often they fire: counts in decades of density,
     /// `[never, < 1e-5, [1e-5, 1e-4), …, [1e-1, 1]]`.
     density_histogram: [u64; 7],
+    /// With `--model`: the next-token loss clean, spliced and ablated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cross_entropy: Option<serde_json::Value>,
 }
 
 /// An autoencoder and the dataset view it reads, of the same width.
@@ -556,6 +566,11 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         );
     }
     let pool = crate::work::thread_pool(Some(args.view.threads()))?;
+    let splice = args
+        .model
+        .as_deref()
+        .map(|model| crate::splice::Splice::open(model, &dataset, args.view.layer, args.ce_windows))
+        .transpose()?;
     let mut totals = Totals::new(&sae);
     let mut progress = Progress::new("evaluating");
     let total_bytes = examples * d_in as u64 * 4;
@@ -565,7 +580,13 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         progress.update(totals.vectors * d_in as u64 * 4, total_bytes);
     }
     progress.finish();
-    let result = totals.finish();
+    let mut result = totals.finish();
+    if let Some(splice) = &splice {
+        let ce = pool.install(|| splice.measure(&sae))?;
+        let mut value = serde_json::to_value(ce).map_err(invalid)?;
+        value["recovered"] = ce.recovered().into();
+        result.cross_entropy = Some(value);
+    }
     if args.json {
         print_json(&result);
     } else {
@@ -588,6 +609,16 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
             result.density_histogram[5],
             result.density_histogram[6]
         );
+        if let Some(ce) = &result.cross_entropy {
+            println!(
+                "cross-entropy over {} tokens: clean {:.4}, spliced {:.4}, zero-ablated {:.4}; recovered {:.4}",
+                ce["tokens"],
+                ce["clean"].as_f64().unwrap_or(f64::NAN),
+                ce["spliced"].as_f64().unwrap_or(f64::NAN),
+                ce["zero_ablated"].as_f64().unwrap_or(f64::NAN),
+                ce["recovered"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
     }
     Ok(())
 }
@@ -652,6 +683,7 @@ impl Totals {
             l0: self.active as f64 / n,
             dead_fraction: histogram[0] as f64 / self.fired.len() as f64,
             density_histogram: histogram,
+            cross_entropy: None,
         }
     }
 }

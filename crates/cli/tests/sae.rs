@@ -384,6 +384,67 @@ fn features_show_the_text_around_the_strongest_inputs() {
     }
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!doctype html>") && page.contains("<mark>"));
+    // The cross-entropy with the reconstruction spliced into the model.
+    let eval: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "sae",
+            "eval",
+            s(&out),
+            data,
+            "--layer=-1",
+            "--patches",
+            "all",
+            "--model",
+            s(&model),
+            "--ce-windows",
+            "3",
+            "--json",
+        ],
+        "",
+    ))
+    .unwrap();
+    let ce = &eval["cross_entropy"];
+    assert_eq!(
+        (ce["windows"].as_u64(), ce["tokens"].as_u64()),
+        (Some(3), Some(45))
+    );
+    let (clean, spliced, zero) = (
+        ce["clean"].as_f64().unwrap(),
+        ce["spliced"].as_f64().unwrap(),
+        ce["zero_ablated"].as_f64().unwrap(),
+    );
+    assert!(clean > 0.0 && spliced > 0.0 && zero > 0.0, "{ce}");
+    assert!(((zero - spliced) / (zero - clean) - ce["recovered"].as_f64().unwrap()).abs() < 1e-9);
+    let other = dir.path().join("other.tllm");
+    ok(
+        &[
+            "tllm",
+            "init",
+            "--seq",
+            "16",
+            "--seed",
+            "3",
+            "-o",
+            s(&other),
+        ],
+        "",
+    );
+    let err = usage(
+        &[
+            "sae",
+            "eval",
+            s(&out),
+            data,
+            "--layer=-1",
+            "--model",
+            s(&other),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("the dataset was recorded from sha256:"),
+        "{err}"
+    );
     let err = usage(
         &[
             "sae",

@@ -18,9 +18,11 @@
 
 pub mod checkpoint;
 pub mod saelens;
+pub mod splice;
 pub mod train;
 
 use num_traits::Float;
+use rayon::prelude::*;
 
 use crate::kernels::gemm_strided;
 
@@ -125,7 +127,7 @@ impl<T: Float> Codes<T> {
     }
 }
 
-impl<T: Float + 'static> Sae<T> {
+impl<T: Float + Send + Sync + 'static> Sae<T> {
     /// Pre-activations `W_enc (x − b_dec) + b_enc` of a batch `x` of
     /// `rows` inputs: `[rows, d_sae]`; also returns `x − b_dec`.
     pub fn pre_activations(&self, x: &[T], rows: usize) -> (Vec<T>, Vec<T>) {
@@ -185,18 +187,20 @@ impl<T: Float + 'static> Sae<T> {
         self.select(&self.pre_activations(x, rows).0)
     }
 
-    /// Decodes codes into `[rows, d_in]` reconstructions.
+    /// Decodes codes into `[rows, d_in]` reconstructions (rows in
+    /// parallel).
     pub fn decode(&self, codes: &Codes<T>) -> Vec<T> {
-        let mut out = Vec::with_capacity(codes.rows() * self.d_in);
-        for row in 0..codes.rows() {
-            let start = out.len();
-            out.extend_from_slice(&self.b_dec);
-            let recon = &mut out[start..];
-            for (j, v) in codes.active(row) {
-                let w = &self.w_dec[j * self.d_in..(j + 1) * self.d_in];
-                recon.iter_mut().zip(w).for_each(|(r, &w)| *r = *r + v * w);
-            }
-        }
+        let mut out = vec![T::zero(); codes.rows() * self.d_in];
+        out.par_chunks_mut(self.d_in)
+            .enumerate()
+            .with_min_len(64)
+            .for_each(|(row, recon)| {
+                recon.copy_from_slice(&self.b_dec);
+                for (j, v) in codes.active(row) {
+                    let w = &self.w_dec[j * self.d_in..(j + 1) * self.d_in];
+                    recon.iter_mut().zip(w).for_each(|(r, &w)| *r = *r + v * w);
+                }
+            });
         out
     }
 

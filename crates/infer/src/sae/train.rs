@@ -622,7 +622,7 @@ pub fn total_variance(x: &[f32], d_in: usize) -> f64 {
 
 /// Scales every `width`-wide row of `w` to unit length (zero rows stay zero).
 pub fn normalize_rows(w: &mut [f32], width: usize) {
-    for row in w.chunks_exact_mut(width) {
+    w.par_chunks_exact_mut(width).for_each(|row| {
         let norm = row
             .iter()
             .map(|&v| f64::from(v).powi(2))
@@ -632,22 +632,24 @@ pub fn normalize_rows(w: &mut [f32], width: usize) {
             row.iter_mut()
                 .for_each(|v| *v = (f64::from(*v) / norm) as f32);
         }
-    }
+    });
 }
 
 /// Removes from each row of `grad` its component along the matching
 /// (unit-norm) row of `w`.
 pub fn remove_parallel_component(grad: &mut [f32], w: &[f32], width: usize) {
-    for (g, w) in grad.chunks_exact_mut(width).zip(w.chunks_exact(width)) {
-        let along = g
-            .iter()
-            .zip(w)
-            .map(|(&g, &w)| f64::from(g) * f64::from(w))
-            .sum::<f64>();
-        g.iter_mut()
-            .zip(w)
-            .for_each(|(g, &w)| *g = (f64::from(*g) - along * f64::from(w)) as f32);
-    }
+    grad.par_chunks_exact_mut(width)
+        .zip(w.par_chunks_exact(width))
+        .for_each(|(g, w)| {
+            let along = g
+                .iter()
+                .zip(w)
+                .map(|(&g, &w)| f64::from(g) * f64::from(w))
+                .sum::<f64>();
+            g.iter_mut()
+                .zip(w)
+                .for_each(|(g, &w)| *g = (f64::from(*g) - along * f64::from(w)) as f32);
+        });
 }
 
 #[cfg(test)]

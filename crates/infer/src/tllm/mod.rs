@@ -164,7 +164,7 @@ impl Model {
         }
         let mut out = vec![Vec::new(); layers.len()];
         self.session()
-            .extend_observed(ids, false, &mut |layer, x| {
+            .extend_with_hook(ids, false, &mut |layer, x| {
                 for (slot, _) in layers.iter().enumerate().filter(|(_, l)| **l == layer) {
                     out[slot] = x.to_vec();
                 }
@@ -209,17 +209,19 @@ impl Session<'_> {
     /// Runs `ids` after the cached tokens; returns the logits of every new
     /// position (`all`) or of the last one only.
     pub fn extend(&mut self, ids: &[u32], all: bool) -> Result<Vec<f32>> {
-        self.extend_observed(ids, all, &mut |_, _| {})
+        self.extend_with_hook(ids, all, &mut |_, _| {})
     }
 
-    /// [`Session::extend`], calling `observe(layer, residual)` after each
+    /// [`Session::extend`], calling `hook(layer, residual)` after each
     /// block with the residual stream of the new positions
-    /// (`[ids.len(), model_dim]`, the block's output).
-    pub fn extend_observed(
+    /// (`[ids.len(), model_dim]`, the block's output), which the hook may
+    /// read or replace (to splice in a reconstruction, or ablate); the
+    /// later blocks and the cache see what it leaves.
+    pub fn extend_with_hook(
         &mut self,
         ids: &[u32],
         all: bool,
-        observe: &mut dyn FnMut(usize, &[f32]),
+        hook: &mut dyn FnMut(usize, &mut [f32]),
     ) -> Result<Vec<f32>> {
         let model = self.model;
         model.check_ids(ids, self.len)?;
@@ -314,7 +316,7 @@ impl Session<'_> {
                     *xv += b;
                 }
             }
-            observe(l, &x);
+            hook(l, &mut x);
         }
         self.len += t;
         let rows = if all { &x[..] } else { &x[(t - 1) * d..] };
