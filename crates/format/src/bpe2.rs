@@ -141,6 +141,16 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
         Ok(file)
     }
 
+    /// Reads `buf`'s header (validated) without checking its table: for
+    /// bytes checked before, such as a vocabulary compiled into the binary
+    /// and validated by its tests. A bad table in such bytes makes lookups
+    /// return wrong tokens or panic, so untrusted bytes go through
+    /// [`Bpe2::from_buffer`].
+    pub fn from_trusted_buffer(buf: B) -> Result<Self> {
+        let header = parse_header(buf.as_ref())?;
+        Ok(Bpe2 { buf, header })
+    }
+
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header

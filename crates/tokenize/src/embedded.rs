@@ -4,6 +4,8 @@
 
 use std::sync::OnceLock;
 
+use modelbin_format::bpe2::Bpe2;
+
 use crate::tokenizer::Tokenizer;
 use crate::vocab::Source;
 use crate::{Error, Result};
@@ -13,20 +15,64 @@ pub static CL100K_BASE: &[u8] = include_bytes!("../vocab/cl100k_base.bpe2");
 /// o200k_base as BPE2.
 pub static O200K_BASE: &[u8] = include_bytes!("../vocab/o200k_base.bpe2");
 
+/// Bytes aligned for reading as `u64`.
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+
+/// The vocabularies' hash indexes, laid out by `build.rs` (little-endian).
+static CL100K_INDEX: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/cl100k_base.index"
+)));
+static O200K_INDEX: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/o200k_base.index"
+)));
+
+/// An index as slots, where the target reads the little-endian layout as
+/// is; elsewhere `None` (the index is built at first use instead).
+fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [u64]> {
+    if cfg!(target_endian = "little") {
+        bytemuck::try_cast_slice(&index.0).ok()
+    } else {
+        None
+    }
+}
+
 /// The built-in tokenizer called `name`, built once on first use.
 pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     static CL100K: OnceLock<Tokenizer> = OnceLock::new();
     static O200K: OnceLock<Tokenizer> = OnceLock::new();
-    let (cell, bytes) = match name {
-        "cl100k_base" => (&CL100K, CL100K_BASE),
-        "o200k_base" => (&O200K, O200K_BASE),
+    let (cell, bytes, index) = match name {
+        "cl100k_base" => (&CL100K, CL100K_BASE, CL100K_INDEX),
+        "o200k_base" => (&O200K, O200K_BASE, O200K_INDEX),
         "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
         _ => return Err(Error::UnknownEncodingName(name.to_owned())),
     };
     if let Some(t) = cell.get() {
         return Ok(t);
     }
-    let built = Tokenizer::from_bpe2(Source::Static(bytes), None)
+    // The bytes and their index were checked when the crate was built
+    // (build.rs validates the files) and by tests/embedded.rs.
+    let file = Bpe2::from_trusted_buffer(Source::Static(bytes))
+        .expect("the embedded vocabularies are valid (checked by build.rs)");
+    let built = Tokenizer::from_file(file, None, slots(index))
         .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
     Ok(cell.get_or_init(|| built))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Vocab;
+
+    #[test]
+    fn the_laid_out_indexes_equal_a_fresh_build() {
+        for (bytes, index) in [(CL100K_BASE, CL100K_INDEX), (O200K_BASE, O200K_INDEX)] {
+            let file = Bpe2::from_buffer(Source::Static(bytes)).unwrap();
+            let encoding = file.encoding().unwrap();
+            let fresh = Vocab::new(file, |rank| encoding.is_special(rank));
+            assert_eq!(Some(fresh.index()), slots(index));
+        }
+    }
 }

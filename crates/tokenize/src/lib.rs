@@ -40,6 +40,7 @@ mod classify;
 pub mod cost;
 mod embedded;
 mod error;
+mod index;
 mod parallel;
 mod prefix_trie;
 pub mod pretokenize;

@@ -1,5 +1,6 @@
 //! The tiktoken-compatible tokenizer.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -40,7 +41,16 @@ impl Tokenizer {
     /// encoding; otherwise `pattern` must be given (and there are no special
     /// tokens). A given `pattern` overrides the built-in one.
     pub fn from_bpe2(source: Source, pattern: Option<Pattern>) -> Result<Self> {
-        let file = Bpe2::from_buffer(source)?;
+        Self::from_file(Bpe2::from_buffer(source)?, pattern, None)
+    }
+
+    /// A tokenizer over a parsed file; `index`, when given, is the hash
+    /// index laid out for this file at build time (see [`crate::index`]).
+    pub(crate) fn from_file(
+        file: Bpe2<Source>,
+        pattern: Option<Pattern>,
+        index: Option<&'static [u64]>,
+    ) -> Result<Self> {
         let encoding = file.encoding();
         let pattern = match (pattern, encoding) {
             (Some(p), _) => p,
@@ -61,7 +71,10 @@ impl Tokenizer {
                     .collect()
             })
             .unwrap_or_default();
-        let vocab = Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank));
+        let vocab = match index {
+            Some(slots) => Vocab::with_index(file, Cow::Borrowed(slots)),
+            None => Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank)),
+        };
         if let Some(byte) = (0..=255u8).find(|&b| vocab.rank(&[b]).is_none()) {
             return Err(Error::MissingByte(byte));
         }

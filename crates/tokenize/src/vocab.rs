@@ -1,17 +1,16 @@
-//! The vocabulary of a tokenizer: rank → bytes from the BPE2 table, and
-//! bytes → rank through an open-addressing hash index built once over the
-//! token blob (no per-token allocation; keys are the blob's own bytes).
+//! The vocabulary of a tokenizer: rank → bytes read in place from the BPE2
+//! table, and bytes → rank through an open-addressing hash index
+//! ([`crate::index`]) over the token blob — built once, or for the embedded
+//! vocabularies laid out at build time and used in place.
 
-use std::hash::Hasher;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
-use rustc_hash::FxHasher;
 
 use crate::backtrack::Backtracker;
-
-const EMPTY: u64 = u64::MAX;
+use crate::index::{self, EMPTY};
 
 /// Where the BPE2 bytes live.
 #[derive(Debug)]
@@ -38,52 +37,40 @@ impl AsRef<[u8]> for Source {
 #[derive(Debug)]
 pub struct Vocab {
     file: Bpe2<Source>,
-    /// (offset into the blob, length) per rank; (0, 0) for absent ranks.
-    spans: Vec<(u32, u32)>,
-    blob_start: usize,
-    /// `(hash >> 32) << 32 | rank`, or [`EMPTY`].
-    slots: Vec<u64>,
+    /// The hash index (see [`crate::index`]).
+    slots: Cow<'static, [u64]>,
     mask: usize,
     /// The linear-time encoder's tables, built on the first long piece.
     backtracker: OnceLock<Option<Backtracker>>,
-}
-
-#[inline]
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(bytes);
-    h.finish()
 }
 
 impl Vocab {
     /// Indexes every present rank of `file` except those for which
     /// `is_special` holds (special tokens are never produced by merging).
     pub fn new(file: Bpe2<Source>, is_special: impl Fn(u32) -> bool) -> Self {
-        let count = file.token_count() as usize;
-        let blob_start = file.blob_start();
-        let spans: Vec<(u32, u32)> = file.entries().collect();
-        let size = (count * 2).next_power_of_two().max(16);
-        let mut vocab = Vocab {
+        let slots = index::build(
+            file.token_count() as usize,
+            file.tokens().filter(|(rank, _)| !is_special(*rank)),
+        );
+        Vocab::with_index(file, Cow::Owned(slots))
+    }
+
+    /// A vocabulary whose index was built before (by `build.rs` for the
+    /// embedded ones, from the same file); its length is a power of two.
+    pub fn with_index(file: Bpe2<Source>, slots: Cow<'static, [u64]>) -> Self {
+        debug_assert!(slots.len().is_power_of_two());
+        Vocab {
             file,
-            spans,
-            blob_start,
-            slots: vec![EMPTY; size],
-            mask: size - 1,
+            mask: slots.len() - 1,
+            slots,
             backtracker: OnceLock::new(),
-        };
-        for rank in 0..count as u32 {
-            if vocab.spans[rank as usize].1 == 0 || is_special(rank) {
-                continue;
-            }
-            let h = hash(vocab.token(rank).expect("present"));
-            let mut slot = h as usize & vocab.mask;
-            while vocab.slots[slot] != EMPTY {
-                slot = (slot + 1) & vocab.mask;
-            }
-            // Ranks are unique and bytes are unique (validated by Bpe2).
-            vocab.slots[slot] = (h >> 32 << 32) | u64::from(rank);
         }
-        vocab
+    }
+
+    /// The hash index's slots.
+    #[cfg(test)]
+    pub fn index(&self) -> &[u64] {
+        &self.slots
     }
 
     /// The BPE2 file.
@@ -94,12 +81,7 @@ impl Vocab {
     /// The bytes of `rank`, if present.
     #[inline]
     pub fn token(&self, rank: u32) -> Option<&[u8]> {
-        let &(start, len) = self.spans.get(rank as usize)?;
-        if len == 0 {
-            return None;
-        }
-        let start = self.blob_start + start as usize;
-        Some(&self.file.file_bytes()[start..start + len as usize])
+        self.file.token(rank)
     }
 
     /// Whether `rank` is an ordinary token: present and not special.
@@ -119,10 +101,9 @@ impl Vocab {
     /// The rank of `bytes` among non-special tokens.
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let h = hash(bytes);
+        let h = index::hash(bytes);
         let tag = h >> 32 << 32;
         let mut slot = h as usize & self.mask;
-        let file = self.file.file_bytes();
         loop {
             let entry = self.slots[slot];
             if entry == EMPTY {
@@ -130,9 +111,7 @@ impl Vocab {
             }
             if entry & 0xFFFF_FFFF_0000_0000 == tag {
                 let rank = entry as u32;
-                let (start, len) = self.spans[rank as usize];
-                let start = self.blob_start + start as usize;
-                if &file[start..start + len as usize] == bytes {
+                if self.file.token(rank) == Some(bytes) {
                     return Some(rank);
                 }
             }
