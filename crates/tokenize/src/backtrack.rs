@@ -57,39 +57,48 @@ impl Backtracker {
     /// exact for such a vocabulary).
     pub fn new(vocab: &Vocab) -> Option<Backtracker> {
         let count = vocab.file().token_count();
+        // Each ordinary token's bytes, looked up once.
+        let tokens: Vec<Option<&[u8]>> = (0..count)
+            .map(|r| vocab.token(r).filter(|_| vocab.ordinary(r)))
+            .collect();
         let mut tables = Backtracker {
             trie: PrefixTrie::new(
-                (0..count)
-                    .filter(|&r| vocab.ordinary(r))
-                    .map(|r| (vocab.token(r).expect("ordinary"), r)),
+                tokens
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(r, t)| t.map(|bytes| (bytes, r as u32))),
             ),
-            token_len: (0..count)
-                .map(|r| match vocab.token(r) {
-                    Some(bytes) if vocab.ordinary(r) => bytes.len() as u32,
-                    _ => 0,
-                })
+            token_len: tokens
+                .iter()
+                .map(|t| t.map_or(0, |bytes| bytes.len() as u32))
                 .collect(),
             next_prefix: Vec::with_capacity(count as usize),
             split: Vec::with_capacity(count as usize),
-            merges: FxHashMap::default(),
+            merges: FxHashMap::with_capacity_and_hasher(count as usize, Default::default()),
         };
         // The prefix chains first: a chain may pass through higher ranks.
-        for rank in 0..count {
-            let prefix = match vocab.token(rank) {
-                Some(bytes) if vocab.ordinary(rank) && bytes.len() > 1 => {
-                    tables.trie.longest_prefix(&bytes[..bytes.len() - 1])
-                }
+        // The longest proper prefix that is a token is found by trying the
+        // prefixes from the longest (usually the first or second is one).
+        for token in &tokens {
+            let prefix = match token {
+                Some(bytes) if bytes.len() > 1 => (1..bytes.len())
+                    .rev()
+                    .find_map(|len| {
+                        vocab
+                            .rank(&bytes[..len])
+                            .filter(|&r| tokens[r as usize].is_some())
+                    })
+                    .unwrap_or(NONE),
                 _ => NONE,
             };
             tables.next_prefix.push(prefix);
         }
         // Then the splits, in rank order: a split's validity is decided by
         // the splits of lower ranks only.
-        for rank in 0..count {
-            let split = match vocab.token(rank) {
-                Some(bytes) if vocab.ordinary(rank) && bytes.len() > 1 => {
-                    tables.find_split(vocab, rank, bytes)?
-                }
+        for (rank, token) in tokens.iter().enumerate() {
+            let rank = rank as u32;
+            let split = match token {
+                Some(bytes) if bytes.len() > 1 => tables.find_split(vocab, rank, bytes)?,
                 _ => (rank, rank),
             };
             tables.split.push(split);

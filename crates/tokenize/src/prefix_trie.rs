@@ -2,53 +2,117 @@
 //! longest token that starts at a given position? (Anchored matching needs
 //! no failure links, so a plain trie beats a full Aho-Corasick automaton,
 //! whose construction for 200,000 tokens takes half a second.)
-
-use rustc_hash::FxHashMap;
+//!
+//! The trie is built from the tokens in byte order, so that its nodes are
+//! made in one sequential pass, and stored compactly: each node's children
+//! are a contiguous run of (byte, node) in byte order; the root's are a
+//! 256-entry table.
 
 /// "No token".
 pub const NONE: u32 = u32::MAX;
 
-/// Tokens by their bytes, as a trie: edges in one hash map keyed by
-/// (node, byte), and the token that ends at each node.
+/// Tokens by their bytes, as a trie.
 #[derive(Debug, Default)]
 pub struct PrefixTrie {
-    /// `node << 8 | byte` → child node.
-    edges: FxHashMap<u64, u32>,
+    /// The root's child for each byte, or [`NONE`].
+    root: Vec<u32>,
+    /// Node `n`'s children are entries `starts[n]..starts[n + 1]`.
+    starts: Vec<u32>,
+    /// Each child entry's byte, in byte order within a node.
+    labels: Vec<u8>,
+    /// Each child entry's node.
+    targets: Vec<u32>,
     /// The token ending at each node, or [`NONE`]; node 0 is the root.
     ends: Vec<u32>,
 }
 
 impl PrefixTrie {
-    /// A trie of `tokens` (bytes, id).
+    /// A trie of `tokens` (bytes, id); the bytes are distinct.
     pub fn new<'a>(tokens: impl IntoIterator<Item = (&'a [u8], u32)>) -> Self {
-        let mut trie = PrefixTrie {
-            edges: FxHashMap::default(),
-            ends: vec![NONE],
-        };
-        for (bytes, id) in tokens {
-            let mut node = 0u32;
-            for &byte in bytes {
-                let next = trie.ends.len() as u32;
-                node = *trie
-                    .edges
-                    .entry(u64::from(node) << 8 | u64::from(byte))
-                    .or_insert(next);
-                if node == next {
-                    trie.ends.push(NONE);
-                }
+        let mut tokens: Vec<(&[u8], u32)> =
+            tokens.into_iter().filter(|(t, _)| !t.is_empty()).collect();
+        tokens.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // Nodes in depth-first order, each with its parent and byte; a
+        // node's children come in byte order because the tokens do.
+        let mut parent = vec![NONE];
+        let mut label = vec![0u8];
+        let mut ends = vec![NONE];
+        let mut path: Vec<u32> = vec![0];
+        let mut previous: &[u8] = &[];
+        for &(bytes, id) in &tokens {
+            let common = bytes
+                .iter()
+                .zip(previous)
+                .take_while(|(a, b)| a == b)
+                .count();
+            path.truncate(common + 1);
+            for &byte in &bytes[common..] {
+                let node = ends.len() as u32;
+                parent.push(*path.last().expect("the root"));
+                label.push(byte);
+                ends.push(NONE);
+                path.push(node);
             }
-            trie.ends[node as usize] = id;
+            ends[*path.last().expect("a node") as usize] = id;
+            previous = bytes;
         }
-        trie
+        // Children grouped by parent (a stable counting sort keeps byte order).
+        let nodes = ends.len();
+        let mut starts = vec![0u32; nodes + 1];
+        for &p in &parent[1..] {
+            starts[p as usize + 1] += 1;
+        }
+        for n in 0..nodes {
+            starts[n + 1] += starts[n];
+        }
+        let mut next = starts.clone();
+        let mut labels = vec![0u8; nodes - 1];
+        let mut targets = vec![0u32; nodes - 1];
+        for node in 1..nodes {
+            let p = parent[node] as usize;
+            let at = next[p] as usize;
+            labels[at] = label[node];
+            targets[at] = node as u32;
+            next[p] += 1;
+        }
+        let mut root = vec![NONE; 256];
+        for at in starts[0] as usize..starts[1] as usize {
+            root[labels[at] as usize] = targets[at];
+        }
+        PrefixTrie {
+            root,
+            starts,
+            labels,
+            targets,
+            ends,
+        }
+    }
+
+    /// The child of `node` along `byte`, if any.
+    #[inline]
+    fn child(&self, node: u32, byte: u8) -> Option<u32> {
+        let range = self.starts[node as usize] as usize..self.starts[node as usize + 1] as usize;
+        let labels = &self.labels[range.clone()];
+        labels
+            .iter()
+            .position(|&b| b == byte)
+            .map(|i| self.targets[range.start + i])
     }
 
     /// The id of the longest token that is a prefix of `text`, or [`NONE`].
     #[inline]
     pub fn longest_prefix(&self, text: &[u8]) -> u32 {
-        let (mut node, mut best) = (0u32, NONE);
-        for &byte in text {
-            match self.edges.get(&(u64::from(node) << 8 | u64::from(byte))) {
-                Some(&child) => {
+        let Some((&first, rest)) = text.split_first() else {
+            return NONE;
+        };
+        let mut node = match self.root.get(first as usize) {
+            Some(&n) if n != NONE => n,
+            _ => return NONE,
+        };
+        let mut best = self.ends[node as usize];
+        for &byte in rest {
+            match self.child(node, byte) {
+                Some(child) => {
                     node = child;
                     if self.ends[node as usize] != NONE {
                         best = self.ends[node as usize];
@@ -67,12 +131,15 @@ mod tests {
 
     #[test]
     fn finds_the_longest_token_at_the_start() {
-        let tokens: [(&[u8], u32); 4] = [(b"a", 0), (b"ab", 1), (b"abcd", 2), (b"b", 3)];
+        let tokens: [(&[u8], u32); 5] =
+            [(b"a", 0), (b"ab", 1), (b"abcd", 2), (b"b", 3), (b"ax", 4)];
         let trie = PrefixTrie::new(tokens);
         assert_eq!(trie.longest_prefix(b"abcde"), 2);
         assert_eq!(trie.longest_prefix(b"abc"), 1);
+        assert_eq!(trie.longest_prefix(b"axe"), 4);
         assert_eq!(trie.longest_prefix(b"ba"), 3);
         assert_eq!(trie.longest_prefix(b"c"), NONE);
         assert_eq!(trie.longest_prefix(b""), NONE);
+        assert_eq!(trie.longest_prefix(b"\xff"), NONE);
     }
 }
