@@ -20,7 +20,11 @@ fn main() {
             file.tokens()
                 .filter(|(rank, _)| !encoding.is_special(*rank)),
         );
-        let bytes: Vec<u8> = slots.iter().flat_map(|s| s.to_le_bytes()).collect();
+        // The probe's hash first, then the slots.
+        let bytes: Vec<u8> = std::iter::once(index::hash(index::PROBE))
+            .chain(slots)
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
         std::fs::write(out.join(format!("{name}.index")), bytes).expect("OUT_DIR is writable");
     }
     println!("cargo::rerun-if-changed=src/index.rs");

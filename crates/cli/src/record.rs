@@ -132,7 +132,11 @@ impl Recorded {
             }
             Recorded::Bert(e) => {
                 let c = e.config();
-                (c.max_position - 2, c.max_seq_length.min(c.max_position) - 2)
+                let longest = c.max_position.saturating_sub(2);
+                (
+                    longest,
+                    c.max_seq_length.min(c.max_position).saturating_sub(2),
+                )
             }
         }
     }
@@ -243,7 +247,13 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         })
         .collect::<Result<_, _>>()?;
     let (longest, default) = model.windows();
-    let window = args.tokens_per_text.map_or(default as u64, |t| t);
+    if longest == 0 {
+        return Err(Failure::Invalid(format!(
+            "{}: the model's context holds no token besides [CLS] and [SEP]",
+            args.model.display()
+        )));
+    }
+    let window = args.tokens_per_text.map_or(default.max(1) as u64, |t| t);
     if window > longest as u64 {
         return Err(Failure::Usage(format!(
             "--tokens-per-text {window}: at most {longest} tokens fit the model's context"

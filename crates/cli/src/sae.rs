@@ -254,6 +254,12 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     }
     check_output(&args.out, args.force || args.resume)?;
     let checkpoint_path = args.out.join(checkpoint::CHECKPOINT_FILE);
+    if !args.resume && !args.force && checkpoint_path.is_file() {
+        return Err(Failure::Usage(format!(
+            "{} holds a run's checkpoint; pass --resume to continue it or --force to start over",
+            args.out.display()
+        )));
+    }
     if args.resume && !checkpoint_path.is_file() {
         return Err(Failure::Usage(format!(
             "--resume: {} holds no checkpoint ({})",
@@ -271,7 +277,7 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         },
     };
     let mut options = Options::new(architecture, d_sae, args.steps, args.lr);
-    options.aux_k = args.aux_k.map_or(d_in / 2, |a| a as usize);
+    options.aux_k = args.aux_k.map_or(d_in / 2, |a| a as usize).min(d_sae);
     options.dead_after = args.dead_after;
     options.seed = args.seed;
     // What a resumed run must share with the run it continues (the chunk
@@ -288,8 +294,8 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     let (mut epoch, mut taken) = (0, 0);
     let mut trainer = None;
     if args.resume {
-        let (resumed, record) =
-            checkpoint::load(&checkpoint_path, options).map_err(|e| at(&checkpoint_path, e))?;
+        let (resumed, record) = checkpoint::load(&checkpoint_path, d_in, options)
+            .map_err(|e| at(&checkpoint_path, e))?;
         if record["settings"] != settings {
             let differ: Vec<String> = settings
                 .as_object()
@@ -297,10 +303,13 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
                 .iter()
                 .filter(|(key, value)| &record["settings"][key.as_str()] != *value)
                 .map(|(key, value)| {
-                    format!(
-                        "{key} {value} (checkpoint: {})",
-                        record["settings"][key.as_str()]
-                    )
+                    let theirs = &record["settings"][key.as_str()];
+                    let hint = if key == "threads" {
+                        format!(" — pass --threads {theirs}")
+                    } else {
+                        String::new()
+                    };
+                    format!("{key} {value} (checkpoint: {theirs}){hint}")
                 })
                 .collect();
             return Err(Failure::Usage(format!(
@@ -308,9 +317,11 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
                 differ.join(", ")
             )));
         }
-        if resumed.steps_done() >= args.steps {
+        if resumed.steps_done() > args.steps
+            || (resumed.steps_done() == args.steps && args.out.join(saelens::CONFIG_FILE).is_file())
+        {
             return Err(Failure::Usage(format!(
-                "--resume: already trained for {} steps; pass a larger --steps",
+                "--resume: already trained for {} steps; pass a larger --steps (the schedule then spans the new --steps)",
                 resumed.steps_done()
             )));
         }
@@ -394,7 +405,15 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         "trained_by": concat!("modelbin ", env!("CARGO_PKG_VERSION")),
     });
     saelens::save(&args.out, &trainer.unscaled(), provenance).map_err(|e| at(&args.out, e))?;
-    let report = last.expect("at least one step");
+    let Some(report) = last else {
+        // Resumed at its last step (the run stopped before saving): saved now.
+        println!(
+            "{}: {} steps (from the checkpoint; nothing left to train)",
+            args.out.display(),
+            trainer.steps_done()
+        );
+        return Ok(());
+    };
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         print_json(&serde_json::json!({

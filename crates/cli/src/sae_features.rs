@@ -74,6 +74,12 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         )));
     }
     let text = TokenText::of(&dataset)?;
+    if text.is_none() {
+        eprintln!(
+            "note: {} kept no token ids (tokens.bin), so inputs are shown by coordinates; `modelbin acts record` keeps them",
+            dataset.dir().display()
+        );
+    }
     let top = args.top as usize;
     // Per latent: firing count and the strongest (value, example index).
     let mut fired = vec![0u64; sae.d_sae];

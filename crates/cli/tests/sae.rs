@@ -127,8 +127,6 @@ fn checkpoints_resume_and_refuse_other_settings() {
             "4".into(),
             "--batch-size".into(),
             "16".into(),
-            "--threads".into(),
-            "2".into(),
             "--steps".into(),
             steps.into(),
             "-o".into(),
@@ -136,6 +134,9 @@ fn checkpoints_resume_and_refuse_other_settings() {
             "--json".into(),
         ];
         args.extend(extra.iter().map(|a| a.to_string()));
+        if !extra.contains(&"--threads") {
+            args.extend(["--threads".to_string(), "2".to_string()]);
+        }
         args
     };
     let err = usage(&refs(&train("6", &["--resume"])), "");
@@ -145,9 +146,27 @@ fn checkpoints_resume_and_refuse_other_settings() {
     assert!(checkpoint.is_file());
     let err = usage(&refs(&train("6", &["--resume"])), "");
     assert!(err.contains("already trained for 6 steps"), "{err}");
+    // A run that stopped after its last checkpoint but before saving is
+    // saved by --resume; a new run does not silently replace a checkpoint.
+    std::fs::remove_file(out.join("cfg.json")).unwrap();
+    let saved = ok(&refs(&train("6", &["--resume"])), "");
+    assert!(saved.contains("nothing left to train"), "{saved}");
+    assert!(out.join("cfg.json").is_file());
+    std::fs::remove_file(out.join("cfg.json")).unwrap();
+    let err = usage(&refs(&train("6", &[])), "");
+    assert!(
+        err.contains("holds a run's checkpoint; pass --resume"),
+        "{err}"
+    );
+    ok(&refs(&train("6", &["--resume"])), "");
     let err = usage(&refs(&train("9", &["--resume", "--lr", "0.01"])), "");
     assert!(
         err.contains("other settings: lr 0.01 (checkpoint: 0.001)"),
+        "{err}"
+    );
+    let err = usage(&refs(&train("9", &["--resume", "--threads", "1"])), "");
+    assert!(
+        err.contains("threads 1 (checkpoint: 2) — pass --threads 2"),
         "{err}"
     );
     let resumed: serde_json::Value =

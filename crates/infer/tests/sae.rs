@@ -142,7 +142,7 @@ fn a_checkpointed_run_continues_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(checkpoint::CHECKPOINT_FILE);
     checkpoint::save(&path, &first, &serde_json::json!({"epoch": 0, "batch": 3})).unwrap();
-    let (mut resumed, record) = checkpoint::load(&path, options).unwrap();
+    let (mut resumed, record) = checkpoint::load(&path, D_IN, options).unwrap();
     assert_eq!(record["batch"], 3);
     assert_eq!(resumed.steps_done(), 3);
     for batch in &batches[3..] {
@@ -154,8 +154,48 @@ fn a_checkpointed_run_continues_bit_for_bit() {
     let mut other = options;
     other.d_sae = 64;
     assert!(matches!(
-        checkpoint::load(&path, other),
+        checkpoint::load(&path, D_IN, other),
         Err(modelbin_infer::Error::Format(modelbin_format::Error::InvalidArgument(reason)))
-            if reason.contains("128 latents")
+            if reason.contains("not [64 latents, 64]")
     ));
+}
+
+#[test]
+fn a_configuration_out_of_range_is_refused() {
+    let sae = Sae {
+        d_in: 2,
+        d_sae: 3,
+        activation: Activation::TopK(2),
+        w_enc: vec![0.5; 6],
+        b_enc: vec![0.0; 3],
+        w_dec: vec![0.5; 6],
+        b_dec: vec![0.0; 2],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sae");
+    saelens::save(&out, &sae, serde_json::json!({})).unwrap();
+    let config_path = out.join(saelens::CONFIG_FILE);
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    for (key, value, expected) in [
+        ("k", serde_json::json!(0), "`k` 0 is not in [1, d_sae = 3]"),
+        (
+            "k",
+            serde_json::json!(1_000_000_000_000u64),
+            "is not in [1, d_sae = 3]",
+        ),
+        ("d_sae", serde_json::json!(0), "must be positive"),
+    ] {
+        let mut bad = config.clone();
+        bad[key] = value;
+        std::fs::write(&config_path, bad.to_string()).unwrap();
+        assert!(
+            matches!(
+                saelens::load(&out),
+                Err(modelbin_infer::Error::Format(modelbin_format::Error::InvalidArgument(reason)))
+                    if reason.contains(expected)
+            ),
+            "{key}"
+        );
+    }
 }

@@ -7,8 +7,8 @@
 //! at most [`HUGE_PIECE`], so linear over a text). Huge pieces (a million
 //! `a`s, megabytes of letters without a space) use the backtracking encoder
 //! (`backtrack`), linear in the piece with memory of one bit per byte
-//! beyond the output; its tables are built on the first huge piece (0.1–0.4
-//! s). A vocabulary the backtracking encoder cannot serve exactly keeps the
+//! beyond the output; its tables are built on the first huge piece (about 50 ms for
+//! cl100k_base, 130 ms for o200k_base). A vocabulary the backtracking encoder cannot serve exactly keeps the
 //! heap merge for huge pieces too.
 
 use std::cmp::Reverse;

@@ -14,6 +14,11 @@ use rustc_hash::FxHasher;
 /// An empty slot.
 pub const EMPTY: u64 = u64::MAX;
 
+/// Bytes whose hash is stored beside a laid-out index: the index is used
+/// only where [`hash`] gives the same value (the hash depends on the
+/// target's pointer width, and `build.rs` runs on the host).
+pub const PROBE: &[u8] = b"modelbin hash index probe";
+
 /// The hash of a token's bytes.
 #[inline]
 pub fn hash(bytes: &[u8]) -> u64 {

@@ -28,6 +28,7 @@ const MAX_VOCAB_BYTES: u64 = 64 << 20;
 pub struct TokenIds {
     file: MappedFile,
     per_img: u64,
+    n_imgs: u64,
 }
 
 impl TokenIds {
@@ -53,11 +54,15 @@ impl TokenIds {
         Ok(Some(TokenIds {
             file,
             per_img: metadata.n_patches_per_img,
+            n_imgs: metadata.n_imgs,
         }))
     }
 
     /// The ids of image `img`'s window, or `None` past the last image.
     pub fn window(&self, img: u64) -> Option<Vec<u32>> {
+        if img >= self.n_imgs {
+            return None;
+        }
         let start = img.checked_mul(self.per_img)?;
         let ids = self.span(start, self.per_img as usize);
         (ids.len() as u64 == self.per_img).then_some(ids)

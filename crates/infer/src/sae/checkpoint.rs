@@ -75,10 +75,10 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
     Ok(())
 }
 
-/// Reads a checkpoint back into a trainer with `options` (which must make
-/// an autoencoder of the checkpoint's shape); returns it with the caller's
-/// record.
-pub fn load(path: &Path, options: Options) -> Result<(Trainer, serde_json::Value)> {
+/// Reads a checkpoint back into a trainer with `options` for inputs of
+/// `d_in` values (the checkpoint must hold an autoencoder of that shape);
+/// returns it with the caller's record.
+pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serde_json::Value)> {
     let file = safetensors::open(path)?;
     let bad = |reason: String| {
         Error::Format(modelbin_format::Error::InvalidArgument(format!(
@@ -92,16 +92,14 @@ pub fn load(path: &Path, options: Options) -> Result<(Trainer, serde_json::Value
         .and_then(|s| serde_json::from_str(s).ok())
         .ok_or_else(|| bad("not a modelbin sae checkpoint (no modelbin.sae metadata)".into()))?;
     let w_dec = file.tensor("w_dec")?;
-    let [d_sae, d_in] = w_dec.shape() else {
-        return Err(bad("w_dec is not a matrix".into()));
-    };
-    let (d_sae, d_in) = (*d_sae, *d_in);
-    if d_sae != options.d_sae {
+    if w_dec.shape() != [options.d_sae, d_in] || d_in == 0 {
         return Err(bad(format!(
-            "the checkpoint has {d_sae} latents, not {}",
+            "the checkpoint's decoder is {:?}, not [{} latents, {d_in}]",
+            w_dec.shape(),
             options.d_sae
         )));
     }
+    let d_sae = options.d_sae;
     let read = |name: &str, len: usize| -> Result<Vec<f32>> {
         let values = file.tensor(name)?.to_f32()?.into_owned();
         if values.len() != len {

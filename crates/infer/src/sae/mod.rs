@@ -1,20 +1,22 @@
-//! Sparse autoencoders over activation vectors: the TopK architecture of
-//! Gao et al. (2024), "Scaling and evaluating sparse autoencoders".
+//! Sparse autoencoders over activation vectors: TopK (Gao et al., 2024),
+//! BatchTopK (Bussmann et al., 2024; encoded afterwards as JumpReLU) and
+//! ReLU.
 //!
 //! For an input `x` of `d_in` values:
 //!
 //! ```text
 //! pre = W_enc (x − b_dec) + b_enc          // d_sae pre-activations
-//! z   = TopK(ReLU(pre))                    // k non-zero latents at most
-//! x̂   = b_dec + Σ_j z_j W_dec[j]           // touches k decoder rows
+//! z   = select(pre)                        // the latents that fire (see Activation)
+//! x̂   = b_dec + Σ_j z_j W_dec[j]           // touches the firing rows only
 //! ```
 //!
 //! Both matrices are stored here one row per latent (`[d_sae, d_in]`), so a
 //! latent's encoder and decoder vectors are contiguous; SAELens's files
 //! hold the encoder transposed (`W_enc [d_in, d_sae]`), see [`saelens`].
 //! [`train`] fits one with Adam, unit-norm decoder rows and the AuxK loss on
-//! dead latents. The arithmetic is generic over `f32` (training) and `f64`
-//! (gradient checks).
+//! dead latents (or L1 for ReLU); [`checkpoint`] saves a run's state;
+//! [`splice`] measures a TLLM's loss with a reconstruction spliced in. The
+//! arithmetic is generic over `f32` (training) and `f64` (gradient checks).
 
 pub mod checkpoint;
 pub mod saelens;
@@ -147,7 +149,17 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
     /// `centered` `[rows, d_in]`, `pre` `[rows, d_sae]`.
     pub fn pre_activations_into(&self, x: &[T], centered: &mut [T], pre: &mut [T]) {
         let (d_in, d_sae) = (self.d_in, self.d_sae);
-        let rows = x.len() / d_in;
+        let rows = x.len() / d_in.max(1);
+        // The GEMM below trusts these sizes.
+        assert!(
+            x.len() == rows * d_in
+                && centered.len() == x.len()
+                && pre.len() == rows * d_sae
+                && self.w_enc.len() == d_sae * d_in
+                && self.b_enc.len() == d_sae
+                && self.b_dec.len() == d_in,
+            "pre_activations_into: buffers or parameters of the wrong size"
+        );
         for (c, x) in centered.chunks_exact_mut(d_in).zip(x.chunks_exact(d_in)) {
             c.iter_mut()
                 .zip(x)
@@ -227,6 +239,7 @@ pub(crate) fn top_k_of<T: Float>(
     eligible: impl Fn(usize) -> bool,
 ) -> Codes<T> {
     let rows = pre.len() / width.max(1);
+    let k = k.min(width);
     let mut codes = Codes::with_rows(rows);
     let mut best: Vec<(T, u32)> = Vec::with_capacity(k);
     for row in pre.chunks_exact(width) {

@@ -98,6 +98,9 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
             .ok_or_else(|| bad(&config_path, &format!("`{key}` is not a whole number")))
     };
     let (d_in, d_sae) = (number("d_in")?, number("d_sae")?);
+    if d_in == 0 || d_sae == 0 {
+        return Err(bad(&config_path, "`d_in` and `d_sae` must be positive"));
+    }
     let architecture = config["architecture"].as_str().unwrap_or_default();
     if !["topk", "jumprelu", "standard"].contains(&architecture) {
         return Err(bad(
@@ -130,7 +133,15 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
         }
     }
     let activation = match architecture {
-        "topk" => Activation::TopK(number("k")?),
+        "topk" => match number("k")? {
+            k @ 1.. if k <= d_sae => Activation::TopK(k),
+            k => {
+                return Err(bad(
+                    &config_path,
+                    &format!("`k` {k} is not in [1, d_sae = {d_sae}]"),
+                ));
+            }
+        },
         "jumprelu" => Activation::JumpRelu(tensor("threshold", &[d_sae])?),
         _ => Activation::Relu,
     };

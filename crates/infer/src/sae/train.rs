@@ -494,9 +494,10 @@ impl Trainer {
             .collect()
     }
 
-    /// One Adam step on a batch of raw inputs (`[rows, d_in]`), split into
-    /// `chunks` pieces computed in parallel and summed in order (the result
-    /// depends on `chunks`, not on the thread count).
+    /// One Adam step on a batch of raw inputs (`[rows, d_in]`). The
+    /// pre-activations and the selection run in `chunks` pieces in parallel
+    /// (the result may depend on `chunks`, not on the thread count); the
+    /// gradient sums run latent by latent in a fixed order.
     pub fn step(&mut self, batch: &[f32], chunks: usize) -> StepReport {
         let d_in = self.sae.d_in;
         let rows = batch.len() / d_in;
