@@ -27,7 +27,7 @@ const REMOVED: u32 = u32::MAX - 1;
 /// Reusable buffers for merging.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    parts: Vec<(u32, u32)>,
+    parts: Vec<(u32, u32, u32)>,
     next: Vec<u32>,
     prev: Vec<u32>,
     pair_rank: Vec<u32>,
@@ -79,13 +79,14 @@ fn rank_of(vocab: &Vocab, bytes: &[u8]) -> u32 {
 fn merge_small(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut impl FnMut(u32)) {
     let parts = &mut scratch.parts;
     parts.clear();
-    // parts[i] = (start, rank of the pair starting at part i).
+    // parts[i] = (start, rank of the pair starting at part i, rank of part
+    // i itself): merging a pair makes the token of the pair's rank.
     for i in 0..piece.len() - 1 {
-        parts.push((i as u32, rank_of(vocab, &piece[i..i + 2])));
+        parts.push((i as u32, vocab.pair_rank(piece[i], piece[i + 1]), NONE));
     }
-    parts.push((piece.len() as u32 - 1, NONE));
-    parts.push((piece.len() as u32, NONE));
-    let pair = |parts: &[(u32, u32)], i: usize| -> u32 {
+    parts.push((piece.len() as u32 - 1, NONE, NONE));
+    parts.push((piece.len() as u32, NONE, NONE));
+    let pair = |parts: &[(u32, u32, u32)], i: usize| -> u32 {
         if i + 2 < parts.len() {
             rank_of(vocab, &piece[parts[i].0 as usize..parts[i + 2].0 as usize])
         } else {
@@ -94,7 +95,7 @@ fn merge_small(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut im
     };
     loop {
         let (mut best, mut best_rank) = (0, NONE);
-        for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+        for (i, &(_, rank, _)) in parts[..parts.len() - 1].iter().enumerate() {
             if rank < best_rank {
                 (best, best_rank) = (i, rank);
             }
@@ -103,14 +104,20 @@ fn merge_small(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut im
             break;
         }
         parts.remove(best + 1);
+        parts[best].2 = best_rank;
         parts[best].1 = pair(parts, best);
         if best > 0 {
             parts[best - 1].1 = pair(parts, best - 1);
         }
     }
     for w in parts.windows(2) {
-        let token = &piece[w[0].0 as usize..w[1].0 as usize];
-        emit(vocab.rank(token).expect("merged parts are tokens"));
+        let (start, _, rank) = w[0];
+        if rank != NONE {
+            emit(rank);
+        } else {
+            // A part never merged is one byte.
+            emit(vocab.byte_rank(piece[start as usize]));
+        }
     }
 }
 

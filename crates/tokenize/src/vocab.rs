@@ -42,6 +42,11 @@ pub struct Vocab {
     mask: usize,
     /// The linear-time encoder's tables, built on the first long piece.
     backtracker: OnceLock<Option<Backtracker>>,
+    /// The rank of every two-byte string (`first << 8 | second`), or
+    /// `u32::MAX`: built on the first merge.
+    pairs: OnceLock<Box<[u32]>>,
+    /// The rank of every single byte, or `u32::MAX`.
+    bytes: [u32; 256],
 }
 
 impl Vocab {
@@ -59,12 +64,18 @@ impl Vocab {
     /// embedded ones, from the same file); its length is a power of two.
     pub fn with_index(file: Bpe2<Source>, slots: Cow<'static, [u64]>) -> Self {
         debug_assert!(slots.len().is_power_of_two());
-        Vocab {
+        let mut vocab = Vocab {
             file,
             mask: slots.len() - 1,
             slots,
             backtracker: OnceLock::new(),
+            pairs: OnceLock::new(),
+            bytes: [u32::MAX; 256],
+        };
+        for b in 0..=255u8 {
+            vocab.bytes[usize::from(b)] = vocab.rank(&[b]).unwrap_or(u32::MAX);
         }
+        vocab
     }
 
     /// The hash index's slots.
@@ -96,6 +107,24 @@ impl Vocab {
         self.backtracker
             .get_or_init(|| Backtracker::new(self))
             .as_ref()
+    }
+
+    /// The rank of byte `b` as a token, or `u32::MAX`.
+    #[inline]
+    pub fn byte_rank(&self, b: u8) -> u32 {
+        self.bytes[usize::from(b)]
+    }
+
+    /// The rank of the two bytes `a`, `b` as one token, or `u32::MAX`, from
+    /// a 65,536-entry table (built once, about a millisecond).
+    #[inline]
+    pub fn pair_rank(&self, a: u8, b: u8) -> u32 {
+        let pairs = self.pairs.get_or_init(|| {
+            (0..=u16::MAX)
+                .map(|ab| self.rank(&ab.to_be_bytes()).unwrap_or(u32::MAX))
+                .collect()
+        });
+        pairs[usize::from(a) << 8 | usize::from(b)]
     }
 
     /// The rank of `bytes` among non-special tokens.
