@@ -15,11 +15,16 @@ fn main() {
         let bytes = std::fs::read(&path).expect("the embedded vocabulary is in the repository");
         let file = Bpe2::from_buffer(bytes).expect("the embedded vocabulary is valid");
         let encoding = file.encoding().expect("a known encoding");
-        let slots = index::build(
-            file.token_count() as usize,
+        let ordinary = || {
             file.tokens()
-                .filter(|(rank, _)| !encoding.is_special(*rank)),
-        );
+                .filter(|(rank, _)| !encoding.is_special(*rank))
+        };
+        let slots = index::build(file.token_count() as usize, ordinary());
+        let pairs: Vec<u8> = index::pairs(ordinary())
+            .iter()
+            .flat_map(|p| p.to_le_bytes())
+            .collect();
+        std::fs::write(out.join(format!("{name}.pairs")), pairs).expect("OUT_DIR is writable");
         // The probe's hash first, then the slots.
         let bytes: Vec<u8> = std::iter::once(index::hash(index::PROBE))
             .chain(slots)

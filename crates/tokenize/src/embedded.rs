@@ -28,6 +28,15 @@ static O200K_INDEX: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
     env!("OUT_DIR"),
     "/o200k_base.index"
 )));
+/// Their two-byte pair tables, laid out by `build.rs` (little-endian u32).
+static CL100K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/cl100k_base.pairs"
+)));
+static O200K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/o200k_base.pairs"
+)));
 
 /// An index's slots, where the target reads the little-endian layout as is
 /// and hashes as the build host did (the first word is the hash of
@@ -46,9 +55,9 @@ fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [u64]> {
 pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     static CL100K: OnceLock<Tokenizer> = OnceLock::new();
     static O200K: OnceLock<Tokenizer> = OnceLock::new();
-    let (cell, bytes, index) = match name {
-        "cl100k_base" => (&CL100K, CL100K_BASE, CL100K_INDEX),
-        "o200k_base" => (&O200K, O200K_BASE, O200K_INDEX),
+    let (cell, bytes, index, pairs) = match name {
+        "cl100k_base" => (&CL100K, CL100K_BASE, CL100K_INDEX, CL100K_PAIRS),
+        "o200k_base" => (&O200K, O200K_BASE, O200K_INDEX, O200K_PAIRS),
         "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
         _ => return Err(Error::UnknownEncodingName(name.to_owned())),
     };
@@ -59,7 +68,8 @@ pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     // (build.rs validates the files) and by tests/embedded.rs.
     let file = Bpe2::from_trusted_buffer(Source::Static(bytes))
         .expect("the embedded vocabularies are valid (checked by build.rs)");
-    let built = Tokenizer::from_file(file, None, slots(index))
+    let laid_out = slots(index).zip(bytemuck::try_cast_slice(&pairs.0).ok());
+    let built = Tokenizer::from_file(file, None, laid_out)
         .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
     Ok(cell.get_or_init(|| built))
 }
@@ -71,7 +81,10 @@ mod tests {
 
     #[test]
     fn the_laid_out_indexes_equal_a_fresh_build() {
-        for (bytes, index) in [(CL100K_BASE, CL100K_INDEX), (O200K_BASE, O200K_INDEX)] {
+        for (bytes, index, pairs) in [
+            (CL100K_BASE, CL100K_INDEX, CL100K_PAIRS),
+            (O200K_BASE, O200K_INDEX, O200K_PAIRS),
+        ] {
             let file = Bpe2::from_buffer(Source::Static(bytes)).unwrap();
             let encoding = file.encoding().unwrap();
             let fresh = Vocab::new(file, |rank| encoding.is_special(rank));
@@ -83,6 +96,14 @@ mod tests {
             if let Some(slots) = slots(index) {
                 assert_eq!(fresh.index(), slots);
             }
+            let laid_out: &[u32] = bytemuck::cast_slice(&pairs.0);
+            let fresh_pairs: Vec<u32> = (0..=u16::MAX)
+                .map(|ab| {
+                    let [a, b] = ab.to_be_bytes();
+                    fresh.pair_rank(a, b)
+                })
+                .collect();
+            assert_eq!(laid_out, fresh_pairs);
         }
     }
 }

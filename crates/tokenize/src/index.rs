@@ -43,3 +43,15 @@ pub fn build<'a>(count: usize, tokens: impl Iterator<Item = (u32, &'a [u8])>) ->
     }
     slots
 }
+
+/// The rank of every two-byte token at `first << 8 | second`, `u32::MAX`
+/// elsewhere (65,536 entries), from `tokens` (rank, bytes).
+pub fn pairs<'a>(tokens: impl Iterator<Item = (u32, &'a [u8])>) -> Vec<u32> {
+    let mut pairs = vec![u32::MAX; 1 << 16];
+    for (rank, bytes) in tokens {
+        if let &[a, b] = bytes {
+            pairs[usize::from(a) << 8 | usize::from(b)] = rank;
+        }
+    }
+    pairs
+}

@@ -44,12 +44,13 @@ impl Tokenizer {
         Self::from_file(Bpe2::from_buffer(source)?, pattern, None)
     }
 
-    /// A tokenizer over a parsed file; `index`, when given, is the hash
-    /// index laid out for this file at build time (see [`crate::index`]).
+    /// A tokenizer over a parsed file; `laid_out`, when given, is the hash
+    /// index and pair table laid out for this file at build time (see
+    /// [`crate::index`]).
     pub(crate) fn from_file(
         file: Bpe2<Source>,
         pattern: Option<Pattern>,
-        index: Option<&'static [u64]>,
+        laid_out: Option<(&'static [u64], &'static [u32])>,
     ) -> Result<Self> {
         let encoding = file.encoding();
         let pattern = match (pattern, encoding) {
@@ -71,8 +72,8 @@ impl Tokenizer {
                     .collect()
             })
             .unwrap_or_default();
-        let vocab = match index {
-            Some(slots) => Vocab::with_index(file, Cow::Borrowed(slots)),
+        let vocab = match laid_out {
+            Some((slots, pairs)) => Vocab::with_index(file, Cow::Borrowed(slots), Some(pairs)),
             None => Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank)),
         };
         if let Some(byte) = (0..=255u8).find(|&b| vocab.rank(&[b]).is_none()) {

@@ -43,8 +43,8 @@ pub struct Vocab {
     /// The linear-time encoder's tables, built on the first long piece.
     backtracker: OnceLock<Option<Backtracker>>,
     /// The rank of every two-byte string (`first << 8 | second`), or
-    /// `u32::MAX`: built on the first merge.
-    pairs: OnceLock<Box<[u32]>>,
+    /// `u32::MAX`: laid out at build time, or built on the first merge.
+    pairs: OnceLock<Cow<'static, [u32]>>,
     /// The rank of every single byte, or `u32::MAX`.
     bytes: [u32; 256],
 }
@@ -57,19 +57,24 @@ impl Vocab {
             file.token_count() as usize,
             file.tokens().filter(|(rank, _)| !is_special(*rank)),
         );
-        Vocab::with_index(file, Cow::Owned(slots))
+        Vocab::with_index(file, Cow::Owned(slots), None)
     }
 
-    /// A vocabulary whose index was built before (by `build.rs` for the
-    /// embedded ones, from the same file); its length is a power of two.
-    pub fn with_index(file: Bpe2<Source>, slots: Cow<'static, [u64]>) -> Self {
+    /// A vocabulary whose index (a power of two long), and maybe its pair
+    /// table, were built before (by `build.rs` for the embedded ones, from
+    /// the same file).
+    pub fn with_index(
+        file: Bpe2<Source>,
+        slots: Cow<'static, [u64]>,
+        pairs: Option<&'static [u32]>,
+    ) -> Self {
         debug_assert!(slots.len().is_power_of_two());
         let mut vocab = Vocab {
             file,
             mask: slots.len() - 1,
             slots,
             backtracker: OnceLock::new(),
-            pairs: OnceLock::new(),
+            pairs: pairs.map_or_else(OnceLock::new, |p| OnceLock::from(Cow::Borrowed(p))),
             bytes: [u32::MAX; 256],
         };
         for b in 0..=255u8 {
@@ -116,13 +121,13 @@ impl Vocab {
     }
 
     /// The rank of the two bytes `a`, `b` as one token, or `u32::MAX`, from
-    /// a 65,536-entry table (built once, about a millisecond).
+    /// a 65,536-entry table.
     #[inline]
     pub fn pair_rank(&self, a: u8, b: u8) -> u32 {
         let pairs = self.pairs.get_or_init(|| {
-            (0..=u16::MAX)
-                .map(|ab| self.rank(&ab.to_be_bytes()).unwrap_or(u32::MAX))
-                .collect()
+            Cow::Owned(index::pairs(self.file.tokens().filter(|&(rank, bytes)| {
+                bytes.len() == 2 && self.rank(bytes) == Some(rank)
+            })))
         });
         pairs[usize::from(a) << 8 | usize::from(b)]
     }
