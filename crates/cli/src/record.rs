@@ -278,21 +278,14 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         )));
     }
     ids.truncate(n_imgs * window);
-    let model_bytes = if args.model.is_dir() {
-        std::fs::read(args.model.join("model.safetensors"))
-            .map_err(|e| at(&args.model, modelbin_format::Error::io(&args.model, e)))?
-    } else {
-        modelbin_format::source::MappedFile::open(&args.model)
-            .map_err(|e| at(&args.model, e))?
-            .to_vec()
-    };
+    let vit_ckpt = checkpoint_id(&args.model)?;
     let tokens = match model {
         Recorded::Tllm(_) => "bytes (token id = byte value)",
         Recorded::Bert(_) => "WordPiece ids of the model's vocabulary, without [CLS]/[SEP]",
     };
     let metadata = Metadata {
         vit_family: model.family().into(),
-        vit_ckpt: format!("sha256:{}", &hex(&sha256(&model_bytes))[..16]),
+        vit_ckpt,
         layers: args.layers.clone(),
         n_patches_per_img: window as u64,
         cls_token: args.cls,
@@ -308,7 +301,6 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             "windowing": format!("consecutive windows of {window} tokens of the files concatenated in order; a final partial window is dropped"),
         }),
     };
-    drop(model_bytes);
     let mut writer = Writer::create(&args.out, metadata).map_err(|e| at(&args.out, e))?;
     writer
         .write_tokens(&ids, model.vocabulary().as_deref())
@@ -335,6 +327,19 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         args.json,
     );
     Ok(())
+}
+
+/// How a recording names its model (`vit_ckpt`): `sha256:` and the first
+/// 16 hex digits of the model file's hash (for a directory, of its
+/// `model.safetensors`), hashed from the mapped file.
+pub fn checkpoint_id(model: &Path) -> Result<String, Failure> {
+    let file = if model.is_dir() {
+        model.join("model.safetensors")
+    } else {
+        model.to_path_buf()
+    };
+    let bytes = modelbin_format::source::MappedFile::open(&file).map_err(|e| at(&file, e))?;
+    Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
 }
 
 fn report(dir: &Path, images: usize, vectors: usize, seconds: f64, json: bool) {

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
 use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Patches};
+use modelbin_infer::sae::splice::CrossEntropy;
 use modelbin_infer::sae::train::{Architecture, Options, Trainer};
 use modelbin_infer::sae::{Sae, checkpoint, saelens};
 
@@ -519,7 +520,7 @@ struct Evaluation {
     density_histogram: [u64; 7],
     /// With `--model`: the next-token loss clean, spliced and ablated.
     #[serde(skip_serializing_if = "Option::is_none")]
-    cross_entropy: Option<serde_json::Value>,
+    cross_entropy: Option<CrossEntropy>,
 }
 
 /// An autoencoder and the dataset view it reads, of the same width.
@@ -601,10 +602,7 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
     progress.finish();
     let mut result = totals.finish();
     if let Some(splice) = &splice {
-        let ce = pool.install(|| splice.measure(&sae))?;
-        let mut value = serde_json::to_value(ce).map_err(invalid)?;
-        value["recovered"] = ce.recovered().into();
-        result.cross_entropy = Some(value);
+        result.cross_entropy = Some(pool.install(|| splice.measure(&sae))?);
     }
     if args.json {
         print_json(&result);
@@ -631,11 +629,7 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         if let Some(ce) = &result.cross_entropy {
             println!(
                 "cross-entropy over {} tokens: clean {:.4}, spliced {:.4}, zero-ablated {:.4}; recovered {:.4}",
-                ce["tokens"],
-                ce["clean"].as_f64().unwrap_or(f64::NAN),
-                ce["spliced"].as_f64().unwrap_or(f64::NAN),
-                ce["zero_ablated"].as_f64().unwrap_or(f64::NAN),
-                ce["recovered"].as_f64().unwrap_or(f64::NAN)
+                ce.tokens, ce.clean, ce.spliced, ce.zero_ablated, ce.recovered
             );
         }
     }

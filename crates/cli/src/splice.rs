@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use modelbin_format::checksum::{hex, sha256};
 use modelbin_format::saev::Dataset;
 use modelbin_infer::sae::Sae;
 use modelbin_infer::sae::splice::{CrossEntropy, cross_entropy};
@@ -48,9 +47,7 @@ impl Splice {
             modelbin_format::Format::Tllm,
             "--model takes the TLLM model the dataset was recorded from",
         )?;
-        let bytes =
-            modelbin_format::source::MappedFile::open(model_path).map_err(|e| at(model_path, e))?;
-        let ckpt = format!("sha256:{}", &hex(&sha256(&bytes))[..16]);
+        let ckpt = crate::record::checkpoint_id(model_path)?;
         if ckpt != metadata.vit_ckpt {
             return Err(Failure::Usage(format!(
                 "--model {}: its hash is {ckpt}, the dataset was recorded from {}",

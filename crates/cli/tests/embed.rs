@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{fails, ok};
+use common::{fails, ok, s};
 
 fn model_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-data/all-MiniLM-L6-v2");
@@ -14,10 +14,6 @@ fn model_dir() -> PathBuf {
         "run scripts/fetch-test-data.sh first"
     );
     dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The model converted to EMBD in `dir`.

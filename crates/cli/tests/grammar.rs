@@ -6,16 +6,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{fails, ok, run as modelbin, usage};
+use common::{fails, ok, run as modelbin, s, usage};
 
 const WORKED_EXAMPLE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/data/worked-example.bt"
 );
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// A random byte-level TLLM model of the default shape in `dir`.
 fn model(dir: &Path) -> String {

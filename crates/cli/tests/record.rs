@@ -7,11 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fails, ok, usage};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{fails, ok, s, usage};
 
 #[test]
 fn recorded_activations_are_the_models_residual_stream() {

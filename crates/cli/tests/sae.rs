@@ -4,15 +4,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{fails, ok, usage};
+use common::{fails, ok, s, usage};
 use modelbin_format::saev::{Metadata, Writer};
 
 fn refs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// A dataset of `n_imgs` images of 1 CLS + 4 patches of width `d` at

@@ -4,6 +4,11 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+/// A path as the `&str` an argument list takes.
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
 /// Runs `modelbin args`, feeding `stdin`.
 pub fn run(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_modelbin"))

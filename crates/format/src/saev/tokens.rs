@@ -89,15 +89,19 @@ impl TokenIds {
 
     /// Checks every id against `vocab_size`; names the first one outside.
     pub(crate) fn check_range(&self, dir: &Path, vocab_size: u64) -> Result<()> {
-        match self.all().position(|id| u64::from(id) >= vocab_size) {
+        match self
+            .all()
+            .enumerate()
+            .find(|&(_, id)| u64::from(id) >= vocab_size)
+        {
             None => Ok(()),
-            Some(at) => {
+            Some((at, id)) => {
                 let at = at as u64;
                 Err(Error::Saev(SaevError::TokenOutOfRange {
                     path: dir.join(TOKENS_FILE),
                     img: at / self.per_img,
                     token: at % self.per_img,
-                    id: self.all().nth(at as usize).unwrap_or_default(),
+                    id,
                     vocab_size,
                 }))
             }

@@ -24,14 +24,9 @@ pub struct CrossEntropy {
     pub spliced: f64,
     /// With the block's output replaced by zeros.
     pub zero_ablated: f64,
-}
-
-impl CrossEntropy {
     /// `(zero_ablated − spliced) / (zero_ablated − clean)`: 1 when splicing
     /// loses nothing, 0 when it is as bad as erasing the block's output.
-    pub fn recovered(&self) -> f64 {
-        (self.zero_ablated - self.spliced) / (self.zero_ablated - self.clean)
-    }
+    pub recovered: f64,
 }
 
 /// Runs every window three times — clean, with block `block`'s output
@@ -53,10 +48,11 @@ pub fn cross_entropy(
             ),
         )));
     }
+    // Per window: the three summed losses and the predictions scored.
     let sums = windows
         .par_iter()
         .filter(|ids| ids.len() >= 2)
-        .map(|ids| -> Result<[f64; 3]> {
+        .map(|ids| -> Result<[f64; 4]> {
             let clean = loss(model, ids, &mut |_, _| {})?;
             let spliced = loss(model, ids, &mut |l, x| {
                 if l == block {
@@ -69,21 +65,20 @@ pub fn cross_entropy(
                     x.fill(0.0);
                 }
             })?;
-            Ok([clean, spliced, zero])
+            Ok([clean, spliced, zero, (ids.len() - 1) as f64])
         })
         .collect::<Result<Vec<_>>>()?;
-    let tokens: usize = windows
-        .iter()
-        .filter(|ids| ids.len() >= 2)
-        .map(|ids| ids.len() - 1)
-        .sum();
-    let total = |i: usize| sums.iter().map(|s| s[i]).sum::<f64>() / tokens.max(1) as f64;
+    let total = |i: usize| sums.iter().map(|s| s[i]).sum::<f64>();
+    let tokens = total(3) as usize;
+    let mean = |i: usize| total(i) / tokens.max(1) as f64;
+    let (clean, spliced, zero_ablated) = (mean(0), mean(1), mean(2));
     Ok(CrossEntropy {
         windows: sums.len(),
         tokens,
-        clean: total(0),
-        spliced: total(1),
-        zero_ablated: total(2),
+        clean,
+        spliced,
+        zero_ablated,
+        recovered: (zero_ablated - spliced) / (zero_ablated - clean),
     })
 }
 
@@ -150,7 +145,7 @@ mod tests {
         assert_eq!((ce.windows, ce.tokens), (4, 44));
         assert!((ce.spliced - ce.clean).abs() < 1e-5, "{ce:?}");
         assert!(ce.zero_ablated != ce.clean);
-        assert!((ce.recovered() - 1.0).abs() < 1e-4, "{ce:?}");
+        assert!((ce.recovered - 1.0).abs() < 1e-4, "{ce:?}");
         // The clean loss is the model's own: −log softmax of its logits.
         let logits = model.session().extend(&windows[0], true).unwrap();
         let row = &logits[..256];

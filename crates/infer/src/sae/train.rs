@@ -254,14 +254,16 @@ fn apply_terms<T: Float + Send + Sync>(
         }
     }
     let chunk = LATENTS_PER_TASK * d_in;
+    // Σ d_pre per latent: its b_enc gradient, and its share of b_dec's.
+    let mut totals = vec![T::zero(); sae.d_sae];
     grads
         .w_enc
         .par_chunks_mut(chunk)
         .zip(grads.w_dec.par_chunks_mut(chunk))
-        .zip(grads.b_enc.par_chunks_mut(LATENTS_PER_TASK))
+        .zip(totals.par_chunks_mut(LATENTS_PER_TASK))
         .enumerate()
-        .for_each(|(task, ((w_enc, w_dec), b_enc))| {
-            for (local, b) in b_enc.iter_mut().enumerate() {
+        .for_each(|(task, ((w_enc, w_dec), totals))| {
+            for (local, total) in totals.iter_mut().enumerate() {
                 let j = task * LATENTS_PER_TASK + local;
                 let (w_enc, w_dec) = (
                     &mut w_enc[local * d_in..][..d_in],
@@ -280,17 +282,13 @@ fn apply_terms<T: Float + Send + Sync>(
                         .iter_mut()
                         .zip(xc)
                         .for_each(|(w, &x)| *w = *w + d_pre * x);
-                    *b = *b + d_pre;
+                    *total = *total + d_pre;
                 }
             }
         });
     // Through x − b_dec: b_dec's gradient loses Σ_j (Σ d_pre_j) W_enc[j].
-    for j in 0..sae.d_sae {
-        let total = entries[starts[j]..starts[j + 1]]
-            .iter()
-            .fold(T::zero(), |s, &(t, _, e)| {
-                s + terms[t as usize].d_pre[e as usize]
-            });
+    for (j, &total) in totals.iter().enumerate() {
+        grads.b_enc[j] = grads.b_enc[j] + total;
         if total != T::zero() {
             let w = &sae.w_enc[j * d_in..][..d_in];
             grads
