@@ -118,7 +118,7 @@ impl PackedWeights {
                 let x_rows = &x[row0 * k..(row0 + rows) * k];
                 // SAFETY: `simd` is set only when AVX2 and FMA were detected;
                 // `x_rows` holds `rows` rows of `k`, `panel` is `k × NR`.
-                unsafe { kernel(x_rows, k, panel, &mut tile) };
+                unsafe { kernel_rows(x_rows, k, panel, &mut tile) };
                 for r in 0..rows {
                     let dst = &mut out[(row0 + r) * ldo + col..(row0 + r) * ldo + col + width];
                     for (j, d) in dst.iter_mut().enumerate() {
@@ -155,23 +155,41 @@ fn pack(w: &[f32], n: usize, k: usize) -> Vec<f32> {
     panels
 }
 
-/// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the (up to `MR`) rows of
-/// `x`; rows past them are computed from row 0 and left for the caller to
-/// ignore.
+/// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the (1 to `MR`) rows of
+/// `x`, through the kernel compiled for exactly that many rows (a short
+/// sentence's last rows would otherwise cost a whole tile).
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA; `x` holds whole rows of `k`, at least
-/// one; `panel` holds `k × NR` values.
+/// As for [`kernel`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn kernel_rows(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) {
+    // SAFETY: the caller's guarantees are `kernel`'s; each arm passes
+    // exactly the rows `x` holds.
+    unsafe {
+        match x.len() / k {
+            1 => kernel::<1>(x, k, panel, tile),
+            2 => kernel::<2>(x, k, panel, tile),
+            3 => kernel::<3>(x, k, panel, tile),
+            4 => kernel::<4>(x, k, panel, tile),
+            5 => kernel::<5>(x, k, panel, tile),
+            _ => kernel::<MR>(x, k, panel, tile),
+        }
+    }
+}
+
+/// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the `ROWS` rows of `x`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA; `x` holds `ROWS ≤ MR` whole rows of
+/// `k`; `panel` holds `k × NR` values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) {
+unsafe fn kernel<const ROWS: usize>(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) {
     use std::arch::x86_64::*;
-    let rows = x.len() / k;
-    assert!(rows >= 1 && panel.len() >= k * NR);
-    let row_ptr: [*const f32; MR] =
-        std::array::from_fn(|r| x[if r < rows { r * k } else { 0 }..].as_ptr());
+    assert!(ROWS <= MR && x.len() == ROWS * k && panel.len() >= k * NR);
+    let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
     let b = panel.as_ptr();
-    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
     for kk in 0..k {
         // SAFETY: kk < k, so kk·NR + 16 ≤ k·NR floats of the panel and
         // element kk of every row lie inside the slices (asserted above).
@@ -201,7 +219,7 @@ unsafe fn kernel(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) 
 
 /// Never called: `simd` is false off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel(_: &[f32], _: usize, _: &[f32], _: &mut [f32; MR * NR]) {
+unsafe fn kernel_rows(_: &[f32], _: usize, _: &[f32], _: &mut [f32; MR * NR]) {
     unreachable!("the packed kernel needs x86-64 AVX2 and FMA")
 }
 
@@ -211,7 +229,16 @@ mod tests {
 
     #[test]
     fn packed_products_equal_the_plain_ones() {
-        for (m, n, k) in [(1, 5, 3), (7, 33, 20), (22, 48, 17), (130, 40, 64)] {
+        for (m, n, k) in [
+            (1, 5, 3),
+            (2, 17, 9),
+            (3, 16, 8),
+            (5, 20, 4),
+            (7, 33, 20),
+            (11, 31, 12),
+            (22, 48, 17),
+            (130, 40, 64),
+        ] {
             let w: Vec<f32> = (0..n * k)
                 .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
                 .collect();
