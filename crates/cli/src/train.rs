@@ -197,7 +197,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
             report.loss,
             bits(report.loss)
         ));
-        let evaluate = done % args.eval_every.max(1) == 0 || done == args.steps;
+        let evaluate = done.is_multiple_of(args.eval_every.max(1)) || done == args.steps;
         if evaluate {
             val = pool.install(|| trainer.validation_loss(&corpus));
             let val_text = val.map_or("no validation data".into(), |v| {
@@ -219,7 +219,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
             }
             writeln!(log, "{entry}").map_err(invalid)?;
         }
-        if args.checkpoint_every > 0 && done % args.checkpoint_every == 0 {
+        if args.checkpoint_every > 0 && done.is_multiple_of(args.checkpoint_every) {
             trainer.save(&args.out).map_err(invalid)?;
         }
         last = Some(report);

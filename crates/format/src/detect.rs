@@ -119,7 +119,7 @@ pub fn detect_bytes(bytes: &[u8]) -> Option<Format> {
     let fits = header_len <= bytes.len() as u64 - 8;
     match bytes.get(8) {
         Some(b'{') if fits => Some(Format::Safetensors),
-        Some(0 | 1) if fits && header_len % 8 == 0 => Some(Format::BinTensors),
+        Some(0 | 1) if fits && header_len.is_multiple_of(8) => Some(Format::BinTensors),
         _ => None,
     }
 }

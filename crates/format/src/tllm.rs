@@ -385,7 +385,7 @@ impl Config {
                 }));
             }
         }
-        if self.model_dim % self.n_heads != 0 {
+        if !self.model_dim.is_multiple_of(self.n_heads) {
             return Err(Error::Tllm(TllmError::InvalidConfig {
                 field: "n_heads",
                 value: self.n_heads.to_string(),

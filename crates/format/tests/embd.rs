@@ -807,3 +807,124 @@ proptest! {
         }
     }
 }
+
+/// The tiny model recast to `dtype` (through `embd::recast`), as bytes.
+fn recast_bytes(bytes: &[u8], dtype: DType) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recast.embd");
+    embd::recast(&open(bytes).unwrap(), &path, Some(dtype), &mut |_, _| {}).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step() {
+    use modelbin_format::embd::int8::{dequantize_rows, is_linear_weight, scale_name};
+    let float_bytes = tiny_file();
+    let float = open(&float_bytes).unwrap();
+    let int8_bytes = recast_bytes(&float_bytes, DType::I8);
+    let int8 = open(&int8_bytes).unwrap();
+    int8.verify().unwrap();
+    BertConfig::validate(&int8).unwrap();
+    let mut quantized = 0;
+    for tensor in float.tensors() {
+        let stored = int8.tensor(tensor.name()).unwrap();
+        if !is_linear_weight(tensor.name()) {
+            assert_eq!(stored, tensor, "{} is kept as it is", tensor.name());
+            continue;
+        }
+        quantized += 1;
+        assert_eq!(stored.dtype(), DType::I8);
+        let scales = int8.tensor(&scale_name(tensor.name())).unwrap();
+        assert_eq!(
+            (scales.dtype(), scales.shape()),
+            (DType::F32, &tensor.shape()[..1])
+        );
+        let scales = scales.to_f32().unwrap();
+        let back = dequantize_rows(bytemuck::cast_slice(stored.data()), &scales);
+        let want = tensor.to_f32().unwrap();
+        let k = tensor.shape()[1];
+        for (i, (a, b)) in back.iter().zip(want.iter()).enumerate() {
+            assert!(
+                (a - b).abs() <= scales[i / k] / 2.0 + 1e-6,
+                "{} [{i}]",
+                tensor.name()
+            );
+        }
+    }
+    assert_eq!(quantized, 6);
+    assert_eq!(int8.tensors().count(), float.tensors().count() + 6);
+    // Back to F32: the dequantized weights, no scale tensors.
+    let again = recast_bytes(&int8_bytes, DType::F32);
+    let again = open(&again).unwrap();
+    assert_eq!(again.tensors().count(), float.tensors().count());
+    for tensor in again.tensors() {
+        assert_eq!(tensor.dtype(), DType::F32, "{}", tensor.name());
+        if is_linear_weight(tensor.name()) {
+            let scales = int8
+                .tensor(&scale_name(tensor.name()))
+                .unwrap()
+                .to_f32()
+                .unwrap();
+            let q = int8.tensor(tensor.name()).unwrap();
+            let want = dequantize_rows(bytemuck::cast_slice(q.data()), &scales);
+            assert_eq!(tensor.to_f32().unwrap().as_ref(), want.as_slice());
+        }
+    }
+}
+
+#[test]
+fn int8_weights_are_refused_without_valid_scales() {
+    let weight = "encoder.layer.0.attention.self.query.weight";
+    let scale = format!("{weight}_scale");
+    // The tiny model with the query weight as I8 and this scale tensor.
+    let with_scale = |scale_tensor: Option<OwnedTensor>| {
+        let mut tensors = tiny_tensors();
+        let at = tensors.iter().position(|t| t.name == weight).unwrap();
+        let rows = tensors[at].shape[0];
+        tensors[at].dtype = DType::I8;
+        tensors[at].data = vec![1u8; rows * tensors[at].shape[1]];
+        tensors.extend(scale_tensor);
+        model_check(&tiny_metadata(), true, &tensors)
+    };
+    let scales = |dtype: DType, shape: Vec<usize>, values: &[f32]| OwnedTensor {
+        name: scale.clone(),
+        dtype,
+        shape,
+        data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
+    with_scale(Some(scales(DType::F32, vec![4], &[0.1, 0.2, 0.0, 1.0]))).unwrap();
+    assert!(matches!(
+        with_scale(None),
+        Err(Error::Model(ModelError::MissingTensor { name })) if name == scale
+    ));
+    assert!(matches!(
+        with_scale(Some(scales(DType::I32, vec![4], &[0.1; 4]))),
+        Err(Error::Model(ModelError::WrongDtype { name, .. })) if name == scale
+    ));
+    assert!(matches!(
+        with_scale(Some(scales(DType::F32, vec![3], &[0.1; 3]))),
+        Err(Error::Model(ModelError::WrongShape { name, .. })) if name == scale
+    ));
+    for bad in [-0.5, f32::NAN, f32::INFINITY] {
+        assert!(matches!(
+            with_scale(Some(scales(DType::F32, vec![4], &[0.1, 0.1, bad, 0.1]))),
+            Err(Error::Model(ModelError::InvalidScale { row: 2, .. }))
+        ));
+    }
+    // I8 is for the linear layers' weights only.
+    let mut tensors = tiny_tensors();
+    let at = tensors
+        .iter()
+        .position(|t| t.name == "encoder.layer.0.attention.output.LayerNorm.weight")
+        .unwrap();
+    tensors[at].dtype = DType::I8;
+    let len = tensors[at].shape[0];
+    tensors[at].data.truncate(len);
+    assert!(matches!(
+        model_check(&tiny_metadata(), true, &tensors),
+        Err(Error::Model(ModelError::WrongDtype {
+            dtype: DType::I8,
+            ..
+        }))
+    ));
+}

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use modelbin_format::DType;
 use modelbin_format::embd::{self, HfOptions};
 use modelbin_infer::Embedder;
 use modelbin_infer::embedder::DEFAULT_BATCH_TOKENS;
@@ -70,12 +71,12 @@ fn measure(
     })
 }
 
-/// onnxruntime's sentences per second on the same ids, or why not.
+/// onnxruntime's sentences per second on the same ids (its float graph, or
+/// its `quantize_dynamic` int8 model of it), or why not.
 fn onnxruntime(
     model_dir: &Path,
     ids_file: &Path,
-    threads: usize,
-    batch: usize,
+    (threads, batch, int8): (usize, usize, bool),
     seconds: Duration,
 ) -> Result<f64, String> {
     let output = Command::new("python3")
@@ -95,6 +96,7 @@ fn onnxruntime(
             &batch.to_string(),
         ])
         .args(["--seconds", &seconds.as_secs_f64().to_string()])
+        .args(int8.then_some("--int8"))
         .output()
         .map_err(|e| e.to_string())?;
     if !output.status.success() {
@@ -183,6 +185,16 @@ fn main() {
     println!(
         "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  % peak  onnxruntime sent/s  ratio"
     );
+    let int8_model = bench_dir.join("all-MiniLM-L6-v2-int8.embd");
+    embd::recast(
+        &embd::open(&model).unwrap(),
+        &int8_model,
+        Some(DType::I8),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let int8 = Embedder::open(&int8_model).unwrap();
+    let mut int8_rows = Vec::new();
     for (name, words, count) in [("short", 9, 256), ("long", 400, 32)] {
         let ids: Vec<Vec<u32>> = sentences(words, count)
             .iter()
@@ -201,11 +213,15 @@ fn main() {
             for batch in [1, 32] {
                 let ours = measure(&embedder, &ids, threads, batch, seconds);
                 let gflops = ours * flops_per_sentence / 1e9;
-                let (theirs, ratio) =
-                    match onnxruntime(&model_dir, &ids_file, threads, batch, seconds) {
-                        Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
-                        Err(e) => (format!("n/a ({e})"), "-".into()),
-                    };
+                let theirs = onnxruntime(&model_dir, &ids_file, (threads, batch, false), seconds);
+                let ratio = theirs
+                    .as_ref()
+                    .map_or("-".into(), |v| format!("{:.2}x", ours / v));
+                let ours_int8 = measure(&int8, &ids, threads, batch, seconds);
+                let theirs_int8 =
+                    onnxruntime(&model_dir, &ids_file, (threads, batch, true), seconds);
+                int8_rows.push((name, threads, batch, ours_int8, theirs.clone(), theirs_int8));
+                let theirs = theirs.map_or_else(|e| format!("n/a ({e})"), |v| format!("{v:.1}"));
                 let fraction = peak.map_or("-".into(), |p| {
                     format!("{:.0}%", 100.0 * gflops / (p * threads as f64))
                 });
@@ -218,4 +234,63 @@ fn main() {
     println!(
         "(ours packs each batch without padding, at most {DEFAULT_BATCH_TOKENS} tokens per pass; onnxruntime pads each batch to its longest sentence)"
     );
+    println!(
+        "\nint8 (linear layers int8, activations quantized per row; kernel {}; CPU has {})",
+        int8.encoder().int8_kernel().name(),
+        cpu_features()
+    );
+    println!(
+        "case   threads batch  ours int8 sent/s  ort f32 sent/s  ratio  ort int8 sent/s  ratio"
+    );
+    let show = |v: &Result<f64, String>, ours: f64| match v {
+        Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
+        Err(e) => (format!("n/a ({e})"), "-".into()),
+    };
+    for (name, threads, batch, ours, f32_theirs, int8_theirs) in int8_rows {
+        let (f, fr) = show(&f32_theirs, ours);
+        let (i, ir) = show(&int8_theirs, ours);
+        println!("{name:<6} {threads:>7} {batch:>5} {ours:>17.1} {f:>15} {fr:>6} {i:>16} {ir:>6}");
+    }
+    let golden = golden_min_cosine(&embedder, &int8);
+    println!("int8 min cosine to f32 on the 40 golden sentences: ours {golden:.6}");
+}
+
+/// The smallest cosine between the two embedders' embeddings of the golden
+/// sentences (`tests/data/minilm`).
+fn golden_min_cosine(a: &Embedder, b: &Embedder) -> f32 {
+    let text = std::fs::read_to_string(repo().join("tests/data/minilm/sentences.jsonl")).unwrap();
+    let sentences: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let texts: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    let (x, y) = (a.embed(&texts).unwrap(), b.embed(&texts).unwrap());
+    x.iter()
+        .zip(&y)
+        .map(|(x, y)| modelbin_infer::cosine(x, y))
+        .fold(f32::INFINITY, f32::min)
+}
+
+/// The SIMD features the kernels look for that this CPU has.
+fn cpu_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut found = Vec::new();
+        macro_rules! probe {
+            ($($f:tt),*) => {$(if std::arch::is_x86_feature_detected!($f) { found.push($f); })*};
+        }
+        probe!(
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vnni",
+            "avxvnni"
+        );
+        found.join(" ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        "no x86-64 features".to_owned()
+    }
 }

@@ -1,5 +1,7 @@
 //! The BERT encoder of an EMBD file: post-LayerNorm transformer layers with
-//! biased attention and exact-erf GELU, run over packed batches.
+//! biased attention and exact-erf GELU, run over packed batches. Linear
+//! layers stored as int8 multiply with integer kernels; attention, softmax,
+//! LayerNorm and GELU stay in f32.
 //!
 //! A batch is the token rows of several sequences laid end to end, with no
 //! padding: the linear layers see one tall matrix (rows split across the
@@ -10,35 +12,38 @@ use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
+use crate::int8_kernels::Int8Kernel;
 use crate::kernels::{gelu_erf, gemm_strided, layer_norm, softmax};
-use crate::packed::PackedWeights;
+use crate::linear::LinearWeights;
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task.
 const ROWS_PER_TASK: usize = 32;
 
-/// One encoder layer's weights, f32; matrices packed for `x · Wᵀ`.
+/// One encoder layer's weights; matrices packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
 struct Layer {
     /// Query, key and value weights stacked: `[3h, h]`.
-    qkv_w: PackedWeights,
+    qkv_w: LinearWeights,
     qkv_b: Vec<f32>,
-    attn_out_w: PackedWeights,
+    attn_out_w: LinearWeights,
     attn_out_b: Vec<f32>,
     ln1_w: Vec<f32>,
     ln1_b: Vec<f32>,
-    ffn_in_w: PackedWeights,
+    ffn_in_w: LinearWeights,
     ffn_in_b: Vec<f32>,
-    ffn_out_w: PackedWeights,
+    ffn_out_w: LinearWeights,
     ffn_out_b: Vec<f32>,
     ln2_w: Vec<f32>,
     ln2_b: Vec<f32>,
 }
 
-/// A BERT encoder with its weights in memory as f32.
+/// A BERT encoder with its weights in memory: f32, and the linear layers
+/// int8 where the file stores them so.
 #[derive(Debug, Clone)]
 pub struct Bert {
     config: BertConfig,
+    int8_kernel: Int8Kernel,
     word: Vec<f32>,
     position: Vec<f32>,
     token_type: Vec<f32>,
@@ -60,23 +65,32 @@ impl Bert {
         let (h, f) = (config.hidden_size, config.intermediate_size);
         let layers = (0..config.num_layers)
             .map(|i| {
-                let t = |suffix: &str| load(embd, &format!("encoder.layer.{i}.{suffix}"));
-                let mut qkv_w = t("attention.self.query.weight")?;
-                qkv_w.extend(t("attention.self.key.weight")?);
-                qkv_w.extend(t("attention.self.value.weight")?);
+                let name = |suffix: &str| format!("encoder.layer.{i}.{suffix}");
+                let t = |suffix: &str| load(embd, &name(suffix));
+                let linear = |suffixes: &[&str], k| {
+                    let names: Vec<String> = suffixes.iter().map(|s| name(s)).collect();
+                    LinearWeights::load(embd, &names, k)
+                };
                 let mut qkv_b = t("attention.self.query.bias")?;
                 qkv_b.extend(t("attention.self.key.bias")?);
                 qkv_b.extend(t("attention.self.value.bias")?);
                 Ok(Layer {
-                    qkv_w: PackedWeights::new(qkv_w, 3 * h, h),
+                    qkv_w: linear(
+                        &[
+                            "attention.self.query.weight",
+                            "attention.self.key.weight",
+                            "attention.self.value.weight",
+                        ],
+                        h,
+                    )?,
                     qkv_b,
-                    attn_out_w: PackedWeights::new(t("attention.output.dense.weight")?, h, h),
+                    attn_out_w: linear(&["attention.output.dense.weight"], h)?,
                     attn_out_b: t("attention.output.dense.bias")?,
                     ln1_w: t("attention.output.LayerNorm.weight")?,
                     ln1_b: t("attention.output.LayerNorm.bias")?,
-                    ffn_in_w: PackedWeights::new(t("intermediate.dense.weight")?, f, h),
+                    ffn_in_w: linear(&["intermediate.dense.weight"], h)?,
                     ffn_in_b: t("intermediate.dense.bias")?,
-                    ffn_out_w: PackedWeights::new(t("output.dense.weight")?, h, f),
+                    ffn_out_w: linear(&["output.dense.weight"], f)?,
                     ffn_out_b: t("output.dense.bias")?,
                     ln2_w: t("output.LayerNorm.weight")?,
                     ln2_b: t("output.LayerNorm.bias")?,
@@ -85,6 +99,7 @@ impl Bert {
             .collect::<Result<Vec<_>>>()?;
         Ok(Bert {
             config,
+            int8_kernel: Int8Kernel::best(),
             word: load(embd, "embeddings.word_embeddings.weight")?,
             position: load(embd, "embeddings.position_embeddings.weight")?,
             token_type: load(embd, "embeddings.token_type_embeddings.weight")?,
@@ -97,6 +112,31 @@ impl Bert {
     /// The configuration.
     pub fn config(&self) -> &BertConfig {
         &self.config
+    }
+
+    /// Whether any linear layer runs on int8 weights.
+    pub fn is_int8(&self) -> bool {
+        self.layers.iter().any(|l| {
+            [&l.qkv_w, &l.attn_out_w, &l.ffn_in_w, &l.ffn_out_w]
+                .iter()
+                .any(|w| w.is_int8())
+        })
+    }
+
+    /// The kernel the int8 layers use (by default the fastest this CPU
+    /// runs).
+    pub fn int8_kernel(&self) -> Int8Kernel {
+        self.int8_kernel
+    }
+
+    /// Runs the int8 layers with `kernel`, which must be one this CPU can
+    /// run ([`Int8Kernel::available`]).
+    pub fn set_int8_kernel(&mut self, kernel: Int8Kernel) -> Result<()> {
+        if !Int8Kernel::available().contains(&kernel) {
+            return Err(Error::KernelUnavailable(kernel.name()));
+        }
+        self.int8_kernel = kernel;
+        Ok(())
     }
 
     /// Final hidden states of a packed batch: `sequences` (token ids, each
@@ -193,18 +233,20 @@ impl Bert {
     /// One post-LN encoder layer, in place on `x`.
     fn layer(&self, l: &Layer, sequences: &[&[u32]], x: &mut [f32], s: &mut Scratch) {
         let f = self.config.intermediate_size;
-        l.qkv_w.linear(x, &l.qkv_b, &mut s.qkv);
+        let kernel = self.int8_kernel;
+        l.qkv_w.apply(x, &l.qkv_b, &mut s.qkv, kernel);
         self.attention(sequences, &s.qkv, &mut s.context);
         l.attn_out_w
-            .linear(&s.context, &l.attn_out_b, &mut s.hidden);
+            .apply(&s.context, &l.attn_out_b, &mut s.hidden, kernel);
         add_in_place(&mut s.hidden, x);
         self.norm_rows(&s.hidden, &l.ln1_w, &l.ln1_b, x);
-        l.ffn_in_w.linear(x, &l.ffn_in_b, &mut s.intermediate);
+        l.ffn_in_w
+            .apply(x, &l.ffn_in_b, &mut s.intermediate, kernel);
         s.intermediate
             .par_chunks_mut(f * ROWS_PER_TASK)
             .for_each(gelu_erf);
         l.ffn_out_w
-            .linear(&s.intermediate, &l.ffn_out_b, &mut s.hidden);
+            .apply(&s.intermediate, &l.ffn_out_b, &mut s.hidden, kernel);
         add_in_place(&mut s.hidden, x);
         self.norm_rows(&s.hidden, &l.ln2_w, &l.ln2_b, x);
     }

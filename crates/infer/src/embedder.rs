@@ -93,6 +93,12 @@ impl Embedder {
         &self.tokenizer
     }
 
+    /// Runs int8 layers with `kernel` instead of the fastest this CPU runs
+    /// (to compare kernels); an error if this CPU cannot run it.
+    pub fn set_int8_kernel(&mut self, kernel: crate::Int8Kernel) -> Result<()> {
+        self.bert.set_int8_kernel(kernel)
+    }
+
     /// The model input for `text`: `[CLS]` … `[SEP]`, truncated to
     /// `max_seq_length`.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {

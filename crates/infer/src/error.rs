@@ -33,7 +33,10 @@ pub enum Error {
         /// The model's limit.
         max: u32,
     },
-    /// No tokens to run.
+    /// An int8 kernel asked for that this CPU cannot run.
+    #[error("the {0} kernel needs CPU features this machine lacks")]
+    KernelUnavailable(&'static str),
+    /// The input has no tokens.
     #[error("the input has no tokens")]
     EmptyInput,
     /// A sampling parameter out of range.

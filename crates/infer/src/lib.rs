@@ -40,14 +40,19 @@
 pub mod bert;
 pub mod embedder;
 mod error;
+mod int8_kernels;
 mod kernels;
+mod linear;
 mod packed;
+mod panel_tasks;
+mod quantized;
 pub mod sae;
 pub mod tllm;
 pub mod train;
 
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result, TrainingError};
+pub use int8_kernels::Int8Kernel;
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
 

@@ -12,6 +12,7 @@
 use rayon::prelude::*;
 
 use crate::kernels::matmul_bt;
+use crate::panel_tasks::for_each_block;
 
 /// Output features per panel.
 pub const NR: usize = 16;
@@ -53,9 +54,8 @@ impl PackedWeights {
         let (n, k) = (self.n, self.k);
         let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-        let threads = rayon::current_num_threads();
         if !self.simd {
-            let rows_per_task = m.div_ceil(threads).max(16);
+            let rows_per_task = m.div_ceil(rayon::current_num_threads()).max(16);
             out.par_chunks_mut(n * rows_per_task)
                 .zip(x.par_chunks(k * rows_per_task))
                 .for_each(|(out, x)| {
@@ -66,37 +66,14 @@ impl PackedWeights {
                 });
             return;
         }
-        let panel_count = n.div_ceil(NR);
-        if m >= 4 * MR * threads || threads == 1 || panel_count < 2 {
-            let rows_per_task = m.div_ceil(threads).next_multiple_of(MR);
-            out.par_chunks_mut(n * rows_per_task)
-                .zip(x.par_chunks(k * rows_per_task))
-                .for_each(|(out, x)| self.block(x, bias, 0..panel_count, out, n));
-        } else {
-            let per_task = panel_count.div_ceil(threads);
-            let blocks: Vec<(usize, Vec<f32>)> = (0..panel_count)
-                .step_by(per_task)
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .map(|first| {
-                    let panels = first..(first + per_task).min(panel_count);
-                    let width = (panels.end * NR).min(n) - first * NR;
-                    let mut local = vec![0.0; m * width];
-                    self.block(x, &bias[first * NR..], panels, &mut local, width);
-                    (first * NR, local)
-                })
-                .collect();
-            for (col, local) in blocks {
-                let width = local.len() / m.max(1);
-                for (row, values) in out.chunks_exact_mut(n).zip(local.chunks_exact(width)) {
-                    row[col..col + width].copy_from_slice(values);
-                }
-            }
-        }
+        for_each_block(m, n, NR, MR, out, |rows, panels, out, ldo| {
+            self.block(&x[rows.start * k..rows.end * k], bias, panels, out, ldo)
+        });
     }
 
     /// `out = bias + x · Wᵀ` for the given panels, `out` holding `x`'s rows
-    /// with row stride `ldo`, its column 0 being the first panel's.
+    /// with row stride `ldo`, its column 0 being the first panel's (`bias`
+    /// is the whole bias).
     fn block(
         &self,
         x: &[f32],
@@ -112,6 +89,7 @@ impl PackedWeights {
         for p in panels {
             let panel = &self.panels[p * k * NR..(p + 1) * k * NR];
             let col = (p - first) * NR;
+            let bias = &bias[p * NR..];
             let width = NR.min(self.n - p * NR);
             for row0 in (0..m).step_by(MR) {
                 let rows = MR.min(m - row0);
@@ -122,7 +100,7 @@ impl PackedWeights {
                 for r in 0..rows {
                     let dst = &mut out[(row0 + r) * ldo + col..(row0 + r) * ldo + col + width];
                     for (j, d) in dst.iter_mut().enumerate() {
-                        *d = bias[col + j] + tile[r * NR + j];
+                        *d = bias[j] + tile[r * NR + j];
                     }
                 }
             }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Embd, metadata_number};
+use super::{Embd, int8, metadata_number};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
 use crate::{ModelError, TllmError};
@@ -147,7 +147,7 @@ impl BertConfig {
             |v| (v == "gelu").then_some(()),
             "gelu (exact erf GELU, the only activation implemented)",
         )?;
-        if config.hidden_size % config.num_heads != 0 {
+        if !config.hidden_size.is_multiple_of(config.num_heads) {
             return Err(Error::Model(ModelError::InvalidMetadata {
                 key: "num_attention_heads".into(),
                 value: config.num_heads.to_string(),
@@ -214,7 +214,8 @@ impl BertConfig {
 
     /// Checks that `embd` holds a usable BERT encoder: a vocabulary of
     /// `vocab_size` tokens, and every tensor present with the shape the
-    /// metadata implies and a float dtype (F32, F16 or BF16).
+    /// metadata implies and a float dtype (F32, F16 or BF16), or, for the
+    /// linear layers' weights, I8 with valid scales ([`super::int8`]).
     pub fn validate<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         if embd.special_tokens().is_none() {
             return Err(Error::Model(ModelError::InvalidMetadata {
@@ -241,12 +242,18 @@ impl BertConfig {
                     found: format!("{:?}", tensor.shape()),
                 }));
             }
-            if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-                return Err(Error::Model(ModelError::WrongDtype {
-                    name,
-                    dtype: tensor.dtype(),
-                    expected: "model weights must be F32, F16 or BF16",
-                }));
+            match tensor.dtype() {
+                DType::F32 | DType::F16 | DType::BF16 => {}
+                DType::I8 if int8::is_linear_weight(&name) => {
+                    int8::weight_and_scales(embd, &name)?;
+                }
+                dtype => {
+                    return Err(Error::Model(ModelError::WrongDtype {
+                        name,
+                        dtype,
+                        expected: "model weights must be F32, F16 or BF16 (linear layer weights may be I8 with F32 scales)",
+                    }));
+                }
             }
         }
         Ok(config)

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::bert::{BertConfig, Pooling};
+use super::storage::{Stored, check_weight_dtype};
 use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
 use crate::checksum::{hex, sha256};
 use crate::tensor::{TensorStore, TensorView};
@@ -22,7 +23,8 @@ const SKIPPED: &str = "embeddings.position_ids";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HfOptions {
     /// Store float tensors as this dtype (F32, F16 or BF16) instead of as
-    /// they are.
+    /// they are; I8 stores the encoder's linear weights as int8 with
+    /// per-row scales (see [`super::int8`]) and keeps the rest as it is.
     pub dtype: Option<DType>,
 }
 
@@ -170,46 +172,6 @@ fn iso8601(seconds: u64) -> String {
     )
 }
 
-/// Each float tensor's bytes converted to `dtype` (`None` where nothing
-/// changes: no dtype asked for, the same dtype, or not a float tensor).
-pub(crate) fn cast_all(tensors: &[TensorView<'_>], dtype: Option<DType>) -> Vec<Option<Vec<u8>>> {
-    tensors
-        .iter()
-        .map(|t| {
-            dtype.filter(|&d| d != t.dtype()).and_then(|d| {
-                crate::floats::encode(&crate::floats::decode(t.dtype(), t.data())?, d)
-            })
-        })
-        .collect()
-}
-
-/// `tensor` renamed to `name`, over `cast` bytes (of `dtype`) when given.
-pub(crate) fn recast_view<'a>(
-    tensor: &TensorView<'a>,
-    name: &'a str,
-    dtype: Option<DType>,
-    cast: Option<&'a [u8]>,
-) -> Result<TensorView<'a>> {
-    match (cast, dtype) {
-        (Some(bytes), Some(dtype)) => TensorView::new(name, dtype, tensor.shape(), bytes),
-        _ => TensorView::new(name, tensor.dtype(), tensor.shape(), tensor.data()),
-    }
-}
-
-/// Checks that `dtype` is one EMBD weights may have.
-pub(crate) fn check_weight_dtype(dtype: Option<DType>) -> Result<()> {
-    match dtype {
-        Some(d) if !matches!(d, DType::F32 | DType::F16 | DType::BF16) => {
-            Err(Error::Layout(LayoutError::UnsupportedDtype {
-                name: "(the requested weight dtype)".into(),
-                dtype: d.to_string(),
-                format: "EMBD weights (F32, F16 or BF16)",
-            }))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Tensors in the encoder's natural order (embeddings, layers by number),
 /// then any others (such as the pooler) by name.
 pub(crate) fn model_order<'a>(
@@ -265,14 +227,14 @@ pub fn from_hf_dir(
                 .to_owned()
         })
         .collect();
-    let sources: Vec<TensorView<'_>> = weights.tensors().collect();
-    let cast = cast_all(&sources, options.dtype);
-    let mut views = Vec::new();
-    for ((tensor, name), bytes) in sources.iter().zip(&renamed).zip(&cast) {
-        if name != SKIPPED {
-            views.push(recast_view(tensor, name, options.dtype, bytes.as_deref())?);
-        }
-    }
+    let (sources, names): (Vec<TensorView<'_>>, Vec<&str>) = weights
+        .tensors()
+        .zip(&renamed)
+        .filter(|(_, name)| *name != SKIPPED)
+        .map(|(tensor, name)| (tensor, name.as_str()))
+        .unzip();
+    let stored = Stored::new(&sources, &names, options.dtype);
+    let views = stored.views(&sources, &names)?;
     let type_vocab = views
         .iter()
         .find(|t| t.name() == "embeddings.token_type_embeddings.weight")

@@ -16,7 +16,9 @@ pub mod bert;
 mod header;
 mod hf;
 mod index;
+pub mod int8;
 mod metadata;
+mod storage;
 mod vocabulary;
 mod writer;
 

@@ -292,8 +292,9 @@ impl<'p> ChecksummedWriter<'p> {
     }
 }
 
-/// Rewrites `file` to `out` with its float tensors stored as `dtype` (or
-/// unchanged when `None`), keeping metadata, vocabulary and tensor order.
+/// Rewrites `file` to `out` with its weights stored as `dtype` (or
+/// unchanged when `None`; see [`super::HfOptions::dtype`]), keeping
+/// metadata, vocabulary and tensor order.
 pub fn recast<B: AsRef<[u8]>>(
     file: &super::Embd<B>,
     out: &Path,
@@ -301,14 +302,11 @@ pub fn recast<B: AsRef<[u8]>>(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     use crate::tensor::TensorStore;
-    super::hf::check_weight_dtype(dtype)?;
+    super::storage::check_weight_dtype(dtype)?;
     let sources: Vec<TensorView<'_>> = file.tensors().collect();
-    let cast = super::hf::cast_all(&sources, dtype);
-    let views = sources
-        .iter()
-        .zip(&cast)
-        .map(|(t, bytes)| super::hf::recast_view(t, t.name(), dtype, bytes.as_deref()))
-        .collect::<Result<Vec<_>>>()?;
+    let names: Vec<&str> = sources.iter().map(|t| t.name()).collect();
+    let stored = super::storage::Stored::new(&sources, &names, dtype);
+    let views = stored.views(&sources, &names)?;
     let tokens: Vec<&str> = file.tokens().collect();
     let vocabulary = file.special_tokens().map(|specials| Vocabulary {
         tokens: &tokens,

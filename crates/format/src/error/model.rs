@@ -46,4 +46,16 @@ pub enum ModelError {
         /// Its shape.
         found: Vec<usize>,
     },
+    /// An int8 weight's scale that is negative or not finite.
+    #[error(
+        "tensor `{name}` row {row} is {value}; int8 weight scales must be finite and not negative"
+    )]
+    InvalidScale {
+        /// The scale tensor.
+        name: String,
+        /// The row (output feature) of the bad scale.
+        row: usize,
+        /// Its value.
+        value: f32,
+    },
 }

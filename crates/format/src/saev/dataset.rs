@@ -112,7 +112,7 @@ fn check_extra_shards(dir: &Path, metadata: &Metadata) -> Result<bool> {
             continue;
         }
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        let divides = metadata.n_imgs % metadata.imgs_per_shard() == 0;
+        let divides = metadata.n_imgs.is_multiple_of(metadata.imgs_per_shard());
         if index == n && divides && size == metadata.shard_bytes() {
             extra = true;
         } else {

@@ -1,0 +1,151 @@
+//! The bytes each tensor is written with when a conversion asks for a
+//! storage dtype: floats cast to F32, F16 or BF16, or the linear weights
+//! quantized to int8 with their scales (see [`super::int8`]), or int8
+//! weights turned back into floats.
+
+use super::int8::{SCALE_SUFFIX, dequantize_rows, is_linear_weight, quantize_rows, scale_name};
+use crate::floats::{decode, encode, encode_f32, is_float};
+use crate::tensor::TensorView;
+use crate::{DType, Error, LayoutError, Result};
+
+/// Checks that `dtype` is one EMBD weights may be stored as.
+pub(crate) fn check_weight_dtype(dtype: Option<DType>) -> Result<()> {
+    match dtype {
+        Some(d) if !matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::I8) => {
+            Err(Error::Layout(LayoutError::UnsupportedDtype {
+                name: "(the requested weight dtype)".into(),
+                dtype: d.to_string(),
+                format: "EMBD weights (F32, F16, BF16 or I8)",
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether `name` is the scale tensor of an int8 weight (never cast: the
+/// convention keeps scales in F32).
+fn is_scale(name: &str) -> bool {
+    name.strip_suffix(SCALE_SUFFIX)
+        .is_some_and(is_linear_weight)
+}
+
+/// What becomes of one source tensor.
+enum Fate {
+    /// Written as it is.
+    Kept,
+    /// Written over new bytes of a new dtype.
+    Stored(DType, Vec<u8>),
+    /// Quantized: INT8 bytes, then its F32 scale tensor.
+    Quantized { values: Vec<u8>, scales: Vec<u8> },
+    /// Not written (the scale of a weight turned back into floats).
+    Dropped,
+}
+
+/// The tensors of a conversion, each with the bytes it is written with.
+pub(crate) struct Stored {
+    fates: Vec<Fate>,
+    scale_names: Vec<String>,
+    scale_shapes: Vec<[usize; 1]>,
+}
+
+impl Stored {
+    /// Decides each tensor's bytes for storage as `dtype` (`None`: as they
+    /// are). `names[i]` is the name `sources[i]` is written under.
+    pub(crate) fn new(sources: &[TensorView<'_>], names: &[&str], dtype: Option<DType>) -> Self {
+        let mut fates: Vec<Fate> = sources.iter().map(|_| Fate::Kept).collect();
+        let (mut scale_names, mut scale_shapes) = (Vec::new(), Vec::new());
+        let Some(dtype) = dtype else {
+            return Stored {
+                fates,
+                scale_names,
+                scale_shapes,
+            };
+        };
+        let index_of = |name: &str| names.iter().position(|n| *n == name);
+        for (i, (tensor, &name)) in sources.iter().zip(names).enumerate() {
+            let scale = index_of(&scale_name(name));
+            let fate = match (tensor.dtype(), dtype) {
+                (from, DType::I8) if is_float(from) && is_linear_weight(name) => {
+                    let (Some(values), Some(&k)) =
+                        (decode(from, tensor.data()), tensor.shape().get(1))
+                    else {
+                        continue;
+                    };
+                    let (q, scales) = quantize_rows(&values, k);
+                    scale_names.push(scale_name(name));
+                    scale_shapes.push([scales.len()]);
+                    Fate::Quantized {
+                        values: bytemuck::cast_slice(&q).to_vec(),
+                        scales: encode_f32(&scales),
+                    }
+                }
+                (DType::I8, to) if is_float(to) && is_linear_weight(name) => {
+                    let Some(scales) =
+                        scale.and_then(|s| decode(sources[s].dtype(), sources[s].data()))
+                    else {
+                        continue;
+                    };
+                    let values = dequantize_rows(bytemuck::cast_slice(tensor.data()), &scales);
+                    if let Some(s) = scale {
+                        fates[s] = Fate::Dropped;
+                    }
+                    match encode(&values, to) {
+                        Some(bytes) => Fate::Stored(to, bytes),
+                        None => continue,
+                    }
+                }
+                (from, to) if is_float(from) && is_float(to) && from != to => {
+                    if matches!(fates[i], Fate::Dropped) || is_scale(name) {
+                        continue;
+                    }
+                    match decode(from, tensor.data()).and_then(|v| encode(&v, to)) {
+                        Some(bytes) => Fate::Stored(to, bytes),
+                        None => continue,
+                    }
+                }
+                _ => continue,
+            };
+            fates[i] = fate;
+        }
+        Stored {
+            fates,
+            scale_names,
+            scale_shapes,
+        }
+    }
+
+    /// The tensors to write, in source order, each scale right after its
+    /// weight.
+    pub(crate) fn views<'a>(
+        &'a self,
+        sources: &[TensorView<'a>],
+        names: &[&'a str],
+    ) -> Result<Vec<TensorView<'a>>> {
+        let mut views = Vec::with_capacity(sources.len() + self.scale_names.len());
+        let mut scales = self.scale_names.iter().zip(&self.scale_shapes);
+        for ((tensor, &name), fate) in sources.iter().zip(names).zip(&self.fates) {
+            match fate {
+                Fate::Kept => views.push(TensorView::new(
+                    name,
+                    tensor.dtype(),
+                    tensor.shape(),
+                    tensor.data(),
+                )?),
+                Fate::Stored(dtype, bytes) => {
+                    views.push(TensorView::new(name, *dtype, tensor.shape(), bytes)?)
+                }
+                Fate::Quantized {
+                    values,
+                    scales: scale_bytes,
+                } => {
+                    views.push(TensorView::new(name, DType::I8, tensor.shape(), values)?);
+                    if let Some((scale_name, shape)) = scales.next() {
+                        views.push(TensorView::new(scale_name, DType::F32, shape, scale_bytes)?);
+                    }
+                }
+                Fate::Dropped => {}
+            }
+        }
+        Ok(views)
+    }
+}

@@ -1,0 +1,59 @@
+//! How a product against packed weights is split over the rayon pool: by
+//! rows when there are many, by panels of output features otherwise (a
+//! short sentence has too few rows to keep every thread busy).
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+/// Runs `block(rows, panels, out, ldo)` over the pool so that together the
+/// calls write `out`, row-major `[m, n]`: each call computes the rows
+/// `rows` and the features of `panels` (panels of `width` features, the
+/// last one possibly short), into `out`, which holds those rows with row
+/// stride `ldo`, its column 0 being the first panel's first feature.
+/// `tile_rows` is the kernel's row tile, so row tasks start on whole tiles.
+pub(crate) fn for_each_block<F>(
+    m: usize,
+    n: usize,
+    width: usize,
+    tile_rows: usize,
+    out: &mut [f32],
+    block: F,
+) where
+    F: Fn(Range<usize>, Range<usize>, &mut [f32], usize) + Sync,
+{
+    let threads = rayon::current_num_threads();
+    let panel_count = n.div_ceil(width);
+    if m == 0 {
+        return;
+    }
+    if m >= 4 * tile_rows * threads || threads == 1 || panel_count < 2 {
+        let rows_per_task = m.div_ceil(threads).next_multiple_of(tile_rows);
+        out.par_chunks_mut(n * rows_per_task)
+            .enumerate()
+            .for_each(|(task, out)| {
+                let first = task * rows_per_task;
+                block(first..first + out.len() / n, 0..panel_count, out, n);
+            });
+        return;
+    }
+    let per_task = panel_count.div_ceil(threads);
+    let blocks: Vec<(usize, Vec<f32>)> = (0..panel_count)
+        .step_by(per_task)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|first| {
+            let panels = first..(first + per_task).min(panel_count);
+            let columns = (panels.end * width).min(n) - first * width;
+            let mut local = vec![0.0; m * columns];
+            block(0..m, panels, &mut local, columns);
+            (first * width, local)
+        })
+        .collect();
+    for (col, local) in blocks {
+        let columns = local.len() / m;
+        for (row, values) in out.chunks_exact_mut(n).zip(local.chunks_exact(columns)) {
+            row[col..col + columns].copy_from_slice(values);
+        }
+    }
+}

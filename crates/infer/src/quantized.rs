@@ -1,0 +1,239 @@
+//! Products against int8 weights: the weights (INT8 with per-row scales,
+//! as `convert --dtype int8` stores them) are packed once into panels for
+//! the integer kernels; each call quantizes its activations per row
+//! (symmetric, scale `max |x| / 127`) and scales the exact i32 sums back
+//! to floats: `out[r, j] = bias[j] + sx[r] · sw[j] · Σ_i qx[r, i] · qw[j, i]`.
+
+use crate::int8_kernels::{Int8Kernel, QMR, QNR};
+use crate::panel_tasks::for_each_block;
+
+/// The widest input an int8 product accepts: beyond it the VNNI kernel's
+/// i32 sums could overflow (255 · 127 per product).
+pub const MAX_INPUT_FEATURES: usize = 65_536;
+
+/// An int8 weight matrix `q[n, k]` with per-row scales, packed for
+/// `x · Wᵀ`.
+#[derive(Debug, Clone)]
+pub struct QuantizedWeights {
+    n: usize,
+    k: usize,
+    /// `k` rounded up to a multiple of four.
+    k4: usize,
+    /// `ceil(n / QNR)` panels of `k4 · QNR` bytes (see
+    /// [`crate::int8_kernels`]), zero past `n` and `k`.
+    panels: Vec<i8>,
+    /// The same rows plainly, `k4` bytes each, for the portable kernel.
+    rows: Vec<i8>,
+    /// Per row: Σ_i q[j, i], zero past `n`.
+    column_sums: Vec<i32>,
+    scales: Vec<f32>,
+}
+
+impl QuantizedWeights {
+    /// Packs `q`, row-major `[n, k]`, with one scale per row. A stored −128
+    /// is read as −127 (the quantizer never writes it; the kernels assume
+    /// it away).
+    ///
+    /// # Panics
+    /// If the sizes disagree or `k` exceeds [`MAX_INPUT_FEATURES`].
+    pub fn new(q: &[i8], scales: Vec<f32>, n: usize, k: usize) -> Self {
+        assert!(q.len() == n * k && scales.len() == n && k <= MAX_INPUT_FEATURES);
+        let k4 = k.next_multiple_of(4);
+        let panel_count = n.div_ceil(QNR);
+        let mut panels = vec![0i8; panel_count * k4 * QNR];
+        let mut column_sums = vec![0i32; panel_count * QNR];
+        let mut rows = vec![0i8; panel_count * QNR * k4];
+        for (row, values) in q.chunks_exact(k.max(1)).enumerate().take(n) {
+            let (p, j) = (row / QNR, row % QNR);
+            let panel = &mut panels[p * k4 * QNR..(p + 1) * k4 * QNR];
+            for (i, &v) in values.iter().enumerate() {
+                let v = v.max(-127);
+                panel[(i / 4) * 4 * QNR + j * 4 + i % 4] = v;
+                rows[row * k4 + i] = v;
+                column_sums[row] += i32::from(v);
+            }
+        }
+        QuantizedWeights {
+            n,
+            k,
+            k4,
+            panels,
+            rows,
+            column_sums,
+            scales,
+        }
+    }
+
+    /// `out[m, n] = bias + x[m, k] · Wᵀ` through `kernel`, spread over the
+    /// rayon pool.
+    ///
+    /// # Panics
+    /// If the sizes disagree, or `kernel` is not available on this CPU.
+    pub fn linear(&self, x: &[f32], bias: &[f32], out: &mut [f32], kernel: Int8Kernel) {
+        let (n, k) = (self.n, self.k);
+        let m = x.len() / k.max(1);
+        assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
+        let rows = QuantizedRows::new(x, k, self.k4);
+        for_each_block(m, n, QNR, QMR, out, |rows_range, panels, out, ldo| {
+            self.block(&rows, rows_range, bias, panels, out, ldo, kernel)
+        });
+    }
+
+    /// The rows `rows` of `x · Wᵀ + bias` for the given panels into `out`
+    /// (those rows, row stride `ldo`, column 0 being the first panel's).
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        x: &QuantizedRows,
+        rows: std::ops::Range<usize>,
+        bias: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        ldo: usize,
+        kernel: Int8Kernel,
+    ) {
+        let k4 = self.k4;
+        let first = panels.start;
+        let mut tile = [0i32; QMR * QNR];
+        for p in panels {
+            let panel = &self.panels[p * k4 * QNR..(p + 1) * k4 * QNR];
+            let plain = &self.rows[p * QNR * k4..(p + 1) * QNR * k4];
+            let sums = &self.column_sums[p * QNR..(p + 1) * QNR];
+            let col = (p - first) * QNR;
+            let width = QNR.min(self.n - p * QNR);
+            let (bias, scales) = (&bias[p * QNR..], &self.scales[p * QNR..]);
+            for row0 in rows.clone().step_by(QMR) {
+                let count = QMR.min(rows.end - row0);
+                kernel.tile(
+                    &x.values[row0 * k4..],
+                    count,
+                    k4,
+                    (panel, plain),
+                    sums,
+                    &mut tile,
+                );
+                for r in 0..count {
+                    let at = (row0 - rows.start + r) * ldo + col;
+                    let scale = x.scales[row0 + r];
+                    for (j, d) in out[at..at + width].iter_mut().enumerate() {
+                        *d = bias[j] + scale * scales[j] * tile[r * QNR + j] as f32;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Activations quantized per row: `values[r, i] = round(x[r, i] / scales[r])`
+/// in −127..=127, rows padded with zeros to `k4`.
+struct QuantizedRows {
+    values: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl QuantizedRows {
+    fn new(x: &[f32], k: usize, k4: usize) -> Self {
+        let m = x.len() / k.max(1);
+        let mut values = vec![0i8; m * k4];
+        let mut scales = Vec::with_capacity(m);
+        for (row, out) in x
+            .chunks_exact(k.max(1))
+            .zip(values.chunks_exact_mut(k4.max(1)))
+        {
+            let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let scale = max / 127.0;
+            scales.push(scale);
+            if scale > 0.0 {
+                let inverse = 1.0 / scale;
+                for (q, v) in out.iter_mut().zip(row) {
+                    *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+                }
+            }
+        }
+        QuantizedRows { values, scales }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use modelbin_format::rng::Rng;
+
+    fn random_i8(rng: &mut Rng, len: usize) -> Vec<i8> {
+        (0..len).map(|_| (rng.next_u64() % 255) as i8).collect()
+    }
+
+    #[test]
+    fn every_kernel_gives_the_portable_sums_on_ragged_shapes() {
+        let mut rng = Rng::new(7);
+        for (m, n, k) in [
+            (1, 1, 1),
+            (2, 65, 3),
+            (7, 64, 8),
+            (13, 130, 37),
+            (6, 200, 384),
+            (25, 70, 1539),
+        ] {
+            let q = random_i8(&mut rng, n * k);
+            let scales: Vec<f32> = (0..n).map(|j| 0.001 * (j % 7 + 1) as f32).collect();
+            let weights = QuantizedWeights::new(&q, scales, n, k);
+            let x: Vec<f32> = (0..m * k)
+                .map(|_| rng.uniform() as f32 * 4.0 - 2.0)
+                .collect();
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let mut want = vec![0.0; m * n];
+            weights.linear(&x, &bias, &mut want, Int8Kernel::Portable);
+            // The portable sums are the plain integer products.
+            let rows = QuantizedRows::new(&x, k, weights.k4);
+            for r in 0..m {
+                for j in 0..n {
+                    let sum: i32 = (0..k)
+                        .map(|i| {
+                            i32::from(rows.values[r * weights.k4 + i])
+                                * i32::from(q[j * k + i].max(-127))
+                        })
+                        .sum();
+                    let value = bias[j] + rows.scales[r] * weights.scales[j] * sum as f32;
+                    assert_eq!(want[r * n + j], value, "({m},{n},{k}) [{r},{j}]");
+                }
+            }
+            for kernel in Int8Kernel::available() {
+                for threads in [1, 2, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let mut got = vec![f32::NAN; m * n];
+                    pool.install(|| weights.linear(&x, &bias, &mut got, kernel));
+                    assert_eq!(
+                        got,
+                        want,
+                        "{} ({m},{n},{k}) {threads} threads",
+                        kernel.name()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_values_do_not_saturate() {
+        // Every product at ±127 · ±127, and a stored −128 read as −127.
+        let (n, k) = (64, 1536);
+        let mut q = vec![127i8; n * k];
+        q[..k].fill(-128);
+        let weights = QuantizedWeights::new(&q, vec![1.0; n], n, k);
+        for sign in [1.0f32, -1.0] {
+            let x = vec![sign; 2 * k];
+            for kernel in Int8Kernel::available() {
+                let mut out = vec![0.0; 2 * n];
+                weights.linear(&x, &vec![0.0; n], &mut out, kernel);
+                // x quantizes to ±127 with scale 1/127.
+                let full = 127.0 * k as f32;
+                let close = |got: f32, want: f32| (got - want).abs() <= 1e-6 * want.abs();
+                assert!(close(out[0], -sign * full), "{} {}", kernel.name(), out[0]);
+                assert!(close(out[1], sign * full), "{} {}", kernel.name(), out[1]);
+            }
+        }
+    }
+}
