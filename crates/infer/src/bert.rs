@@ -17,8 +17,14 @@ use crate::kernels::{gelu_erf, gemm_strided, layer_norm, softmax};
 use crate::linear::LinearWeights;
 use crate::{Error, Result};
 
-/// Rows of an element-wise pass handed to one rayon task.
+/// Rows of an element-wise pass handed to one rayon task, at most.
 const ROWS_PER_TASK: usize = 32;
+
+/// Rows per task of an element-wise pass over `rows` rows: a few tasks per
+/// thread, and at least one task per thread for a short sentence.
+fn rows_per_task(rows: usize) -> usize {
+    rows.div_ceil(rayon::current_num_threads()).clamp(1, ROWS_PER_TASK)
+}
 
 /// One encoder layer's weights; matrices packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
@@ -225,8 +231,9 @@ impl Bert {
     fn norm_rows(&self, input: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
         let h = self.config.hidden_size;
         let eps = self.config.layer_norm_eps;
-        out.par_chunks_mut(h * ROWS_PER_TASK)
-            .zip(input.par_chunks(h * ROWS_PER_TASK))
+        let rows = rows_per_task(input.len() / h);
+        out.par_chunks_mut(h * rows)
+            .zip(input.par_chunks(h * rows))
             .for_each(|(out, input)| layer_norm(input, w, b, out, h, eps));
     }
 
@@ -243,7 +250,7 @@ impl Bert {
         l.ffn_in_w
             .apply(x, &l.ffn_in_b, &mut s.intermediate, kernel);
         s.intermediate
-            .par_chunks_mut(f * ROWS_PER_TASK)
+            .par_chunks_mut(f * rows_per_task(x.len() / self.config.hidden_size))
             .for_each(gelu_erf);
         l.ffn_out_w
             .apply(&s.intermediate, &l.ffn_out_b, &mut s.hidden, kernel);

@@ -125,33 +125,57 @@ impl QuantizedWeights {
 }
 
 /// Activations quantized per row: `values[r, i] = round(x[r, i] / scales[r])`
-/// in −127..=127, rows padded with zeros to `k4`.
+/// (to nearest, ties to even) in −127..=127, rows padded with zeros to
+/// `k4`.
 struct QuantizedRows {
     values: Vec<i8>,
     scales: Vec<f32>,
 }
+
+/// Adding 1.5 · 2²³ to an f32 of magnitude below 2²² rounds it to the
+/// nearest integer, ties to even, and leaves that integer in the low bits of
+/// the sum: plain arithmetic the compiler vectorises (`f32::round` is a
+/// library call on baseline x86-64).
+const ROUNDING: f32 = 12_582_912.0;
 
 impl QuantizedRows {
     fn new(x: &[f32], k: usize, k4: usize) -> Self {
         let m = x.len() / k.max(1);
         let mut values = vec![0i8; m * k4];
         let mut scales = Vec::with_capacity(m);
-        for (row, out) in x
-            .chunks_exact(k.max(1))
-            .zip(values.chunks_exact_mut(k4.max(1)))
-        {
-            let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = max / 127.0;
+        for (row, out) in x.chunks_exact(k.max(1)).zip(values.chunks_exact_mut(k4.max(1))) {
+            let scale = max_abs(row) / 127.0;
             scales.push(scale);
             if scale > 0.0 {
                 let inverse = 1.0 / scale;
+                let base = ROUNDING.to_bits() as i32;
                 for (q, v) in out.iter_mut().zip(row) {
-                    *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+                    // The rounded integer sits in the low mantissa bits of
+                    // the sum (NaN lands outside the range and clamps).
+                    let rounded = (v * inverse + ROUNDING).to_bits() as i32 - base;
+                    *q = rounded.clamp(-127, 127) as i8;
                 }
             }
         }
         QuantizedRows { values, scales }
     }
+}
+
+/// The largest magnitude in `row` (NaN ignored), in eight lanes the
+/// compiler vectorises.
+fn max_abs(row: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = row.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            *lane = if a > *lane { a } else { *lane };
+        }
+    }
+    rest.iter()
+        .chain(&lanes)
+        .fold(0.0f32, |m, v| if v.abs() > m { v.abs() } else { m })
 }
 
 #[cfg(test)]
