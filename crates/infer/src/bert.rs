@@ -23,7 +23,8 @@ const ROWS_PER_TASK: usize = 32;
 /// Rows per task of an element-wise pass over `rows` rows: a few tasks per
 /// thread, and at least one task per thread for a short sentence.
 fn rows_per_task(rows: usize) -> usize {
-    rows.div_ceil(rayon::current_num_threads()).clamp(1, ROWS_PER_TASK)
+    rows.div_ceil(rayon::current_num_threads())
+        .clamp(1, ROWS_PER_TASK)
 }
 
 /// One encoder layer's weights; matrices packed for `x · Wᵀ`.

@@ -12,7 +12,7 @@
 use rayon::prelude::*;
 
 use crate::kernels::matmul_bt;
-use crate::panel_tasks::for_each_block;
+use crate::panel_tasks::{for_each_block, row_tiles};
 
 /// Output features per panel.
 pub const NR: usize = 16;
@@ -91,8 +91,7 @@ impl PackedWeights {
             let col = (p - first) * NR;
             let bias = &bias[p * NR..];
             let width = NR.min(self.n - p * NR);
-            for row0 in (0..m).step_by(MR) {
-                let rows = MR.min(m - row0);
+            for (row0, rows) in row_tiles(0..m, MR) {
                 let x_rows = &x[row0 * k..(row0 + rows) * k];
                 // SAFETY: `simd` is set only when AVX2 and FMA were detected;
                 // `x_rows` holds `rows` rows of `k`, `panel` is `k × NR`.

@@ -57,3 +57,35 @@ pub(crate) fn for_each_block<F>(
         }
     }
 }
+
+/// `rows` cut into the fewest tiles of at most `tile` rows, as even as
+/// possible (31 rows in tiles of 6 are 6, 5, 5, 5, 5, 5, not five 6s and a
+/// 1: a one-row tile reads a whole panel for one row). Yields
+/// `(first row, row count)`.
+pub(crate) fn row_tiles(rows: Range<usize>, tile: usize) -> impl Iterator<Item = (usize, usize)> {
+    let count = rows.len().div_ceil(tile.max(1));
+    let (base, extra) = (rows.len() / count.max(1), rows.len() % count.max(1));
+    (0..count).scan(rows.start, move |start, i| {
+        let len = base + usize::from(i < extra);
+        let first = *start;
+        *start += len;
+        Some((first, len))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_tiles;
+
+    #[test]
+    fn row_tiles_are_few_and_even() {
+        let tiles = |range, tile| row_tiles(range, tile).collect::<Vec<_>>();
+        assert_eq!(
+            tiles(0..31, 6),
+            [(0, 6), (6, 5), (11, 5), (16, 5), (21, 5), (26, 5)]
+        );
+        assert_eq!(tiles(4..16, 6), [(4, 6), (10, 6)]);
+        assert_eq!(tiles(3..4, 6), [(3, 1)]);
+        assert_eq!(tiles(5..5, 6), []);
+    }
+}

@@ -5,7 +5,7 @@
 //! to floats: `out[r, j] = bias[j] + sx[r] · sw[j] · Σ_i qx[r, i] · qw[j, i]`.
 
 use crate::int8_kernels::{Int8Kernel, QMR, QNR};
-use crate::panel_tasks::for_each_block;
+use crate::panel_tasks::{for_each_block, row_tiles};
 
 /// The widest input an int8 product accepts: beyond it the VNNI kernel's
 /// i32 sums could overflow (255 · 127 per product).
@@ -102,8 +102,7 @@ impl QuantizedWeights {
             let col = (p - first) * QNR;
             let width = QNR.min(self.n - p * QNR);
             let (bias, scales) = (&bias[p * QNR..], &self.scales[p * QNR..]);
-            for row0 in rows.clone().step_by(QMR) {
-                let count = QMR.min(rows.end - row0);
+            for (row0, count) in row_tiles(rows.clone(), QMR) {
                 kernel.tile(
                     &x.values[row0 * k4..],
                     count,
@@ -143,7 +142,10 @@ impl QuantizedRows {
         let m = x.len() / k.max(1);
         let mut values = vec![0i8; m * k4];
         let mut scales = Vec::with_capacity(m);
-        for (row, out) in x.chunks_exact(k.max(1)).zip(values.chunks_exact_mut(k4.max(1))) {
+        for (row, out) in x
+            .chunks_exact(k.max(1))
+            .zip(values.chunks_exact_mut(k4.max(1)))
+        {
             let scale = max_abs(row) / 127.0;
             scales.push(scale);
             if scale > 0.0 {
