@@ -27,7 +27,9 @@ pub struct Embedder {
 impl Embedder {
     /// Opens an EMBD file and loads its model and vocabulary.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Embedder::from_embd(&embd::open(path)?)
+        let file = std::sync::Arc::new(embd::open(path)?);
+        let bert = Bert::load_mapped(std::sync::Arc::clone(&file))?;
+        Embedder::with_encoder(&file, bert)
     }
 
     /// Opens `path`: an EMBD file, or a Hugging Face / sentence-transformers
@@ -52,8 +54,12 @@ impl Embedder {
     }
 
     /// Loads the model and vocabulary of a validated EMBD file.
-    pub fn from_embd<B: AsRef<[u8]>>(file: &Embd<B>) -> Result<Self> {
-        let bert = Bert::load(file)?;
+    pub fn from_embd<B: AsRef<[u8]> + Sync>(file: &Embd<B>) -> Result<Self> {
+        Embedder::with_encoder(file, Bert::load(file)?)
+    }
+
+    /// The embedder of `file` around its loaded encoder.
+    fn with_encoder<B: AsRef<[u8]>>(file: &Embd<B>, bert: Bert) -> Result<Self> {
         let specials = file
             .special_tokens()
             .expect("BertConfig::validate requires a vocabulary");

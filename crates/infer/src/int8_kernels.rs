@@ -64,9 +64,8 @@ impl Int8Kernel {
     }
 
     /// The products of `rows` rows of `x` (each `k4` values, a multiple of
-    /// four) with one panel's `QNR` weight rows, into `tile` (row stride
-    /// `QNR`). The SIMD kernels read the packed `panel`, the portable one
-    /// the same rows laid out plainly (`rows_w`, `QNR × k4`).
+    /// four) with one panel of `QNR` weight rows, into `tile` (row stride
+    /// `QNR`).
     ///
     /// # Panics
     /// If the kernel is not [available](Int8Kernel::available), if `rows`
@@ -76,17 +75,14 @@ impl Int8Kernel {
         x: &[i8],
         rows: usize,
         k4: usize,
-        (panel, rows_w): (&[i8], &[i8]),
+        panel: &[i8],
         column_sums: &[i32],
         tile: &mut [i32; QMR * QNR],
     ) {
         assert!((1..=QMR).contains(&rows) && k4.is_multiple_of(4));
         assert!(x.len() >= rows * k4 && panel.len() >= k4 * QNR && column_sums.len() >= QNR);
         match self {
-            Int8Kernel::Portable => {
-                assert!(rows_w.len() >= k4 * QNR);
-                portable(x, rows, k4, rows_w, tile)
-            }
+            Int8Kernel::Portable => portable(x, rows, k4, panel, tile),
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx2 => {
                 assert!(std::arch::is_x86_feature_detected!("avx2"));
@@ -125,22 +121,24 @@ impl Int8Kernel {
     }
 }
 
-/// The portable kernel: plain dot products of each activation row with
-/// each weight row (`rows_w`: the panel's `QNR` weight rows, `k4` each,
-/// contiguous), a reduction compilers vectorise.
-fn portable(x: &[i8], rows: usize, k4: usize, rows_w: &[i8], tile: &mut [i32; QMR * QNR]) {
+/// The portable kernel: one row at a time, the panel's `QNR` sums in a
+/// local array.
+fn portable(x: &[i8], rows: usize, k4: usize, panel: &[i8], tile: &mut [i32; QMR * QNR]) {
     for r in 0..rows {
-        let x = &x[r * k4..(r + 1) * k4];
-        for (out, w) in tile[r * QNR..(r + 1) * QNR]
-            .iter_mut()
-            .zip(rows_w.chunks_exact(k4))
+        let mut acc = [0i32; QNR];
+        for (xs, group) in x[r * k4..(r + 1) * k4]
+            .chunks_exact(4)
+            .zip(panel.chunks_exact(4 * QNR))
         {
-            *out = x
-                .iter()
-                .zip(w)
-                .map(|(&a, &b)| i32::from(a) * i32::from(b))
-                .sum();
+            let xs: [i32; 4] = std::array::from_fn(|t| i32::from(xs[t]));
+            for (acc, ws) in acc.iter_mut().zip(group.chunks_exact(4)) {
+                *acc += xs[0] * i32::from(ws[0])
+                    + xs[1] * i32::from(ws[1])
+                    + xs[2] * i32::from(ws[2])
+                    + xs[3] * i32::from(ws[3]);
+            }
         }
+        tile[r * QNR..(r + 1) * QNR].copy_from_slice(&acc);
     }
 }
 

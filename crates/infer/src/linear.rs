@@ -1,6 +1,8 @@
 //! A linear layer's weight as the file stores it: float (F32, F16 or BF16,
 //! computed in f32) or int8 with per-row scales.
 
+use std::borrow::Cow;
+
 use modelbin_format::DType;
 use modelbin_format::embd::{Embd, int8};
 use modelbin_format::tensor::TensorStore;
@@ -28,21 +30,29 @@ impl LinearWeights {
             .iter()
             .all(|name| embd.get(name).is_some_and(|t| t.dtype() == DType::I8));
         if all_int8 && k <= MAX_INPUT_FEATURES {
-            let (mut q, mut scales) = (Vec::new(), Vec::new());
+            let (mut parts, mut scales) = (Vec::new(), Vec::new());
             for name in names {
                 let (values, row_scales) = int8::weight_and_scales(embd, name)?;
-                q.extend_from_slice(values);
+                parts.push(values);
                 scales.extend(row_scales);
             }
-            let n = scales.len();
-            return Ok(LinearWeights::Int8(QuantizedWeights::new(&q, scales, n, k)));
+            return Ok(LinearWeights::Int8(QuantizedWeights::new(
+                &parts, scales, k,
+            )));
         }
-        let mut w = Vec::new();
-        for name in names {
-            w.extend(int8::weight_f32(embd, name)?);
-        }
-        let n = w.len() / k.max(1);
-        Ok(LinearWeights::Float(PackedWeights::new(w, n, k)))
+        let parts = names
+            .iter()
+            .map(|name| {
+                let tensor = embd.tensor(name)?;
+                Ok(if tensor.dtype() == DType::I8 {
+                    Cow::Owned(int8::weight_f32(embd, name)?)
+                } else {
+                    tensor.to_f32()?
+                })
+            })
+            .collect::<Result<Vec<Cow<'_, [f32]>>>>()?;
+        let parts: Vec<&[f32]> = parts.iter().map(|p| p.as_ref()).collect();
+        Ok(LinearWeights::Float(PackedWeights::new(&parts, k)))
     }
 
     /// `out[m, n] = bias + x[m, k] · Wᵀ`; int8 weights use `kernel`.

@@ -28,22 +28,32 @@ pub struct PackedWeights {
     k: usize,
     /// `ceil(n / NR)` panels of `k × NR`, zero-padded past `n`.
     panels: Vec<f32>,
-    /// The weights as given, for the portable path.
+    /// The weights as given, for the portable path (empty on the SIMD one).
     plain: Vec<f32>,
     simd: bool,
 }
 
 impl PackedWeights {
-    /// Packs `w`, row-major `[n, k]`.
-    pub fn new(w: Vec<f32>, n: usize, k: usize) -> Self {
-        assert_eq!(w.len(), n * k, "weight shape");
+    /// Packs the rows of `parts` (each row-major with rows of `k`, stacked
+    /// in order).
+    pub fn new(parts: &[&[f32]], k: usize) -> Self {
+        assert!(
+            k > 0 && parts.iter().all(|p| p.len() % k == 0),
+            "weight shape"
+        );
+        let rows: Vec<&[f32]> = parts.iter().flat_map(|p| p.chunks_exact(k)).collect();
+        let n = rows.len();
         let simd = simd_available();
-        let panels = if simd { pack(&w, n, k) } else { Vec::new() };
+        let (panels, plain) = if simd {
+            (pack(&rows, k), Vec::new())
+        } else {
+            (Vec::new(), parts.concat())
+        };
         PackedWeights {
             n,
             k,
             panels,
-            plain: w,
+            plain,
             simd,
         }
     }
@@ -118,15 +128,16 @@ fn simd_available() -> bool {
     }
 }
 
-/// Panels of `NR` rows of `w`, each stored column by column (`k × NR`).
-fn pack(w: &[f32], n: usize, k: usize) -> Vec<f32> {
-    let panel_count = n.div_ceil(NR);
+/// Panels of `NR` of the `rows` (each `k` long), each stored column by
+/// column (`k × NR`), written in order (reading `NR` rows side by side).
+fn pack(rows: &[&[f32]], k: usize) -> Vec<f32> {
+    let panel_count = rows.len().div_ceil(NR);
     let mut panels = vec![0.0f32; panel_count * k * NR];
-    for (row, values) in w.chunks_exact(k).enumerate() {
-        let (p, j) = (row / NR, row % NR);
-        let panel = &mut panels[p * k * NR..(p + 1) * k * NR];
-        for (kk, &v) in values.iter().enumerate() {
-            panel[kk * NR + j] = v;
+    for (panel, rows) in panels.chunks_exact_mut(k * NR).zip(rows.chunks(NR)) {
+        for (kk, out) in panel.chunks_exact_mut(NR).enumerate() {
+            for (d, row) in out.iter_mut().zip(rows) {
+                *d = row[kk];
+            }
         }
     }
     panels
@@ -223,7 +234,7 @@ mod tests {
                 .map(|i| ((i * 13 % 97) as f32 - 48.0) / 48.0)
                 .collect();
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.1).collect();
-            let packed = PackedWeights::new(w.clone(), n, k);
+            let packed = PackedWeights::new(&[&w[..n / 2 * k], &w[n / 2 * k..]], k);
             for threads in [1, 2, 3] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)

@@ -22,43 +22,51 @@ pub struct QuantizedWeights {
     /// `ceil(n / QNR)` panels of `k4 · QNR` bytes (see
     /// [`crate::int8_kernels`]), zero past `n` and `k`.
     panels: Vec<i8>,
-    /// The same rows plainly, `k4` bytes each, for the portable kernel.
-    rows: Vec<i8>,
     /// Per row: Σ_i q[j, i], zero past `n`.
     column_sums: Vec<i32>,
     scales: Vec<f32>,
 }
 
 impl QuantizedWeights {
-    /// Packs `q`, row-major `[n, k]`, with one scale per row. A stored −128
-    /// is read as −127 (the quantizer never writes it; the kernels assume
-    /// it away).
+    /// Packs the rows of `parts` (each row-major with rows of `k`, stacked
+    /// in order: `n` rows in all), with one scale per row. A stored −128 is
+    /// read as −127 (the quantizer never writes it; the kernels assume it
+    /// away).
     ///
     /// # Panics
     /// If the sizes disagree or `k` exceeds [`MAX_INPUT_FEATURES`].
-    pub fn new(q: &[i8], scales: Vec<f32>, n: usize, k: usize) -> Self {
-        assert!(q.len() == n * k && scales.len() == n && k <= MAX_INPUT_FEATURES);
+    pub fn new(parts: &[&[i8]], scales: Vec<f32>, k: usize) -> Self {
+        let n = scales.len();
+        let rows: Vec<&[i8]> = parts
+            .iter()
+            .flat_map(|p| p.chunks_exact(k.max(1)))
+            .collect();
+        assert!(rows.len() == n && k > 0 && k <= MAX_INPUT_FEATURES);
+        assert!(parts.iter().all(|p| p.len() % k == 0));
         let k4 = k.next_multiple_of(4);
         let panel_count = n.div_ceil(QNR);
         let mut panels = vec![0i8; panel_count * k4 * QNR];
-        let mut column_sums = vec![0i32; panel_count * QNR];
-        let mut rows = vec![0i8; panel_count * QNR * k4];
-        for (row, values) in q.chunks_exact(k.max(1)).enumerate().take(n) {
-            let (p, j) = (row / QNR, row % QNR);
-            let panel = &mut panels[p * k4 * QNR..(p + 1) * k4 * QNR];
-            for (i, &v) in values.iter().enumerate() {
-                let v = v.max(-127);
-                panel[(i / 4) * 4 * QNR + j * 4 + i % 4] = v;
-                rows[row * k4 + i] = v;
-                column_sums[row] += i32::from(v);
+        // Panel by panel, group by group: the writes run in order.
+        for (p, panel) in panels.chunks_exact_mut(k4 * QNR).enumerate() {
+            let panel_rows = &rows[p * QNR..((p + 1) * QNR).min(n)];
+            for (group, out) in panel.chunks_exact_mut(4 * QNR).enumerate() {
+                for (row, out) in panel_rows.iter().zip(out.chunks_exact_mut(4)) {
+                    let four = &row[(4 * group).min(k)..(4 * group + 4).min(k)];
+                    for (d, &v) in out.iter_mut().zip(four) {
+                        *d = v.max(-127);
+                    }
+                }
             }
+        }
+        let mut column_sums = vec![0i32; panel_count * QNR];
+        for (sum, row) in column_sums.iter_mut().zip(&rows) {
+            *sum = row.iter().map(|&v| i32::from(v.max(-127))).sum();
         }
         QuantizedWeights {
             n,
             k,
             k4,
             panels,
-            rows,
             column_sums,
             scales,
         }
@@ -97,20 +105,12 @@ impl QuantizedWeights {
         let mut tile = [0i32; QMR * QNR];
         for p in panels {
             let panel = &self.panels[p * k4 * QNR..(p + 1) * k4 * QNR];
-            let plain = &self.rows[p * QNR * k4..(p + 1) * QNR * k4];
             let sums = &self.column_sums[p * QNR..(p + 1) * QNR];
             let col = (p - first) * QNR;
             let width = QNR.min(self.n - p * QNR);
             let (bias, scales) = (&bias[p * QNR..], &self.scales[p * QNR..]);
             for (row0, count) in row_tiles(rows.clone(), QMR) {
-                kernel.tile(
-                    &x.values[row0 * k4..],
-                    count,
-                    k4,
-                    (panel, plain),
-                    sums,
-                    &mut tile,
-                );
+                kernel.tile(&x.values[row0 * k4..], count, k4, panel, sums, &mut tile);
                 for r in 0..count {
                     let at = (row0 - rows.start + r) * ldo + col;
                     let scale = x.scales[row0 + r];
@@ -202,7 +202,7 @@ mod tests {
         ] {
             let q = random_i8(&mut rng, n * k);
             let scales: Vec<f32> = (0..n).map(|j| 0.001 * (j % 7 + 1) as f32).collect();
-            let weights = QuantizedWeights::new(&q, scales, n, k);
+            let weights = QuantizedWeights::new(&[&q[..n / 2 * k], &q[n / 2 * k..]], scales, k);
             let x: Vec<f32> = (0..m * k)
                 .map(|_| rng.uniform() as f32 * 4.0 - 2.0)
                 .collect();
@@ -248,7 +248,7 @@ mod tests {
         let (n, k) = (64, 1536);
         let mut q = vec![127i8; n * k];
         q[..k].fill(-128);
-        let weights = QuantizedWeights::new(&q, vec![1.0; n], n, k);
+        let weights = QuantizedWeights::new(&[&q], vec![1.0; n], k);
         for sign in [1.0f32, -1.0] {
             let x = vec![sign; 2 * k];
             for kernel in Int8Kernel::available() {
