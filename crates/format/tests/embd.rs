@@ -928,3 +928,37 @@ fn int8_weights_are_refused_without_valid_scales() {
         }))
     ));
 }
+
+#[test]
+fn a_weight_that_is_not_finite_is_not_quantized() {
+    let weight = "encoder.layer.0.intermediate.dense.weight";
+    let mut tensors = tiny_tensors();
+    let at = tensors.iter().position(|t| t.name == weight).unwrap();
+    let k = tensors[at].shape[1];
+    // Row 1, column 0.
+    tensors[at].data[4 * k..4 * k + 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    let vocabulary = Vocabulary {
+        tokens: &TOKENS,
+        specials: SPECIALS,
+    };
+    let bytes = write(
+        &tiny_metadata(),
+        Some(&vocabulary),
+        &tensors,
+        WriteOptions::default(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("int8.embd");
+    let err = embd::recast(
+        &open(&bytes).unwrap(),
+        &out,
+        Some(DType::I8),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::Model(ModelError::InvalidScale { name, row: 1, .. }) if *name == format!("{weight}_scale")),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

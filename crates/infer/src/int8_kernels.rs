@@ -101,7 +101,11 @@ impl Int8Kernel {
             }
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx512Vnni => {
-                assert!(Int8Kernel::available().contains(&self));
+                assert!(
+                    std::arch::is_x86_feature_detected!("avx512f")
+                        && std::arch::is_x86_feature_detected!("avx512bw")
+                        && std::arch::is_x86_feature_detected!("avx512vnni")
+                );
                 // SAFETY: AVX-512 F/BW/VNNI were detected; the sizes were
                 // asserted above, and each arm passes the rows `x` holds.
                 unsafe {

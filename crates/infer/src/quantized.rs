@@ -148,8 +148,11 @@ impl QuantizedRows {
         {
             let scale = max_abs(row) / 127.0;
             scales.push(scale);
-            if scale > 0.0 {
-                let inverse = 1.0 / scale;
+            let inverse = 1.0 / scale;
+            // A row of zeros, a subnormal scale (whose inverse overflows) or
+            // a NaN or infinite value keep their zeros; the scale carries a
+            // NaN or infinity into the row's outputs, as f32 would.
+            if inverse.is_finite() && scale.is_finite() {
                 let base = ROUNDING.to_bits() as i32;
                 for (q, v) in out.iter_mut().zip(row) {
                     // The rounded integer sits in the low mantissa bits of
@@ -163,8 +166,9 @@ impl QuantizedRows {
     }
 }
 
-/// The largest magnitude in `row` (NaN ignored), in eight lanes the
-/// compiler vectorises.
+/// The largest magnitude in `row`, or NaN when it holds one (a NaN lane
+/// stays NaN: comparisons with it are false), in eight
+/// lanes the compiler vectorises.
 fn max_abs(row: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let chunks = row.chunks_exact(8);
@@ -172,12 +176,17 @@ fn max_abs(row: &[f32]) -> f32 {
     for chunk in chunks {
         for (lane, v) in lanes.iter_mut().zip(chunk) {
             let a = v.abs();
-            *lane = if a > *lane { a } else { *lane };
+            // A NaN, once in the lane, stays.
+            *lane = if a > *lane || a.is_nan() { a } else { *lane };
         }
     }
-    rest.iter()
-        .chain(&lanes)
-        .fold(0.0f32, |m, v| if v.abs() > m { v.abs() } else { m })
+    rest.iter().chain(&lanes).fold(0.0f32, |m, v| {
+        if v.abs() > m || v.is_nan() {
+            v.abs()
+        } else {
+            m
+        }
+    })
 }
 
 #[cfg(test)]
@@ -239,6 +248,32 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn tiny_nan_and_infinite_rows_behave_like_f32() {
+        let (n, k) = (3, 8);
+        let weights = QuantizedWeights::new(&[&[1i8; 24]], vec![1.0; n], k);
+        let rows = [
+            vec![1e-40f32; k],
+            [vec![f32::NAN], vec![1.0; k - 1]].concat(),
+            [vec![f32::INFINITY], vec![1.0; k - 1]].concat(),
+            vec![0.0; k],
+        ]
+        .concat();
+        for kernel in Int8Kernel::available() {
+            let mut out = vec![0.0; 4 * n];
+            weights.linear(&rows, &[0.5; 3], &mut out, kernel);
+            let row = |r: usize| &out[r * n..(r + 1) * n];
+            assert!(
+                row(0).iter().all(|v| (v - 0.5).abs() < 1e-6),
+                "{:?}",
+                row(0)
+            );
+            assert!(row(1).iter().all(|v| v.is_nan()), "{:?}", row(1));
+            assert!(row(2).iter().all(|v| !v.is_finite()), "{:?}", row(2));
+            assert_eq!(row(3), [0.5; 3]);
         }
     }
 

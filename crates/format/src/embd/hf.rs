@@ -233,7 +233,7 @@ pub fn from_hf_dir(
         .filter(|(_, name)| *name != SKIPPED)
         .map(|(tensor, name)| (tensor, name.as_str()))
         .unzip();
-    let stored = Stored::new(&sources, &names, options.dtype);
+    let stored = Stored::new(&sources, &names, options.dtype)?;
     let views = stored.views(&sources, &names)?;
     let type_vocab = views
         .iter()

@@ -6,7 +6,7 @@
 use super::int8::{SCALE_SUFFIX, dequantize_rows, is_linear_weight, quantize_rows, scale_name};
 use crate::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
-use crate::{DType, Error, LayoutError, Result};
+use crate::{DType, Error, LayoutError, ModelError, Result};
 
 /// Checks that `dtype` is one EMBD weights may be stored as.
 pub(crate) fn check_weight_dtype(dtype: Option<DType>) -> Result<()> {
@@ -51,15 +51,23 @@ pub(crate) struct Stored {
 impl Stored {
     /// Decides each tensor's bytes for storage as `dtype` (`None`: as they
     /// are). `names[i]` is the name `sources[i]` is written under.
-    pub(crate) fn new(sources: &[TensorView<'_>], names: &[&str], dtype: Option<DType>) -> Self {
+    ///
+    /// A linear weight with an infinite or NaN value cannot be quantized:
+    /// its row's scale would be refused by the model check
+    /// ([`ModelError::InvalidScale`]), so it is refused here.
+    pub(crate) fn new(
+        sources: &[TensorView<'_>],
+        names: &[&str],
+        dtype: Option<DType>,
+    ) -> Result<Self> {
         let mut fates: Vec<Fate> = sources.iter().map(|_| Fate::Kept).collect();
         let (mut scale_names, mut scale_shapes) = (Vec::new(), Vec::new());
         let Some(dtype) = dtype else {
-            return Stored {
+            return Ok(Stored {
                 fates,
                 scale_names,
                 scale_shapes,
-            };
+            });
         };
         let index_of = |name: &str| names.iter().position(|n| *n == name);
         for (i, (tensor, &name)) in sources.iter().zip(names).enumerate() {
@@ -72,6 +80,15 @@ impl Stored {
                         continue;
                     };
                     let (q, scales) = quantize_rows(&values, k);
+                    if let Some((row, &value)) =
+                        scales.iter().enumerate().find(|(_, s)| !s.is_finite())
+                    {
+                        return Err(Error::Model(ModelError::InvalidScale {
+                            name: scale_name(name),
+                            row,
+                            value,
+                        }));
+                    }
                     scale_names.push(scale_name(name));
                     scale_shapes.push([scales.len()]);
                     Fate::Quantized {
@@ -107,11 +124,11 @@ impl Stored {
             };
             fates[i] = fate;
         }
-        Stored {
+        Ok(Stored {
             fates,
             scale_names,
             scale_shapes,
-        }
+        })
     }
 
     /// The tensors to write, in source order, each scale right after its

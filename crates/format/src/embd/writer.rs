@@ -305,7 +305,7 @@ pub fn recast<B: AsRef<[u8]>>(
     super::storage::check_weight_dtype(dtype)?;
     let sources: Vec<TensorView<'_>> = file.tensors().collect();
     let names: Vec<&str> = sources.iter().map(|t| t.name()).collect();
-    let stored = super::storage::Stored::new(&sources, &names, dtype);
+    let stored = super::storage::Stored::new(&sources, &names, dtype)?;
     let views = stored.views(&sources, &names)?;
     let tokens: Vec<&str> = file.tokens().collect();
     let vocabulary = file.special_tokens().map(|specials| Vocabulary {
