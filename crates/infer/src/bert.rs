@@ -17,7 +17,7 @@ use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
 use crate::int8_kernels::Int8Kernel;
-use crate::kernels::{gelu_erf, gemm_strided, layer_norm, softmax};
+use crate::kernels::{gelu_erf, gemm_strided, layer_norm, scaled_softmax};
 use crate::linear::LinearWeights;
 use crate::{Error, Result};
 
@@ -366,8 +366,7 @@ impl Bert {
                     );
                 }
                 for row in scores.chunks_exact_mut(len) {
-                    row.iter_mut().for_each(|s| *s *= scale);
-                    softmax(row);
+                    scaled_softmax(row, scale);
                 }
                 let mut out = vec![0.0f32; len * d];
                 // SAFETY: `scores` is len × len, v is len × d with row stride

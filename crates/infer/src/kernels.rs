@@ -72,18 +72,6 @@ pub unsafe fn gemm_strided<T: num_traits::One + Copy + 'static>(
     }
 }
 
-/// LayerNorm of each `dim`-wide row of `x` into `out`: biased variance.
-pub fn layer_norm(x: &[f32], weight: &[f32], bias: &[f32], out: &mut [f32], dim: usize, eps: f32) {
-    for (row, dst) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let mean = row.iter().sum::<f32>() / dim as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / dim as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for i in 0..dim {
-            dst[i] = (row[i] - mean) * inv * weight[i] + bias[i];
-        }
-    }
-}
-
 /// Runs `$body` compiled for AVX2 + FMA when the CPU has them (so that its
 /// loops vectorise eight lanes wide), else as plain code.
 macro_rules! simd_dispatch {
@@ -106,6 +94,42 @@ macro_rules! simd_dispatch {
 
 /// Lanes of the element-wise loops (one AVX2 register of f32).
 const LANES: usize = 8;
+
+/// LayerNorm of each `dim`-wide row of `x` into `out`: biased variance.
+pub fn layer_norm(x: &[f32], weight: &[f32], bias: &[f32], out: &mut [f32], dim: usize, eps: f32) {
+    simd_dispatch!(layer_norm_simd(
+        x: &[f32],
+        weight: &[f32],
+        bias: &[f32],
+        out: &mut [f32],
+        dim: usize,
+        eps: f32
+    ) {
+        for (row, dst) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+            let mean = lane_sum(row, |v| v) / dim as f32;
+            let var = lane_sum(row, |v| (v - mean) * (v - mean)) / dim as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for (((d, &v), &w), &b) in dst.iter_mut().zip(row).zip(weight).zip(bias) {
+                *d = (v - mean) * inv * w + b;
+            }
+        }
+    });
+}
+
+/// `Σ f(v)` over `values`, summed in [`LANES`] lanes so that the loop
+/// vectorises (then the lanes, then the remainder).
+#[inline(always)]
+fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += f(v);
+        }
+    }
+    lanes.iter().sum::<f32>() + rest.iter().map(|&v| f(v)).sum::<f32>()
+}
 
 /// `e^x` in f32 to within 2 ulp (Cephes' `expf`: reduction by ln 2 and a
 /// degree-6 polynomial), written so that loops over it vectorise. Results
@@ -184,7 +208,13 @@ pub fn gelu_erf(x: &mut [f32]) {
 
 /// Softmax in place.
 pub fn softmax(x: &mut [f32]) {
-    simd_dispatch!(softmax_simd(x: &mut [f32]) {
+    scaled_softmax(x, 1.0);
+}
+
+/// Softmax of `scale · x` in place, for `scale > 0` (attention's
+/// `1/√d` folded into the one pass that subtracts the maximum).
+pub fn scaled_softmax(x: &mut [f32], scale: f32) {
+    simd_dispatch!(softmax_simd(x: &mut [f32], scale: f32) {
         let mut max = [f32::NEG_INFINITY; LANES];
         let mut chunks = x.chunks_exact(LANES);
         for chunk in &mut chunks {
@@ -202,13 +232,13 @@ pub fn softmax(x: &mut [f32]) {
         let mut chunks = x.chunks_exact_mut(LANES);
         for chunk in &mut chunks {
             for (s, v) in sum.iter_mut().zip(chunk) {
-                *v = exp(*v - max);
+                *v = exp((*v - max) * scale);
                 *s += *v;
             }
         }
         let mut total: f32 = sum.iter().sum();
         for v in chunks.into_remainder() {
-            *v = exp(*v - max);
+            *v = exp((*v - max) * scale);
             total += *v;
         }
         let inv = 1.0 / total;
