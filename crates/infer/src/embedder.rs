@@ -52,7 +52,8 @@ impl Embedder {
         ));
         let loaded = embd::from_hf_dir(path, &temp, embd::HfOptions::default(), &mut |_, _| {})
             .map_err(crate::Error::from)
-            .and_then(|_| Embedder::open(&temp));
+            // Loaded into memory, not mapped: the temporary file goes now.
+            .and_then(|_| Embedder::from_embd(&embd::open(&temp)?));
         let _ = std::fs::remove_file(&temp);
         loaded
     }

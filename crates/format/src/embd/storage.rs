@@ -3,6 +3,8 @@
 //! quantized to int8 with their scales (see [`super::int8`]), or int8
 //! weights turned back into floats.
 
+use std::collections::HashMap;
+
 use super::int8::{SCALE_SUFFIX, dequantize_rows, is_linear_weight, quantize_rows, scale_name};
 use crate::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
@@ -36,7 +38,12 @@ enum Fate {
     /// Written over new bytes of a new dtype.
     Stored(DType, Vec<u8>),
     /// Quantized: INT8 bytes, then its F32 scale tensor.
-    Quantized { values: Vec<u8>, scales: Vec<u8> },
+    Quantized {
+        values: Vec<u8>,
+        scale_name: String,
+        scale_shape: [usize; 1],
+        scales: Vec<u8>,
+    },
     /// Not written (the scale of a weight turned back into floats).
     Dropped,
 }
@@ -44,8 +51,6 @@ enum Fate {
 /// The tensors of a conversion, each with the bytes it is written with.
 pub(crate) struct Stored {
     fates: Vec<Fate>,
-    scale_names: Vec<String>,
-    scale_shapes: Vec<[usize; 1]>,
 }
 
 impl Stored {
@@ -61,17 +66,13 @@ impl Stored {
         dtype: Option<DType>,
     ) -> Result<Self> {
         let mut fates: Vec<Fate> = sources.iter().map(|_| Fate::Kept).collect();
-        let (mut scale_names, mut scale_shapes) = (Vec::new(), Vec::new());
         let Some(dtype) = dtype else {
-            return Ok(Stored {
-                fates,
-                scale_names,
-                scale_shapes,
-            });
+            return Ok(Stored { fates });
         };
-        let index_of = |name: &str| names.iter().position(|n| *n == name);
+        // One lookup per tensor, so a file of many tensors stays linear.
+        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         for (i, (tensor, &name)) in sources.iter().zip(names).enumerate() {
-            let scale = index_of(&scale_name(name));
+            let scale = index.get(scale_name(name).as_str()).copied();
             let fate = match (tensor.dtype(), dtype) {
                 (from, DType::I8) if is_float(from) && is_linear_weight(name) => {
                     let (Some(values), Some(&k)) =
@@ -89,10 +90,10 @@ impl Stored {
                             value,
                         }));
                     }
-                    scale_names.push(scale_name(name));
-                    scale_shapes.push([scales.len()]);
                     Fate::Quantized {
                         values: bytemuck::cast_slice(&q).to_vec(),
+                        scale_name: scale_name(name),
+                        scale_shape: [scales.len()],
                         scales: encode_f32(&scales),
                     }
                 }
@@ -124,11 +125,7 @@ impl Stored {
             };
             fates[i] = fate;
         }
-        Ok(Stored {
-            fates,
-            scale_names,
-            scale_shapes,
-        })
+        Ok(Stored { fates })
     }
 
     /// The tensors to write, in source order, each scale right after its
@@ -138,8 +135,7 @@ impl Stored {
         sources: &[TensorView<'a>],
         names: &[&'a str],
     ) -> Result<Vec<TensorView<'a>>> {
-        let mut views = Vec::with_capacity(sources.len() + self.scale_names.len());
-        let mut scales = self.scale_names.iter().zip(&self.scale_shapes);
+        let mut views = Vec::with_capacity(2 * sources.len());
         for ((tensor, &name), fate) in sources.iter().zip(names).zip(&self.fates) {
             match fate {
                 Fate::Kept => views.push(TensorView::new(
@@ -153,12 +149,17 @@ impl Stored {
                 }
                 Fate::Quantized {
                     values,
-                    scales: scale_bytes,
+                    scale_name,
+                    scale_shape,
+                    scales,
                 } => {
                     views.push(TensorView::new(name, DType::I8, tensor.shape(), values)?);
-                    if let Some((scale_name, shape)) = scales.next() {
-                        views.push(TensorView::new(scale_name, DType::F32, shape, scale_bytes)?);
-                    }
+                    views.push(TensorView::new(
+                        scale_name,
+                        DType::F32,
+                        scale_shape,
+                        scales,
+                    )?);
                 }
                 Fate::Dropped => {}
             }
