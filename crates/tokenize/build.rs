@@ -25,10 +25,10 @@ fn main() {
             .flat_map(|p| p.to_le_bytes())
             .collect();
         std::fs::write(out.join(format!("{name}.pairs")), pairs).expect("OUT_DIR is writable");
-        // The probe's hash first, then the slots.
-        let bytes: Vec<u8> = std::iter::once(index::hash(index::PROBE))
-            .chain(slots)
-            .flat_map(|s| s.to_le_bytes())
+        let bytes: Vec<u8> = slots
+            .iter()
+            .flatten()
+            .flat_map(|w| w.to_le_bytes())
             .collect();
         std::fs::write(out.join(format!("{name}.index")), bytes).expect("OUT_DIR is writable");
     }

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 use modelbin_format::bpe2::Bpe2;
 
+use crate::index::Slot;
 use crate::tokenizer::Tokenizer;
 use crate::vocab::Source;
 use crate::{Error, Result};
@@ -38,17 +39,13 @@ static O200K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
     "/o200k_base.pairs"
 )));
 
-/// An index's slots, where the target reads the little-endian layout as is
-/// and hashes as the build host did (the first word is the hash of
-/// [`crate::index::PROBE`]); elsewhere `None`, and the index is built at
-/// first use instead.
-fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [u64]> {
+/// An index's slots, where the target reads the little-endian layout as
+/// is; elsewhere `None`, and the index is built at first use instead.
+fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [Slot]> {
     if !cfg!(target_endian = "little") {
         return None;
     }
-    let words: &[u64] = bytemuck::try_cast_slice(&index.0).ok()?;
-    let (&probe, slots) = words.split_first()?;
-    (probe == crate::index::hash(crate::index::PROBE)).then_some(slots)
+    bytemuck::try_cast_slice(&index.0).ok()
 }
 
 /// The built-in tokenizer called `name`, built once on first use.
@@ -89,8 +86,8 @@ mod tests {
             let encoding = file.encoding().unwrap();
             let fresh = Vocab::new(file, |rank| encoding.is_special(rank));
             // Where the laid-out index is used, it is the fresh one; on a
-            // 64-bit little-endian build (host and target alike) it is used.
-            if cfg!(all(target_endian = "little", target_pointer_width = "64")) {
+            // little-endian target it is used.
+            if cfg!(target_endian = "little") {
                 assert!(slots(index).is_some());
             }
             if let Some(slots) = slots(index) {

@@ -9,6 +9,7 @@ use modelbin_format::checksum::hex;
 use modelbin_format::source::MappedFile;
 
 use crate::bpe::{Scratch, encode_piece};
+use crate::index::Slot;
 use crate::pretokenize::Pattern;
 use crate::vocab::{Source, Vocab};
 use crate::{Error, Result};
@@ -50,7 +51,7 @@ impl Tokenizer {
     pub(crate) fn from_file(
         file: Bpe2<Source>,
         pattern: Option<Pattern>,
-        laid_out: Option<(&'static [u64], &'static [u32])>,
+        laid_out: Option<(&'static [Slot], &'static [u32])>,
     ) -> Result<Self> {
         let encoding = file.encoding();
         let pattern = match (pattern, encoding) {

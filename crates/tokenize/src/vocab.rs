@@ -10,7 +10,7 @@ use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
 
 use crate::backtrack::Backtracker;
-use crate::index::{self, EMPTY};
+use crate::index::{self, EMPTY, INLINE, Slot};
 
 /// Where the BPE2 bytes live.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ impl AsRef<[u8]> for Source {
 pub struct Vocab {
     file: Bpe2<Source>,
     /// The hash index (see [`crate::index`]).
-    slots: Cow<'static, [u64]>,
+    slots: Cow<'static, [Slot]>,
     mask: usize,
     /// The linear-time encoder's tables, built on the first long piece.
     backtracker: OnceLock<Option<Backtracker>>,
@@ -65,7 +65,7 @@ impl Vocab {
     /// the same file).
     pub fn with_index(
         file: Bpe2<Source>,
-        slots: Cow<'static, [u64]>,
+        slots: Cow<'static, [Slot]>,
         pairs: Option<&'static [u32]>,
     ) -> Self {
         debug_assert!(slots.len().is_power_of_two());
@@ -85,7 +85,7 @@ impl Vocab {
 
     /// The hash index's slots.
     #[cfg(test)]
-    pub fn index(&self) -> &[u64] {
+    pub fn index(&self) -> &[Slot] {
         &self.slots
     }
 
@@ -135,21 +135,21 @@ impl Vocab {
     /// The rank of `bytes` among non-special tokens.
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let h = index::hash(bytes);
-        let tag = h >> 32 << 32;
-        let mut slot = h as usize & self.mask;
+        let key = index::key(bytes);
+        let tag = index::meta(bytes.len(), 0);
+        let mut at = index::hash(key, bytes.len()) as usize & self.mask;
         loop {
-            let entry = self.slots[slot];
-            if entry == EMPTY {
+            let [first, second, meta] = self.slots[at];
+            if meta == EMPTY {
                 return None;
             }
-            if entry & 0xFFFF_FFFF_0000_0000 == tag {
-                let rank = entry as u32;
-                if self.file.token(rank) == Some(bytes) {
+            if first == key[0] && second == key[1] && meta >> 32 << 32 == tag {
+                let rank = meta as u32;
+                if bytes.len() <= INLINE || self.file.token(rank) == Some(bytes) {
                     return Some(rank);
                 }
             }
-            slot = (slot + 1) & self.mask;
+            at = (at + 1) & self.mask;
         }
     }
 }
