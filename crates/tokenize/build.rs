@@ -1,36 +1,66 @@
-//! Lays out the hash indexes of the embedded vocabularies (see
-//! `src/index.rs`) into `OUT_DIR`, so the binary uses them in place.
+//! Lays out the tables of the embedded vocabularies into `OUT_DIR`, so the
+//! binary uses them in place instead of building them at run time: the hash
+//! index and two-byte pair table (see `src/index.rs`) and the backtracking
+//! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`). The
+//! modules are the crate's own, compiled into this script.
 
+#![allow(dead_code)]
+
+#[path = "src/backtrack.rs"]
+mod backtrack;
 #[path = "src/index.rs"]
-#[allow(dead_code)]
 mod index;
+#[path = "src/layout.rs"]
+mod layout;
+#[path = "src/prefix_trie.rs"]
+mod prefix_trie;
+#[path = "src/vocab.rs"]
+mod vocab;
 
 use modelbin_format::bpe2::Bpe2;
 
 fn main() {
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let write = |name: &str, ext: &str, bytes: Vec<u8>| {
+        std::fs::write(out.join(format!("{name}.{ext}")), bytes).expect("OUT_DIR is writable");
+    };
     for name in ["cl100k_base", "o200k_base"] {
         let path = format!("vocab/{name}.bpe2");
         println!("cargo::rerun-if-changed={path}");
         let bytes = std::fs::read(&path).expect("the embedded vocabulary is in the repository");
-        let file = Bpe2::from_buffer(bytes).expect("the embedded vocabulary is valid");
+        let file = Bpe2::from_buffer(vocab::Source::Owned(bytes))
+            .expect("the embedded vocabulary is valid");
         let encoding = file.encoding().expect("a known encoding");
-        let ordinary = || {
-            file.tokens()
-                .filter(|(rank, _)| !encoding.is_special(*rank))
-        };
-        let slots = index::build(file.token_count() as usize, ordinary());
-        let pairs: Vec<u8> = index::pairs(ordinary())
-            .iter()
-            .flat_map(|p| p.to_le_bytes())
-            .collect();
-        std::fs::write(out.join(format!("{name}.pairs")), pairs).expect("OUT_DIR is writable");
-        let bytes: Vec<u8> = slots
-            .iter()
-            .flatten()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        std::fs::write(out.join(format!("{name}.index")), bytes).expect("OUT_DIR is writable");
+        let vocab = vocab::Vocab::new(file, |rank| encoding.is_special(rank));
+        let slots = index::build(
+            vocab.file().token_count() as usize,
+            vocab
+                .file()
+                .tokens()
+                .filter(|(rank, _)| !encoding.is_special(*rank)),
+        );
+        write(
+            name,
+            "index",
+            slots
+                .iter()
+                .flatten()
+                .flat_map(|w| w.to_le_bytes())
+                .collect(),
+        );
+        let pairs = (0..=u16::MAX).flat_map(|ab| {
+            let [a, b] = ab.to_be_bytes();
+            vocab.pair_rank(a, b).to_le_bytes()
+        });
+        write(name, "pairs", pairs.collect());
+        let mut tables = layout::Writer::default();
+        vocab
+            .backtracker()
+            .expect("the embedded vocabularies are merge-ordered")
+            .write(&mut tables);
+        write(name, "backtrack", tables.finish());
     }
-    println!("cargo::rerun-if-changed=src/index.rs");
+    for module in ["backtrack", "index", "layout", "prefix_trie", "vocab"] {
+        println!("cargo::rerun-if-changed=src/{module}.rs");
+    }
 }

@@ -30,24 +30,28 @@
 //! backtracking encoder of GitHub's `bpe` crate; this is our own code,
 //! tested against tiktoken's merge (`bpe::tests`).
 
-use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
+use crate::index;
+use crate::layout::{Reader, Writer};
 use crate::prefix_trie::{NONE, PrefixTrie};
 use crate::vocab::Vocab;
 
 /// The tables of the backtracking encoder for one vocabulary.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Backtracker {
     /// Every ordinary token; finds the longest one starting at a position.
     trie: PrefixTrie,
     /// Byte length of each rank (0 for absent and special ranks).
-    token_len: Vec<u32>,
+    token_len: Cow<'static, [u32]>,
     /// The longest token that is a strict prefix of each rank, or [`NONE`].
-    next_prefix: Vec<u32>,
-    /// The pair each rank was last merged from; `(r, r)` for single bytes.
-    split: Vec<(u32, u32)>,
-    /// `(left, right)` → the rank they merge into, for every split.
-    merges: FxHashMap<(u32, u32), u32>,
+    next_prefix: Cow<'static, [u32]>,
+    /// The pair each rank was last merged from; `[r, r]` for single bytes.
+    split: Cow<'static, [[u32; 2]]>,
+    /// The ranks with a split, by the hash of the split (open addressing,
+    /// a power of two long, [`NONE`] for an empty slot): finds the rank
+    /// `(left, right)` merge into.
+    merges: Cow<'static, [u32]>,
 }
 
 impl Backtracker {
@@ -72,9 +76,9 @@ impl Backtracker {
                 .iter()
                 .map(|t| t.map_or(0, |bytes| bytes.len() as u32))
                 .collect(),
-            next_prefix: Vec::with_capacity(count as usize),
-            split: Vec::with_capacity(count as usize),
-            merges: FxHashMap::with_capacity_and_hasher(count as usize, Default::default()),
+            next_prefix: Cow::Owned(Vec::with_capacity(count as usize)),
+            split: Cow::Owned(Vec::with_capacity(count as usize)),
+            merges: vec![NONE; (count as usize * 2).next_power_of_two().max(16)].into(),
         };
         // The prefix chains first: a chain may pass through higher ranks.
         // The longest proper prefix that is a token is found by trying the
@@ -87,7 +91,7 @@ impl Backtracker {
                     .unwrap_or(NONE),
                 _ => NONE,
             };
-            tables.next_prefix.push(prefix);
+            tables.next_prefix.to_mut().push(prefix);
         }
         // Then the splits, in rank order: a split's validity is decided by
         // the splits of lower ranks only.
@@ -95,19 +99,81 @@ impl Backtracker {
             let rank = rank as u32;
             let split = match token {
                 Some(bytes) if bytes.len() > 1 => tables.find_split(vocab, rank, bytes)?,
-                _ => (rank, rank),
+                _ => [rank, rank],
             };
-            tables.split.push(split);
-            if split.0 != rank {
-                tables.merges.insert(split, rank);
+            tables.split.to_mut().push(split);
+            if split[0] != rank {
+                tables.insert_merge(split, rank);
             }
         }
         Some(tables)
     }
 
+    /// Appends the tables to a laid-out blob.
+    #[allow(dead_code, reason = "build.rs lays out the tables with it")]
+    pub fn write(&self, w: &mut Writer) {
+        self.trie.write(w);
+        w.u32s(&self.token_len);
+        w.u32s(&self.next_prefix);
+        w.u32s(bytemuck::cast_slice(&self.split));
+        w.u32s(&self.merges);
+    }
+
+    /// The tables [`Backtracker::write`] laid out for `vocab`, read in
+    /// place; `None` when the arrays' sizes do not fit the vocabulary.
+    pub fn read(r: &mut Reader<'static>, vocab: &Vocab) -> Option<Self> {
+        let tables = Backtracker {
+            trie: PrefixTrie::read(r)?,
+            token_len: r.u32s()?.into(),
+            next_prefix: r.u32s()?.into(),
+            split: bytemuck::try_cast_slice(r.u32s()?).ok()?.into(),
+            merges: r.u32s()?.into(),
+        };
+        let count = vocab.file().token_count() as usize;
+        let consistent = tables.token_len.len() == count
+            && tables.next_prefix.len() == count
+            && tables.split.len() == count
+            && tables.merges.len().is_power_of_two();
+        consistent.then_some(tables)
+    }
+
+    /// The slot where the search for the merge of `pair` starts.
+    fn merge_slot(&self, pair: [u32; 2]) -> usize {
+        let key = u64::from(pair[0]) << 32 | u64::from(pair[1]);
+        index::hash([key, 0], 8) as usize & (self.merges.len() - 1)
+    }
+
+    /// Records that `pair` (the split of `rank`) merges into `rank`.
+    fn insert_merge(&mut self, pair: [u32; 2], rank: u32) {
+        let mask = self.merges.len() - 1;
+        let mut at = self.merge_slot(pair);
+        let merges = self.merges.to_mut();
+        while merges[at] != NONE {
+            at = (at + 1) & mask;
+        }
+        merges[at] = rank;
+    }
+
+    /// The rank whose split is `pair`, if any.
+    #[inline]
+    fn merged(&self, pair: [u32; 2]) -> Option<u32> {
+        let mask = self.merges.len() - 1;
+        let mut at = self.merge_slot(pair);
+        loop {
+            let rank = self.merges[at];
+            if rank == NONE {
+                return None;
+            }
+            if self.split[rank as usize] == pair {
+                return Some(rank);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
     /// The pair of lower-ranked tokens, valid as a pair, that spells
     /// `bytes` (the token `rank`), trying left parts from the longest.
-    fn find_split(&self, vocab: &Vocab, rank: u32, bytes: &[u8]) -> Option<(u32, u32)> {
+    fn find_split(&self, vocab: &Vocab, rank: u32, bytes: &[u8]) -> Option<[u32; 2]> {
         let mut left = self.next_prefix[rank as usize];
         while left != NONE {
             let rest = &bytes[self.token_len[left as usize] as usize..];
@@ -116,7 +182,7 @@ impl Backtracker {
                 && right < rank
                 && self.is_valid_pair(left, right)
             {
-                return Some((left, right));
+                return Some([left, right]);
             }
             left = self.next_prefix[left as usize];
         }
@@ -136,7 +202,7 @@ impl Backtracker {
         // crossing merge; a tie with the right token's merge goes left).
         let mut limit = u32::MAX;
         loop {
-            if let Some(&merged) = self.merges.get(&(left, right))
+            if let Some(merged) = self.merged([left, right])
                 && merged < limit
             {
                 return false;
@@ -145,20 +211,20 @@ impl Backtracker {
             // undo the other one; when both are bytes, nothing can cross.
             if left > right {
                 limit = left;
-                left = self.split[left as usize].1;
+                left = self.split[left as usize][1];
                 if left == limit {
                     limit = right + 1;
-                    right = self.split[right as usize].0;
+                    right = self.split[right as usize][0];
                     if right + 1 == limit {
                         return true;
                     }
                 }
             } else {
                 limit = right + 1;
-                right = self.split[right as usize].0;
+                right = self.split[right as usize][0];
                 if right + 1 == limit {
                     limit = left;
-                    left = self.split[left as usize].1;
+                    left = self.split[left as usize][1];
                     if left == limit {
                         return true;
                     }

@@ -1,25 +1,35 @@
 //! Byte-pair merging of one piece, with tiktoken's rule: repeatedly merge the
 //! adjacent pair whose concatenation has the lowest rank, leftmost on ties.
 //!
-//! Short pieces use tiktoken's own scheme (a vector of parts, linear scan for
-//! the minimum), which is fastest when pieces are a few bytes. Long pieces
-//! use a heap over the pairs and a linked list of parts (O(n log n), with n
-//! at most [`HUGE_PIECE`], so linear over a text). Huge pieces (a million
-//! `a`s, megabytes of letters without a space) use the backtracking encoder
+//! A piece that is one token is one lookup. Short pieces use tiktoken's own
+//! scheme (a vector of parts, linear scan for the minimum), fastest when
+//! pieces are a few bytes. Longer pieces use the backtracking encoder
 //! (`backtrack`), linear in the piece with memory of one bit per byte
-//! beyond the output; its tables are built on the first huge piece (about 50 ms for
-//! cl100k_base, 130 ms for o200k_base). A vocabulary the backtracking encoder cannot serve exactly keeps the
-//! heap merge for huge pieces too.
+//! beyond the output: from 16 bytes of ASCII, or 8 bytes with other text,
+//! where its walk beats the scan's repeated lookups (measured per length on
+//! the benchmark corpus). Its tables are laid out at build time for the
+//! embedded vocabularies; for a vocabulary file they are built on the first
+//! huge piece (about 50 ms for cl100k_base, 130 ms for o200k_base), and
+//! until then pieces up to [`HUGE_PIECE`] use the scan or a heap over the
+//! pairs with a linked list of parts (O(n log n)). A vocabulary the
+//! backtracking encoder cannot serve exactly keeps the scan and the heap.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::vocab::Vocab;
 
-/// Pieces at least this long use the heap merge.
+/// Pieces at least this long use the heap merge when the backtracking
+/// encoder's tables are not there.
 const LONG_PIECE: usize = 128;
-/// Pieces at least this long use the backtracking encoder.
+/// Pieces at least this long use the backtracking encoder, building its
+/// tables if need be.
 pub const HUGE_PIECE: usize = 16 * 1024;
+/// ASCII pieces at least this long use the backtracking encoder when its
+/// tables are there.
+const BACKTRACK_ASCII: usize = 16;
+/// Other pieces at least this long use it too.
+const BACKTRACK_OTHER: usize = 8;
 const NONE: u32 = u32::MAX;
 /// Marks a part start that was merged away.
 const REMOVED: u32 = u32::MAX - 1;
@@ -47,9 +57,22 @@ pub fn encode_piece(
 ) {
     if let Some(rank) = vocab.rank(piece) {
         emit(rank);
-    } else if piece.len() < LONG_PIECE {
+        return;
+    }
+    let backtracks = if piece.len() >= HUGE_PIECE {
+        true
+    } else if piece.len() >= BACKTRACK_ASCII || piece.len() >= BACKTRACK_OTHER && !piece.is_ascii()
+    {
+        vocab.backtracker_is_ready()
+    } else {
+        false
+    };
+    if backtracks && backtrack(vocab, piece, scratch, emit) {
+        return;
+    }
+    if piece.len() < LONG_PIECE {
         merge_small(vocab, piece, scratch, emit);
-    } else if piece.len() < HUGE_PIECE || !backtrack(vocab, piece, scratch, emit) {
+    } else {
         merge_large(vocab, piece, scratch, emit);
     }
 }
@@ -273,9 +296,9 @@ mod tests {
         }
     }
 
-    /// Long repetitions of every 1- and 2-byte pattern of printable ASCII
-    /// and of sampled 3-byte patterns, at lengths around the long-piece
-    /// threshold and well past it.
+    /// Repetitions of every 1- and 2-byte pattern of printable ASCII and of
+    /// sampled 3-byte patterns, at lengths around each threshold where the
+    /// merge changes method, and well past them.
     #[test]
     fn backtracking_equals_merge_on_repetitions() {
         let printable: Vec<u8> = (b' '..=b'~').collect();
@@ -296,7 +319,10 @@ mod tests {
             let vocab = Tokenizer::embedded(name).unwrap().vocab();
             for pattern in &patterns {
                 let huge = (pattern.len() == 1).then_some(super::HUGE_PIECE + 1);
-                for len in [127, 128, 129, 200, 1000].into_iter().chain(huge) {
+                for len in [7, 8, 9, 15, 16, 17, 127, 128, 129, 200, 1000]
+                    .into_iter()
+                    .chain(huge)
+                {
                     let piece: Vec<u8> = pattern.iter().copied().cycle().take(len).collect();
                     let (heap, backtracked) = heap_and_backtrack(vocab, &piece);
                     assert_eq!(heap, backtracked, "{name}: {pattern:?} × {len}");

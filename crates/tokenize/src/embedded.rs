@@ -8,7 +8,7 @@ use modelbin_format::bpe2::Bpe2;
 
 use crate::index::Slot;
 use crate::tokenizer::Tokenizer;
-use crate::vocab::Source;
+use crate::vocab::{LaidOut, Source};
 use crate::{Error, Result};
 
 /// cl100k_base as BPE2.
@@ -39,6 +39,17 @@ static O200K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
     "/o200k_base.pairs"
 )));
 
+/// Their backtracking encoders' tables, laid out by `build.rs` (see
+/// [`crate::layout`]).
+static CL100K_BACKTRACK: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/cl100k_base.backtrack"
+)));
+static O200K_BACKTRACK: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/o200k_base.backtrack"
+)));
+
 /// An index's slots, where the target reads the little-endian layout as
 /// is; elsewhere `None`, and the index is built at first use instead.
 fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [Slot]> {
@@ -52,9 +63,21 @@ fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [Slot]> {
 pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     static CL100K: OnceLock<Tokenizer> = OnceLock::new();
     static O200K: OnceLock<Tokenizer> = OnceLock::new();
-    let (cell, bytes, index, pairs) = match name {
-        "cl100k_base" => (&CL100K, CL100K_BASE, CL100K_INDEX, CL100K_PAIRS),
-        "o200k_base" => (&O200K, O200K_BASE, O200K_INDEX, O200K_PAIRS),
+    let (cell, bytes, index, pairs, backtracker) = match name {
+        "cl100k_base" => (
+            &CL100K,
+            CL100K_BASE,
+            CL100K_INDEX,
+            CL100K_PAIRS,
+            CL100K_BACKTRACK,
+        ),
+        "o200k_base" => (
+            &O200K,
+            O200K_BASE,
+            O200K_INDEX,
+            O200K_PAIRS,
+            O200K_BACKTRACK,
+        ),
         "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
         _ => return Err(Error::UnknownEncodingName(name.to_owned())),
     };
@@ -65,7 +88,13 @@ pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     // (build.rs validates the files) and by tests/embedded.rs.
     let file = Bpe2::from_trusted_buffer(Source::Static(bytes))
         .expect("the embedded vocabularies are valid (checked by build.rs)");
-    let laid_out = slots(index).zip(bytemuck::try_cast_slice(&pairs.0).ok());
+    let laid_out = slots(index)
+        .zip(bytemuck::try_cast_slice(&pairs.0).ok())
+        .map(|(slots, pairs)| LaidOut {
+            slots,
+            pairs,
+            backtracker: &backtracker.0,
+        });
     let built = Tokenizer::from_file(file, None, laid_out)
         .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
     Ok(cell.get_or_init(|| built))
@@ -77,30 +106,39 @@ mod tests {
     use crate::vocab::Vocab;
 
     #[test]
-    fn the_laid_out_indexes_equal_a_fresh_build() {
-        for (bytes, index, pairs) in [
-            (CL100K_BASE, CL100K_INDEX, CL100K_PAIRS),
-            (O200K_BASE, O200K_INDEX, O200K_PAIRS),
+    fn the_laid_out_tables_equal_a_fresh_build() {
+        for (bytes, index, pairs, backtrack) in [
+            (CL100K_BASE, CL100K_INDEX, CL100K_PAIRS, CL100K_BACKTRACK),
+            (O200K_BASE, O200K_INDEX, O200K_PAIRS, O200K_BACKTRACK),
         ] {
             let file = Bpe2::from_buffer(Source::Static(bytes)).unwrap();
             let encoding = file.encoding().unwrap();
             let fresh = Vocab::new(file, |rank| encoding.is_special(rank));
-            // Where the laid-out index is used, it is the fresh one; on a
-            // little-endian target it is used.
-            if cfg!(target_endian = "little") {
-                assert!(slots(index).is_some());
-            }
-            if let Some(slots) = slots(index) {
-                assert_eq!(fresh.index(), slots);
-            }
-            let laid_out: &[u32] = bytemuck::cast_slice(&pairs.0);
+            let laid_out_pairs: &[u32] = bytemuck::cast_slice(&pairs.0);
             let fresh_pairs: Vec<u32> = (0..=u16::MAX)
                 .map(|ab| {
                     let [a, b] = ab.to_be_bytes();
                     fresh.pair_rank(a, b)
                 })
                 .collect();
-            assert_eq!(laid_out, fresh_pairs);
+            assert_eq!(laid_out_pairs, fresh_pairs);
+            // The laid-out tables are used on little-endian targets, and
+            // there they are the fresh ones.
+            if cfg!(target_endian = "little") {
+                let slots = slots(index).expect("a little-endian target reads the index");
+                assert_eq!(fresh.index(), slots);
+                let laid_out = Vocab::laid_out(
+                    Bpe2::from_buffer(Source::Static(bytes)).unwrap(),
+                    LaidOut {
+                        slots,
+                        pairs: laid_out_pairs,
+                        backtracker: &backtrack.0,
+                    },
+                );
+                assert!(laid_out.backtracker_is_ready());
+                assert!(laid_out.backtracker().is_some());
+                assert_eq!(laid_out.backtracker(), fresh.backtracker());
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ pub mod cost;
 mod embedded;
 mod error;
 mod index;
+mod layout;
 mod parallel;
 mod prefix_trie;
 pub mod pretokenize;

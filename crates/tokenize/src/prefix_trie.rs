@@ -8,22 +8,26 @@
 //! are a contiguous run of (byte, node) in byte order; the root's are a
 //! 256-entry table.
 
+use std::borrow::Cow;
+
+use crate::layout::{Reader, Writer};
+
 /// "No token".
 pub const NONE: u32 = u32::MAX;
 
 /// Tokens by their bytes, as a trie.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct PrefixTrie {
     /// The root's child for each byte, or [`NONE`].
-    root: Vec<u32>,
+    root: Cow<'static, [u32]>,
     /// Node `n`'s children are entries `starts[n]..starts[n + 1]`.
-    starts: Vec<u32>,
+    starts: Cow<'static, [u32]>,
     /// Each child entry's byte, in byte order within a node.
-    labels: Vec<u8>,
+    labels: Cow<'static, [u8]>,
     /// Each child entry's node.
-    targets: Vec<u32>,
+    targets: Cow<'static, [u32]>,
     /// The token ending at each node, or [`NONE`]; node 0 is the root.
-    ends: Vec<u32>,
+    ends: Cow<'static, [u32]>,
 }
 
 impl PrefixTrie {
@@ -80,12 +84,43 @@ impl PrefixTrie {
             root[labels[at] as usize] = targets[at];
         }
         PrefixTrie {
-            root,
-            starts,
-            labels,
-            targets,
-            ends,
+            root: root.into(),
+            starts: starts.into(),
+            labels: labels.into(),
+            targets: targets.into(),
+            ends: ends.into(),
         }
+    }
+
+    /// Appends the trie to a laid-out blob.
+    #[allow(dead_code, reason = "build.rs lays out the tables with it")]
+    pub fn write(&self, w: &mut Writer) {
+        w.u32s(&self.root);
+        w.u32s(&self.starts);
+        w.bytes(&self.labels);
+        w.u32s(&self.targets);
+        w.u32s(&self.ends);
+    }
+
+    /// The trie [`PrefixTrie::write`] laid out, read in place; `None` when
+    /// the arrays' sizes do not fit together.
+    pub fn read(r: &mut Reader<'static>) -> Option<Self> {
+        let trie = PrefixTrie {
+            root: r.u32s()?.into(),
+            starts: r.u32s()?.into(),
+            labels: r.bytes()?.into(),
+            targets: r.u32s()?.into(),
+            ends: r.u32s()?.into(),
+        };
+        let nodes = trie.ends.len();
+        let consistent = trie.root.len() == 256
+            && trie.starts.len() == nodes + 1
+            && trie.labels.len() == trie.targets.len()
+            && trie
+                .starts
+                .last()
+                .is_some_and(|&e| e as usize == trie.labels.len());
+        consistent.then_some(trie)
     }
 
     /// The child of `node` along `byte`, if any.

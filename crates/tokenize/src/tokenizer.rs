@@ -1,6 +1,5 @@
 //! The tiktoken-compatible tokenizer.
 
-use std::borrow::Cow;
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -9,9 +8,8 @@ use modelbin_format::checksum::hex;
 use modelbin_format::source::MappedFile;
 
 use crate::bpe::{Scratch, encode_piece};
-use crate::index::Slot;
 use crate::pretokenize::Pattern;
-use crate::vocab::{Source, Vocab};
+use crate::vocab::{LaidOut, Source, Vocab};
 use crate::{Error, Result};
 
 /// A set of special tokens, by name.
@@ -45,13 +43,12 @@ impl Tokenizer {
         Self::from_file(Bpe2::from_buffer(source)?, pattern, None)
     }
 
-    /// A tokenizer over a parsed file; `laid_out`, when given, is the hash
-    /// index and pair table laid out for this file at build time (see
-    /// [`crate::index`]).
+    /// A tokenizer over a parsed file; `laid_out`, when given, holds the
+    /// tables `build.rs` laid out for this file.
     pub(crate) fn from_file(
         file: Bpe2<Source>,
         pattern: Option<Pattern>,
-        laid_out: Option<(&'static [Slot], &'static [u32])>,
+        laid_out: Option<LaidOut>,
     ) -> Result<Self> {
         let encoding = file.encoding();
         let pattern = match (pattern, encoding) {
@@ -74,7 +71,7 @@ impl Tokenizer {
             })
             .unwrap_or_default();
         let vocab = match laid_out {
-            Some((slots, pairs)) => Vocab::with_index(file, Cow::Borrowed(slots), Some(pairs)),
+            Some(tables) => Vocab::laid_out(file, tables),
             None => Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank)),
         };
         if let Some(byte) = (0..=255u8).find(|&b| vocab.rank(&[b]).is_none()) {

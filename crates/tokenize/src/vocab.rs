@@ -11,6 +11,7 @@ use modelbin_format::source::MappedFile;
 
 use crate::backtrack::Backtracker;
 use crate::index::{self, EMPTY, INLINE, Slot};
+use crate::layout::Reader;
 
 /// Where the BPE2 bytes live.
 #[derive(Debug)]
@@ -31,6 +32,18 @@ impl AsRef<[u8]> for Source {
             Source::Owned(v) => v,
         }
     }
+}
+
+/// The tables `build.rs` lays out for an embedded vocabulary, used in
+/// place.
+#[derive(Debug, Clone, Copy)]
+pub struct LaidOut {
+    /// The hash index (see [`crate::index`]).
+    pub slots: &'static [Slot],
+    /// The two-byte pair table.
+    pub pairs: &'static [u32],
+    /// The backtracking encoder's tables (see [`crate::layout`]).
+    pub backtracker: &'static [u8],
 }
 
 /// Token bytes by rank, and ranks by bytes (special tokens excluded).
@@ -57,24 +70,38 @@ impl Vocab {
             file.token_count() as usize,
             file.tokens().filter(|(rank, _)| !is_special(*rank)),
         );
-        Vocab::with_index(file, Cow::Owned(slots), None)
+        Vocab::assemble(file, Cow::Owned(slots), OnceLock::new())
     }
 
-    /// A vocabulary whose index (a power of two long), and maybe its pair
-    /// table, were built before (by `build.rs` for the embedded ones, from
-    /// the same file).
-    pub fn with_index(
+    /// A vocabulary whose tables `build.rs` laid out from the same file.
+    /// The backtracking encoder's tables are read in place too, unless
+    /// their blob does not fit the file; they are then built on first use.
+    pub fn laid_out(file: Bpe2<Source>, tables: LaidOut) -> Self {
+        debug_assert!(tables.slots.len().is_power_of_two());
+        let vocab = Vocab::assemble(
+            file,
+            Cow::Borrowed(tables.slots),
+            OnceLock::from(Cow::Borrowed(tables.pairs)),
+        );
+        if let Some(backtracker) =
+            Reader::new(tables.backtracker).and_then(|mut r| Backtracker::read(&mut r, &vocab))
+        {
+            let _ = vocab.backtracker.set(Some(backtracker));
+        }
+        vocab
+    }
+
+    fn assemble(
         file: Bpe2<Source>,
         slots: Cow<'static, [Slot]>,
-        pairs: Option<&'static [u32]>,
+        pairs: OnceLock<Cow<'static, [u32]>>,
     ) -> Self {
-        debug_assert!(slots.len().is_power_of_two());
         let mut vocab = Vocab {
             file,
             mask: slots.len() - 1,
             slots,
             backtracker: OnceLock::new(),
-            pairs: pairs.map_or_else(OnceLock::new, |p| OnceLock::from(Cow::Borrowed(p))),
+            pairs,
             bytes: [u32::MAX; 256],
         };
         for b in 0..=255u8 {
@@ -112,6 +139,13 @@ impl Vocab {
         self.backtracker
             .get_or_init(|| Backtracker::new(self))
             .as_ref()
+    }
+
+    /// Whether the backtracking encoder's tables are there already (laid
+    /// out, or built for an earlier piece).
+    #[inline]
+    pub fn backtracker_is_ready(&self) -> bool {
+        self.backtracker.get().is_some()
     }
 
     /// The rank of byte `b` as a token, or `u32::MAX`.
