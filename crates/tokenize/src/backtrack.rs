@@ -31,6 +31,8 @@
 //! tested against tiktoken's merge (`bpe::tests`).
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::index;
 use crate::layout::{Reader, Writer};
@@ -52,6 +54,42 @@ pub struct Backtracker {
     /// a power of two long, [`NONE`] for an empty slot): finds the rank
     /// `(left, right)` merge into.
     merges: Cow<'static, [u32]>,
+    /// Answers of [`Backtracker::is_valid_pair`] already computed.
+    memo: PairMemo,
+}
+
+/// Remembered answers of [`Backtracker::is_valid_pair`], a cache that never
+/// changes an answer: direct-mapped by the pair's hash, each slot holding
+/// `(left + 1) << 33 | right << 1 | valid` (0 when empty), so that threads
+/// share it with relaxed atomic loads and stores. Allocated on first use.
+#[derive(Debug, Default)]
+struct PairMemo {
+    slots: OnceLock<Box<[AtomicU64]>>,
+}
+
+impl PairMemo {
+    /// Slots in the memo (2 MiB; 2^16 and 2^14 measured 10% and 20% slower
+    /// on CJK, Cyrillic and Indic text).
+    const SLOTS: usize = 1 << 18;
+
+    /// The slot's word for `pair`, or `None` when a rank is too large to
+    /// pack (2^31 and above).
+    fn tag(pair: [u32; 2]) -> Option<u64> {
+        let fits = pair[0] < 1 << 31 && pair[1] < 1 << 31;
+        fits.then(|| (u64::from(pair[0]) + 1) << 33 | u64::from(pair[1]) << 1)
+    }
+
+    fn slots(&self) -> &[AtomicU64] {
+        self.slots
+            .get_or_init(|| (0..Self::SLOTS).map(|_| AtomicU64::new(0)).collect())
+    }
+}
+
+impl PartialEq for PairMemo {
+    /// A cache: any two are interchangeable.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Backtracker {
@@ -79,6 +117,7 @@ impl Backtracker {
             next_prefix: Cow::Owned(Vec::with_capacity(count as usize)),
             split: Cow::Owned(Vec::with_capacity(count as usize)),
             merges: vec![NONE; (count as usize * 2).next_power_of_two().max(16)].into(),
+            memo: PairMemo::default(),
         };
         // The prefix chains first: a chain may pass through higher ranks.
         // The longest proper prefix that is a token is found by trying the
@@ -128,6 +167,7 @@ impl Backtracker {
             next_prefix: r.u32s()?.into(),
             split: bytemuck::try_cast_slice(r.u32s()?).ok()?.into(),
             merges: r.u32s()?.into(),
+            memo: PairMemo::default(),
         };
         let count = vocab.file().token_count() as usize;
         let consistent = tables.token_len.len() == count
@@ -137,10 +177,32 @@ impl Backtracker {
         consistent.then_some(tables)
     }
 
+    /// The hash of a pair of ranks.
+    #[inline]
+    fn pair_hash(pair: [u32; 2]) -> usize {
+        index::hash([u64::from(pair[0]) << 32 | u64::from(pair[1]), 0], 8) as usize
+    }
+
     /// The slot where the search for the merge of `pair` starts.
     fn merge_slot(&self, pair: [u32; 2]) -> usize {
-        let key = u64::from(pair[0]) << 32 | u64::from(pair[1]);
-        index::hash([key, 0], 8) as usize & (self.merges.len() - 1)
+        Self::pair_hash(pair) & (self.merges.len() - 1)
+    }
+
+    /// [`Backtracker::is_valid_pair`], through the memo (only once the
+    /// tables are complete: while they are built, answers change).
+    #[inline]
+    fn is_valid_pair_remembered(&self, left: u32, right: u32) -> bool {
+        let Some(tag) = PairMemo::tag([left, right]) else {
+            return self.is_valid_pair(left, right);
+        };
+        let slot = &self.memo.slots()[Self::pair_hash([left, right]) & (PairMemo::SLOTS - 1)];
+        let seen = slot.load(Ordering::Relaxed);
+        if seen & !1 == tag {
+            return seen & 1 == 1;
+        }
+        let valid = self.is_valid_pair(left, right);
+        slot.store(tag | u64::from(valid), Ordering::Relaxed);
+        valid
     }
 
     /// Records that `pair` (the split of `rank`) merges into `rank`.
@@ -253,7 +315,9 @@ impl Backtracker {
             let mut token = next;
             loop {
                 let end = pos + self.token_len[token as usize] as usize;
-                if !is_dead(dead, end) && previous.is_none_or(|p| self.is_valid_pair(p, token)) {
+                if !is_dead(dead, end)
+                    && previous.is_none_or(|p| self.is_valid_pair_remembered(p, token))
+                {
                     out.push(token);
                     pos = end;
                     next = if pos == piece.len() {
