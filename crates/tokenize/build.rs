@@ -1,6 +1,6 @@
 //! Lays out the tables of the embedded vocabularies into `OUT_DIR`, so the
 //! binary uses them in place instead of building them at run time: the hash
-//! index and two-byte pair table (see `src/index.rs`) and the backtracking
+//! index, its filter and the two-byte pair table (see `src/index.rs`) and the backtracking
 //! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`). The
 //! modules are the crate's own, compiled into this script.
 
@@ -32,22 +32,10 @@ fn main() {
             .expect("the embedded vocabulary is valid");
         let encoding = file.encoding().expect("a known encoding");
         let vocab = vocab::Vocab::new(file, |rank| encoding.is_special(rank));
-        let slots = index::build(
-            vocab.file().token_count() as usize,
-            vocab
-                .file()
-                .tokens()
-                .filter(|(rank, _)| !encoding.is_special(*rank)),
-        );
-        write(
-            name,
-            "index",
-            slots
-                .iter()
-                .flatten()
-                .flat_map(|w| w.to_le_bytes())
-                .collect(),
-        );
+        let (slots, filter) = vocab.index();
+        let words = |words: &[u64]| words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        write(name, "index", words(slots.as_flattened()));
+        write(name, "filter", words(filter));
         let pairs = (0..=u16::MAX).flat_map(|ab| {
             let [a, b] = ab.to_be_bytes();
             vocab.pair_rank(a, b).to_le_bytes()

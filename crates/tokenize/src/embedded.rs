@@ -1,101 +1,95 @@
 //! The vocabularies compiled into the binary: cl100k_base and o200k_base as
 //! BPE2 files made by modelbin's own converter (with special tokens), checked
-//! against the official `.tiktoken` files by `tests/embedded.rs`.
+//! against the official `.tiktoken` files by `tests/embedded.rs`, with the
+//! tables `build.rs` lays out for them (see [`LaidOut`]).
 
 use std::sync::OnceLock;
 
 use modelbin_format::bpe2::Bpe2;
 
-use crate::index::Slot;
 use crate::tokenizer::Tokenizer;
 use crate::vocab::{LaidOut, Source};
 use crate::{Error, Result};
-
-/// cl100k_base as BPE2.
-pub static CL100K_BASE: &[u8] = include_bytes!("../vocab/cl100k_base.bpe2");
-/// o200k_base as BPE2.
-pub static O200K_BASE: &[u8] = include_bytes!("../vocab/o200k_base.bpe2");
 
 /// Bytes aligned for reading as `u64`.
 #[repr(C, align(8))]
 struct Aligned<B: ?Sized>(B);
 
-/// The vocabularies' hash indexes, laid out by `build.rs` (little-endian).
-static CL100K_INDEX: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/cl100k_base.index"
-)));
-static O200K_INDEX: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/o200k_base.index"
-)));
-/// Their two-byte pair tables, laid out by `build.rs` (little-endian u32).
-static CL100K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/cl100k_base.pairs"
-)));
-static O200K_PAIRS: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/o200k_base.pairs"
-)));
+/// The table `build.rs` wrote for a vocabulary (little-endian words).
+macro_rules! laid_out {
+    ($name:literal, $table:literal) => {
+        &Aligned(*include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/",
+            $name,
+            ".",
+            $table
+        )))
+    };
+}
 
-/// Their backtracking encoders' tables, laid out by `build.rs` (see
-/// [`crate::layout`]).
-static CL100K_BACKTRACK: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/cl100k_base.backtrack"
-)));
-static O200K_BACKTRACK: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/o200k_base.backtrack"
-)));
+/// An embedded vocabulary and its laid-out tables.
+struct Embedded {
+    bpe2: &'static [u8],
+    index: &'static Aligned<[u8]>,
+    filter: &'static Aligned<[u8]>,
+    pairs: &'static Aligned<[u8]>,
+    backtracker: &'static Aligned<[u8]>,
+}
 
-/// An index's slots, where the target reads the little-endian layout as
-/// is; elsewhere `None`, and the index is built at first use instead.
-fn slots(index: &'static Aligned<[u8]>) -> Option<&'static [Slot]> {
-    if !cfg!(target_endian = "little") {
-        return None;
+static CL100K_BASE: Embedded = Embedded {
+    bpe2: include_bytes!("../vocab/cl100k_base.bpe2"),
+    index: laid_out!("cl100k_base", "index"),
+    filter: laid_out!("cl100k_base", "filter"),
+    pairs: laid_out!("cl100k_base", "pairs"),
+    backtracker: laid_out!("cl100k_base", "backtrack"),
+};
+
+static O200K_BASE: Embedded = Embedded {
+    bpe2: include_bytes!("../vocab/o200k_base.bpe2"),
+    index: laid_out!("o200k_base", "index"),
+    filter: laid_out!("o200k_base", "filter"),
+    pairs: laid_out!("o200k_base", "pairs"),
+    backtracker: laid_out!("o200k_base", "backtrack"),
+};
+
+impl Embedded {
+    /// The parsed vocabulary.
+    fn file(&self) -> Bpe2<Source> {
+        // build.rs validated the files; tests/embedded.rs checks them again.
+        Bpe2::from_trusted_buffer(Source::Static(self.bpe2))
+            .expect("the embedded vocabularies are valid (checked by build.rs)")
     }
-    bytemuck::try_cast_slice(&index.0).ok()
+
+    /// The laid-out tables, where the target reads their little-endian
+    /// words as they are; elsewhere `None`, and they are built instead.
+    fn laid_out(&'static self) -> Option<LaidOut> {
+        if !cfg!(target_endian = "little") {
+            return None;
+        }
+        Some(LaidOut {
+            slots: bytemuck::try_cast_slice(&self.index.0).ok()?,
+            filter: bytemuck::try_cast_slice(&self.filter.0).ok()?,
+            pairs: bytemuck::try_cast_slice(&self.pairs.0).ok()?,
+            backtracker: &self.backtracker.0,
+        })
+    }
 }
 
 /// The built-in tokenizer called `name`, built once on first use.
 pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     static CL100K: OnceLock<Tokenizer> = OnceLock::new();
     static O200K: OnceLock<Tokenizer> = OnceLock::new();
-    let (cell, bytes, index, pairs, backtracker) = match name {
-        "cl100k_base" => (
-            &CL100K,
-            CL100K_BASE,
-            CL100K_INDEX,
-            CL100K_PAIRS,
-            CL100K_BACKTRACK,
-        ),
-        "o200k_base" => (
-            &O200K,
-            O200K_BASE,
-            O200K_INDEX,
-            O200K_PAIRS,
-            O200K_BACKTRACK,
-        ),
+    let (cell, embedded) = match name {
+        "cl100k_base" => (&CL100K, &CL100K_BASE),
+        "o200k_base" => (&O200K, &O200K_BASE),
         "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
         _ => return Err(Error::UnknownEncodingName(name.to_owned())),
     };
     if let Some(t) = cell.get() {
         return Ok(t);
     }
-    // The bytes and their index were checked when the crate was built
-    // (build.rs validates the files) and by tests/embedded.rs.
-    let file = Bpe2::from_trusted_buffer(Source::Static(bytes))
-        .expect("the embedded vocabularies are valid (checked by build.rs)");
-    let laid_out = slots(index)
-        .zip(bytemuck::try_cast_slice(&pairs.0).ok())
-        .map(|(slots, pairs)| LaidOut {
-            slots,
-            pairs,
-            backtracker: &backtracker.0,
-        });
-    let built = Tokenizer::from_file(file, None, laid_out)
+    let built = Tokenizer::from_file(embedded.file(), None, embedded.laid_out())
         .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
     Ok(cell.get_or_init(|| built))
 }
@@ -107,38 +101,31 @@ mod tests {
 
     #[test]
     fn the_laid_out_tables_equal_a_fresh_build() {
-        for (bytes, index, pairs, backtrack) in [
-            (CL100K_BASE, CL100K_INDEX, CL100K_PAIRS, CL100K_BACKTRACK),
-            (O200K_BASE, O200K_INDEX, O200K_PAIRS, O200K_BACKTRACK),
-        ] {
-            let file = Bpe2::from_buffer(Source::Static(bytes)).unwrap();
+        for embedded in [&CL100K_BASE, &O200K_BASE] {
+            let file = embedded.file();
             let encoding = file.encoding().unwrap();
             let fresh = Vocab::new(file, |rank| encoding.is_special(rank));
-            let laid_out_pairs: &[u32] = bytemuck::cast_slice(&pairs.0);
+            // The laid-out tables are used on little-endian targets, and
+            // there they are the fresh ones.
+            if !cfg!(target_endian = "little") {
+                assert!(embedded.laid_out().is_none());
+                continue;
+            }
+            let tables = embedded
+                .laid_out()
+                .expect("a little-endian target reads them");
+            assert_eq!(fresh.index(), (tables.slots, tables.filter));
             let fresh_pairs: Vec<u32> = (0..=u16::MAX)
                 .map(|ab| {
                     let [a, b] = ab.to_be_bytes();
                     fresh.pair_rank(a, b)
                 })
                 .collect();
-            assert_eq!(laid_out_pairs, fresh_pairs);
-            // The laid-out tables are used on little-endian targets, and
-            // there they are the fresh ones.
-            if cfg!(target_endian = "little") {
-                let slots = slots(index).expect("a little-endian target reads the index");
-                assert_eq!(fresh.index(), slots);
-                let laid_out = Vocab::laid_out(
-                    Bpe2::from_buffer(Source::Static(bytes)).unwrap(),
-                    LaidOut {
-                        slots,
-                        pairs: laid_out_pairs,
-                        backtracker: &backtrack.0,
-                    },
-                );
-                assert!(laid_out.backtracker_is_ready());
-                assert!(laid_out.backtracker().is_some());
-                assert_eq!(laid_out.backtracker(), fresh.backtracker());
-            }
+            assert_eq!(tables.pairs, fresh_pairs);
+            let laid_out = Vocab::laid_out(embedded.file(), tables);
+            assert!(laid_out.backtracker_is_ready());
+            assert!(laid_out.backtracker().is_some());
+            assert_eq!(laid_out.backtracker(), fresh.backtracker());
         }
     }
 }

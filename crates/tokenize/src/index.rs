@@ -8,6 +8,11 @@
 //! empty). A key's probe sequence starts at `hash & mask` and moves one slot
 //! at a time.
 //!
+//! Beside the table, a filter of [`FILTER_BITS`] bits (128 KiB, which stays
+//! in the core's cache where the table cannot) has one bit set per token;
+//! a lookup whose bit is clear is no token, and most candidate spans that
+//! merging looks up are none.
+//!
 //! For a token of at most [`INLINE`] bytes, the key and the length
 //! identify the bytes, so a lookup compares three words and never reads the
 //! token itself: one cache line per probe instead of three (slot, offset
@@ -90,6 +95,25 @@ pub fn build<'a>(count: usize, tokens: impl Iterator<Item = (u32, &'a [u8])>) ->
         slots[at] = [key[0], key[1], meta(bytes.len(), rank)];
     }
     slots
+}
+
+/// Bits in the filter.
+pub const FILTER_BITS: usize = 1 << 20;
+
+/// The filter bit of a hash: from its high bits (the slot is from its low).
+#[inline]
+pub fn filter_bit(hash: u64) -> usize {
+    (hash >> 40) as usize & (FILTER_BITS - 1)
+}
+
+/// The filter of an index: the bit of every token's hash set.
+pub fn filter(slots: &[Slot]) -> Vec<u64> {
+    let mut bits = vec![0u64; FILTER_BITS / 64];
+    for &[first, second, meta] in slots.iter().filter(|s| s[2] != EMPTY) {
+        let bit = filter_bit(hash([first, second], (meta >> 32) as usize));
+        bits[bit / 64] |= 1 << (bit % 64);
+    }
+    bits
 }
 
 /// The rank of every two-byte token at `first << 8 | second`, `u32::MAX`

@@ -40,6 +40,8 @@ impl AsRef<[u8]> for Source {
 pub struct LaidOut {
     /// The hash index (see [`crate::index`]).
     pub slots: &'static [Slot],
+    /// The index's filter.
+    pub filter: &'static [u64],
     /// The two-byte pair table.
     pub pairs: &'static [u32],
     /// The backtracking encoder's tables (see [`crate::layout`]).
@@ -53,6 +55,8 @@ pub struct Vocab {
     /// The hash index (see [`crate::index`]).
     slots: Cow<'static, [Slot]>,
     mask: usize,
+    /// The index's filter (see [`crate::index`]).
+    filter: Cow<'static, [u64]>,
     /// The linear-time encoder's tables, built on the first long piece.
     backtracker: OnceLock<Option<Backtracker>>,
     /// The rank of every two-byte string (`first << 8 | second`), or
@@ -70,7 +74,8 @@ impl Vocab {
             file.token_count() as usize,
             file.tokens().filter(|(rank, _)| !is_special(*rank)),
         );
-        Vocab::assemble(file, Cow::Owned(slots), OnceLock::new())
+        let filter = index::filter(&slots);
+        Vocab::assemble(file, Cow::Owned(slots), Cow::Owned(filter), OnceLock::new())
     }
 
     /// A vocabulary whose tables `build.rs` laid out from the same file.
@@ -78,9 +83,11 @@ impl Vocab {
     /// their blob does not fit the file; they are then built on first use.
     pub fn laid_out(file: Bpe2<Source>, tables: LaidOut) -> Self {
         debug_assert!(tables.slots.len().is_power_of_two());
+        debug_assert_eq!(tables.filter.len(), index::FILTER_BITS / 64);
         let vocab = Vocab::assemble(
             file,
             Cow::Borrowed(tables.slots),
+            Cow::Borrowed(tables.filter),
             OnceLock::from(Cow::Borrowed(tables.pairs)),
         );
         if let Some(backtracker) =
@@ -94,12 +101,14 @@ impl Vocab {
     fn assemble(
         file: Bpe2<Source>,
         slots: Cow<'static, [Slot]>,
+        filter: Cow<'static, [u64]>,
         pairs: OnceLock<Cow<'static, [u32]>>,
     ) -> Self {
         let mut vocab = Vocab {
             file,
             mask: slots.len() - 1,
             slots,
+            filter,
             backtracker: OnceLock::new(),
             pairs,
             bytes: [u32::MAX; 256],
@@ -110,10 +119,13 @@ impl Vocab {
         vocab
     }
 
-    /// The hash index's slots.
-    #[cfg(test)]
-    pub fn index(&self) -> &[Slot] {
-        &self.slots
+    /// The hash index's slots and filter.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "build.rs lays out the index with it")
+    )]
+    pub fn index(&self) -> (&[Slot], &[u64]) {
+        (&self.slots, &self.filter)
     }
 
     /// The BPE2 file.
@@ -170,8 +182,13 @@ impl Vocab {
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
         let key = index::key(bytes);
+        let hash = index::hash(key, bytes.len());
+        let bit = index::filter_bit(hash);
+        if self.filter[bit / 64] >> (bit % 64) & 1 == 0 {
+            return None;
+        }
         let tag = index::meta(bytes.len(), 0);
-        let mut at = index::hash(key, bytes.len()) as usize & self.mask;
+        let mut at = hash as usize & self.mask;
         loop {
             let [first, second, meta] = self.slots[at];
             if meta == EMPTY {
