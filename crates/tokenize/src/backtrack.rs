@@ -109,7 +109,7 @@ impl Backtracker {
                     .iter()
                     .enumerate()
                     .filter_map(|(r, t)| t.map(|bytes| (bytes, r as u32))),
-            ),
+            )?,
             token_len: tokens
                 .iter()
                 .map(|t| t.map_or(0, |bytes| bytes.len() as u32))

@@ -22,13 +22,6 @@ impl Writer {
         self.pad();
     }
 
-    /// Appends an array of bytes.
-    pub fn bytes(&mut self, values: &[u8]) {
-        self.header(values.len());
-        self.bytes.extend_from_slice(values);
-        self.pad();
-    }
-
     /// The blob.
     pub fn finish(self) -> Vec<u8> {
         self.bytes
@@ -56,27 +49,15 @@ impl<'a> Reader<'a> {
         cfg!(target_endian = "little").then_some(Reader { rest: blob })
     }
 
-    /// The next array, as `u32`.
+    /// The next array, as `u32`; advances past its padding.
     pub fn u32s(&mut self) -> Option<&'a [u32]> {
-        let raw = self.take(4)?;
-        bytemuck::try_cast_slice(raw).ok()
-    }
-
-    /// The next array, as bytes.
-    pub fn bytes(&mut self) -> Option<&'a [u8]> {
-        self.take(1)
-    }
-
-    /// The next array's bytes, `width` bytes per element; advances past its
-    /// padding.
-    fn take(&mut self, width: usize) -> Option<&'a [u8]> {
         let (count, rest) = self.rest.split_first_chunk::<8>()?;
         let len = usize::try_from(u64::from_le_bytes(*count))
             .ok()?
-            .checked_mul(width)?;
+            .checked_mul(4)?;
         let data = rest.get(..len)?;
         self.rest = rest.get(len.next_multiple_of(8)..).unwrap_or_default();
-        Some(data)
+        bytemuck::try_cast_slice(data).ok()
     }
 }
 
@@ -95,13 +76,11 @@ mod tests {
     fn arrays_come_back_in_order() {
         let mut w = Writer::default();
         w.u32s(&[1, 2, 3]);
-        w.bytes(b"abcde");
         w.u32s(&[]);
         w.u32s(&[u32::MAX]);
         let words = aligned(&w.finish());
         let mut r = Reader::new(bytemuck::cast_slice(&words)).unwrap();
         assert_eq!(r.u32s(), Some(&[1, 2, 3][..]));
-        assert_eq!(r.bytes(), Some(&b"abcde"[..]));
         assert_eq!(r.u32s(), Some(&[][..]));
         assert_eq!(r.u32s(), Some(&[u32::MAX][..]));
         assert_eq!(r.u32s(), None);

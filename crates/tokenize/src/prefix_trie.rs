@@ -6,7 +6,7 @@
 //! The trie is built from the tokens in byte order, so that its nodes are
 //! made in one sequential pass, and stored compactly: each node's children
 //! are a contiguous run of (byte, node) in byte order, searched sixteen
-//! labels at a time; the root's are a 256-entry table, and the nodes two
+//! at a time; the root's are a 256-entry table, and the nodes two
 //! bytes deep a 65,536-entry one (the first two steps are where nodes have
 //! the most children).
 
@@ -26,17 +26,18 @@ pub struct PrefixTrie {
     two: Cow<'static, [u32]>,
     /// Node `n`'s children are entries `starts[n]..starts[n + 1]`.
     starts: Cow<'static, [u32]>,
-    /// Each child entry's byte, in byte order within a node.
-    labels: Cow<'static, [u8]>,
-    /// Each child entry's node.
-    targets: Cow<'static, [u32]>,
+    /// Each child entry, `node << 8 | byte`, in byte order within a node
+    /// (one load finds both, and a search steps node to node through two
+    /// loads).
+    edges: Cow<'static, [u32]>,
     /// The token ending at each node, or [`NONE`]; node 0 is the root.
     ends: Cow<'static, [u32]>,
 }
 
 impl PrefixTrie {
-    /// A trie of `tokens` (bytes, id); the bytes are distinct.
-    pub fn new<'a>(tokens: impl IntoIterator<Item = (&'a [u8], u32)>) -> Self {
+    /// A trie of `tokens` (bytes, id); the bytes are distinct. `None` when
+    /// it would have 2^24 nodes or more (far beyond any vocabulary's).
+    pub fn new<'a>(tokens: impl IntoIterator<Item = (&'a [u8], u32)>) -> Option<Self> {
         let mut tokens: Vec<(&[u8], u32)> =
             tokens.into_iter().filter(|(t, _)| !t.is_empty()).collect();
         tokens.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -66,6 +67,9 @@ impl PrefixTrie {
         }
         // Children grouped by parent (a stable counting sort keeps byte order).
         let nodes = ends.len();
+        if nodes >= 1 << 24 {
+            return None;
+        }
         let mut starts = vec![0u32; nodes + 1];
         for &p in &parent[1..] {
             starts[p as usize + 1] += 1;
@@ -74,33 +78,30 @@ impl PrefixTrie {
             starts[n + 1] += starts[n];
         }
         let mut next = starts.clone();
-        let mut labels = vec![0u8; nodes - 1];
-        let mut targets = vec![0u32; nodes - 1];
+        let mut edges = vec![0u32; nodes - 1];
         for node in 1..nodes {
             let p = parent[node] as usize;
-            let at = next[p] as usize;
-            labels[at] = label[node];
-            targets[at] = node as u32;
+            edges[next[p] as usize] = (node as u32) << 8 | u32::from(label[node]);
             next[p] += 1;
         }
+        let children = |node: usize| &edges[starts[node] as usize..starts[node + 1] as usize];
         let mut root = vec![NONE; 256];
-        for at in starts[0] as usize..starts[1] as usize {
-            root[labels[at] as usize] = targets[at];
+        for &edge in children(0) {
+            root[edge as usize & 0xFF] = edge >> 8;
         }
         let mut two = vec![NONE; 1 << 16];
         for (first, &node) in root.iter().enumerate().filter(|(_, n)| **n != NONE) {
-            for at in starts[node as usize] as usize..starts[node as usize + 1] as usize {
-                two[first << 8 | usize::from(labels[at])] = targets[at];
+            for &edge in children(node as usize) {
+                two[first << 8 | edge as usize & 0xFF] = edge >> 8;
             }
         }
-        PrefixTrie {
+        Some(PrefixTrie {
             root: root.into(),
             two: two.into(),
             starts: starts.into(),
-            labels: labels.into(),
-            targets: targets.into(),
+            edges: edges.into(),
             ends: ends.into(),
-        }
+        })
     }
 
     /// Appends the trie to a laid-out blob.
@@ -109,8 +110,7 @@ impl PrefixTrie {
         w.u32s(&self.root);
         w.u32s(&self.two);
         w.u32s(&self.starts);
-        w.bytes(&self.labels);
-        w.u32s(&self.targets);
+        w.u32s(&self.edges);
         w.u32s(&self.ends);
     }
 
@@ -121,35 +121,33 @@ impl PrefixTrie {
             root: r.u32s()?.into(),
             two: r.u32s()?.into(),
             starts: r.u32s()?.into(),
-            labels: r.bytes()?.into(),
-            targets: r.u32s()?.into(),
+            edges: r.u32s()?.into(),
             ends: r.u32s()?.into(),
         };
         let nodes = trie.ends.len();
         let consistent = trie.root.len() == 256
             && trie.two.len() == 1 << 16
             && trie.starts.len() == nodes + 1
-            && trie.labels.len() == trie.targets.len()
             && trie
                 .starts
                 .last()
-                .is_some_and(|&e| e as usize == trie.labels.len());
+                .is_some_and(|&e| e as usize == trie.edges.len());
         consistent.then_some(trie)
     }
 
     /// The child of `node` along `byte`, if any.
     #[inline]
     fn child(&self, node: u32, byte: u8) -> Option<u32> {
-        let start = self.starts[node as usize] as usize;
-        let labels = &self.labels[start..self.starts[node as usize + 1] as usize];
-        for (chunk_at, chunk) in labels.chunks(16).enumerate() {
+        let edges = &self.edges
+            [self.starts[node as usize] as usize..self.starts[node as usize + 1] as usize];
+        for chunk in edges.chunks(16) {
             // Compares all of a chunk without branching (vectorised).
             let hits = chunk
                 .iter()
                 .enumerate()
-                .fold(0u32, |m, (i, &b)| m | u32::from(b == byte) << i);
+                .fold(0u32, |m, (i, &e)| m | u32::from(e as u8 == byte) << i);
             if hits != 0 {
-                return Some(self.targets[start + chunk_at * 16 + hits.trailing_zeros() as usize]);
+                return Some(chunk[hits.trailing_zeros() as usize] >> 8);
             }
         }
         None
@@ -200,7 +198,7 @@ mod tests {
     fn finds_the_longest_token_at_the_start() {
         let tokens: [(&[u8], u32); 5] =
             [(b"a", 0), (b"ab", 1), (b"abcd", 2), (b"b", 3), (b"ax", 4)];
-        let trie = PrefixTrie::new(tokens);
+        let trie = PrefixTrie::new(tokens).unwrap();
         assert_eq!(trie.longest_prefix(b"abcde"), 2);
         assert_eq!(trie.longest_prefix(b"abc"), 1);
         assert_eq!(trie.longest_prefix(b"axe"), 4);
