@@ -55,7 +55,7 @@ pub fn encode_piece(
     scratch: &mut Scratch,
     emit: &mut impl FnMut(u32),
 ) {
-    if let Some(rank) = vocab.rank(piece) {
+    if let Some(rank) = vocab.piece_rank(piece) {
         emit(rank);
         return;
     }

@@ -64,6 +64,9 @@ pub struct Vocab {
     pairs: OnceLock<Cow<'static, [u32]>>,
     /// The rank of every single byte, or `u32::MAX`.
     bytes: [u32; 256],
+    /// The rank of every three-digit ASCII string `000`–`999` by its
+    /// value, or `u32::MAX` (numbers are split into such pieces).
+    three_digits: Box<[u32; 1000]>,
 }
 
 impl Vocab {
@@ -112,9 +115,14 @@ impl Vocab {
             backtracker: OnceLock::new(),
             pairs,
             bytes: [u32::MAX; 256],
+            three_digits: Box::new([u32::MAX; 1000]),
         };
         for b in 0..=255u8 {
             vocab.bytes[usize::from(b)] = vocab.rank(&[b]).unwrap_or(u32::MAX);
+        }
+        for value in 0..1000 {
+            let digits = [value / 100, value / 10 % 10, value % 10].map(|d| b'0' + d as u8);
+            vocab.three_digits[value] = vocab.rank(&digits).unwrap_or(u32::MAX);
         }
         vocab
     }
@@ -178,6 +186,25 @@ impl Vocab {
         pairs[usize::from(a) << 8 | usize::from(b)]
     }
 
+    /// The rank of `bytes` among non-special tokens, from the byte, pair
+    /// and three-digit tables where they answer (short pieces are the most
+    /// common) and from the hash index otherwise.
+    #[inline]
+    pub fn piece_rank(&self, bytes: &[u8]) -> Option<u32> {
+        let rank = match *bytes {
+            [b] => self.byte_rank(b),
+            [a, b] => self.pair_rank(a, b),
+            [a, b, c] if [a, b, c].iter().all(u8::is_ascii_digit) => {
+                let value = [a, b, c]
+                    .iter()
+                    .fold(0, |v, &d| v * 10 + usize::from(d - b'0'));
+                self.three_digits[value]
+            }
+            _ => return self.rank(bytes),
+        };
+        (rank != u32::MAX).then_some(rank)
+    }
+
     /// The rank of `bytes` among non-special tokens.
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
@@ -201,6 +228,35 @@ impl Vocab {
                 }
             }
             at = (at + 1) & self.mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Tokenizer;
+
+    /// The byte, pair and three-digit tables answer as the hash index does.
+    #[test]
+    fn piece_rank_equals_the_index() {
+        for name in ["cl100k_base", "o200k_base"] {
+            let vocab = Tokenizer::embedded(name).unwrap().vocab();
+            for a in 0..=255u8 {
+                assert_eq!(vocab.piece_rank(&[a]), vocab.rank(&[a]));
+                for b in 0..=255u8 {
+                    assert_eq!(vocab.piece_rank(&[a, b]), vocab.rank(&[a, b]));
+                }
+            }
+            for value in 0..1000 {
+                let digits = format!("{value:03}");
+                assert_eq!(
+                    vocab.piece_rank(digits.as_bytes()),
+                    vocab.rank(digits.as_bytes())
+                );
+            }
+            for other in [&b"0a1"[..], b"1 2", b" 12", b"abc", b"", b"hello world"] {
+                assert_eq!(vocab.piece_rank(other), vocab.rank(other));
+            }
         }
     }
 }
