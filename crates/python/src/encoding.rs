@@ -8,7 +8,8 @@ use modelbin_tokenize::{Pattern, Source, Specials, Tokenizer};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyInt, PyList};
 use rayon::prelude::*;
 
 use crate::errors::{format_error, tokenize_error};
@@ -24,14 +25,48 @@ enum Vocabulary {
 #[pyclass(frozen, module = "modelbin._native")]
 pub struct NativeEncoding {
     vocabulary: Vocabulary,
+    /// A Python int for every id below the vocabulary's size, made on the
+    /// first long output: a list of ids then takes a reference to each
+    /// instead of allocating an int per id (ids above 256 are not among
+    /// Python's shared small ints).
+    ints: PyOnceLock<Box<[Py<PyInt>]>>,
 }
 
+/// Outputs at least this long are built from the shared ints.
+const SHARED_INTS_FROM: usize = 64;
+
 impl NativeEncoding {
+    fn new(vocabulary: Vocabulary) -> Self {
+        NativeEncoding {
+            vocabulary,
+            ints: PyOnceLock::new(),
+        }
+    }
+
     fn tokenizer(&self) -> &Tokenizer {
         match &self.vocabulary {
             Vocabulary::BuiltIn(t) => t,
             Vocabulary::Loaded(t) => t,
         }
+    }
+
+    /// `ids` as a Python list of ints.
+    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        if ids.len() < SHARED_INTS_FROM {
+            return PyList::new(py, ids);
+        }
+        let ints = self.ints.get_or_init(py, || {
+            (0..self.tokenizer().vocab_size())
+                .map(|id| id.into_pyobject(py).expect("u32 converts").unbind())
+                .collect()
+        });
+        PyList::new(
+            py,
+            ids.iter().map(|&id| match ints.get(id as usize) {
+                Some(int) => int.bind(py).clone(),
+                None => id.into_pyobject(py).expect("u32 converts"),
+            }),
+        )
     }
 }
 
@@ -46,9 +81,7 @@ impl NativeEncoding {
     #[staticmethod]
     fn built_in(name: &str) -> PyResult<Self> {
         let tokenizer = Tokenizer::embedded(name).map_err(tokenize_error)?;
-        Ok(NativeEncoding {
-            vocabulary: Vocabulary::BuiltIn(tokenizer),
-        })
+        Ok(NativeEncoding::new(Vocabulary::BuiltIn(tokenizer)))
     }
 
     /// A `.bpe2` or `.tiktoken` file (detected by content); `pattern` is the
@@ -75,9 +108,7 @@ impl NativeEncoding {
                 ))),
             }
         })?;
-        Ok(NativeEncoding {
-            vocabulary: Vocabulary::Loaded(Box::new(tokenizer)),
-        })
+        Ok(NativeEncoding::new(Vocabulary::Loaded(Box::new(tokenizer))))
     }
 
     /// The encoding's name, when the vocabulary is a known one.
@@ -98,20 +129,21 @@ impl NativeEncoding {
     }
 
     /// Ids of `text`, special tokens treated as text.
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> Vec<u32> {
-        py.detach(|| self.tokenizer().encode_ordinary(text))
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.tokenizer().encode_ordinary(text));
+        self.id_list(py, &ids)
     }
 
     /// Ids of `text`: `allowed` special tokens become their ids, a
     /// `disallowed` one in the text is a `ValueError`.
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed: Vec<String>,
         disallowed: Vec<String>,
-    ) -> PyResult<Vec<u32>> {
-        py.detach(|| {
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| {
             self.tokenizer()
                 .encode(
                     text,
@@ -119,21 +151,22 @@ impl NativeEncoding {
                     Specials::Only(&only(&disallowed)),
                 )
                 .map_err(tokenize_error)
-        })
+        })?;
+        self.id_list(py, &ids)
     }
 
     /// [`NativeEncoding::encode`] of each text, in parallel on
     /// `num_threads` threads.
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         texts: Vec<String>,
         allowed: Vec<String>,
         disallowed: Vec<String>,
         num_threads: usize,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let (allowed, disallowed) = (only(&allowed), only(&disallowed));
-        py.detach(|| {
+        let batch: Vec<Vec<u32>> = py.detach(|| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(num_threads)
                 .build()
@@ -151,7 +184,12 @@ impl NativeEncoding {
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(tokenize_error)
             })
-        })
+        })?;
+        let lists = batch
+            .iter()
+            .map(|ids| self.id_list(py, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 
     /// How many ids `encode_ordinary(text)` gives, without storing them.

@@ -303,13 +303,19 @@ fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
 fn o200k(text: &str, i: usize) -> usize {
     let (c, n) = char_at(text, i).expect("i is inside the text");
     let k = class(c);
-    let prefixed = is_prefix(c, k);
-    for second in [false, true] {
-        if prefixed && let Some(end) = o200k_word(text, i + n, second) {
-            return end;
-        }
-        if let Some(end) = o200k_word(text, i, second) {
-            return end;
+    // A word starts with an UPPERISH or LOWERISH character; where none
+    // does, both word alternatives fail, so they are not tried.
+    let starts_word = |k: u8| k & (UPPERISH | LOWERISH) != 0;
+    let word_after_prefix =
+        is_prefix(c, k) && char_at(text, i + n).is_some_and(|(next, _)| starts_word(class(next)));
+    if word_after_prefix || starts_word(k) {
+        for second in [false, true] {
+            if word_after_prefix && let Some(end) = o200k_word(text, i + n, second) {
+                return end;
+            }
+            if let Some(end) = o200k_word(text, i, second) {
+                return end;
+            }
         }
     }
     if k & NUMBER != 0 {
