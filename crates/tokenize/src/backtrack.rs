@@ -61,7 +61,8 @@ pub struct Backtracker {
 /// Remembered answers of [`Backtracker::is_valid_pair`], a cache that never
 /// changes an answer: direct-mapped by the pair's hash, each slot holding
 /// `(left + 1) << 33 | right << 1 | valid` (0 when empty), so that threads
-/// share it with relaxed atomic loads and stores. Allocated on first use.
+/// share it with relaxed atomic loads and stores. Allocated on first use, as
+/// zeroed pages that cost nothing until touched.
 #[derive(Debug, Default)]
 struct PairMemo {
     slots: OnceLock<Box<[AtomicU64]>>,
@@ -80,8 +81,9 @@ impl PairMemo {
     }
 
     fn slots(&self) -> &[AtomicU64] {
+        // Zeroed by the allocator: pages are touched only as slots are used.
         self.slots
-            .get_or_init(|| (0..Self::SLOTS).map(|_| AtomicU64::new(0)).collect())
+            .get_or_init(|| bytemuck::allocation::zeroed_slice_box(Self::SLOTS))
     }
 }
 
