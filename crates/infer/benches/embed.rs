@@ -2,7 +2,9 @@
 //! running the same all-MiniLM-L6-v2 weights, in the same run, on the same
 //! token ids: short (~20-token) and long (256-token) sentences, 1 and 2
 //! threads. Also reports the FLOP rate and its fraction of the machine's
-//! peak.
+//! peak, and the same cases for the int8 file (against onnxruntime's f32
+//! and dynamic-int8 models) and for f16 and bf16 files, with each file's
+//! smallest cosine to the f32 embeddings on the golden sentences.
 //!
 //! Run: `scripts/fetch-test-data.sh && cargo bench -p modelbin-infer --bench embed`
 //! (the onnxruntime side needs `python3 -m pip install -r scripts/bench/requirements.txt`;
@@ -194,7 +196,24 @@ fn main() {
     )
     .unwrap();
     let int8 = Embedder::open(&int8_model).unwrap();
+    // f16 and bf16 storage: decoded to f32 at load, so their speed should
+    // be f32's; measured anyway, with their cosine.
+    let half_precision: Vec<(&str, Embedder)> = [("f16", DType::F16), ("bf16", DType::BF16)]
+        .into_iter()
+        .map(|(name, dtype)| {
+            let path = bench_dir.join(format!("all-MiniLM-L6-v2-{name}.embd"));
+            embd::recast(
+                &embd::open(&model).unwrap(),
+                &path,
+                Some(dtype),
+                &mut |_, _| {},
+            )
+            .unwrap();
+            (name, Embedder::open(&path).unwrap())
+        })
+        .collect();
     let mut int8_rows = Vec::new();
+    let mut half_rows = Vec::new();
     for (name, words, count) in [("short", 9, 256), ("long", 400, 32)] {
         let ids: Vec<Vec<u32>> = sentences(words, count)
             .iter()
@@ -217,6 +236,11 @@ fn main() {
                 let ratio = theirs
                     .as_ref()
                     .map_or("-".into(), |v| format!("{:.2}x", ours / v));
+                let halves: Vec<f64> = half_precision
+                    .iter()
+                    .map(|(_, e)| measure(e, &ids, threads, batch, seconds))
+                    .collect();
+                half_rows.push((name, threads, batch, ours, halves));
                 let ours_int8 = measure(&int8, &ids, threads, batch, seconds);
                 let theirs_int8 =
                     onnxruntime(&model_dir, &ids_file, (threads, batch, true), seconds);
@@ -253,6 +277,23 @@ fn main() {
     }
     let golden = golden_min_cosine(&embedder, &int8);
     println!("int8 min cosine to f32 on the 40 golden sentences: ours {golden:.6}");
+    let names: Vec<&str> = half_precision.iter().map(|(name, _)| *name).collect();
+    println!("\nhalf-precision storage (decoded to f32 at load), sent/s and ratio to our f32 file");
+    println!("case   threads batch  ours f32  {}", names.join("  "));
+    for (name, threads, batch, f32_rate, rates) in half_rows {
+        let cells: Vec<String> = rates
+            .iter()
+            .map(|r| format!("{r:.1} ({:.2}x)", r / f32_rate))
+            .collect();
+        println!(
+            "{name:<6} {threads:>7} {batch:>5} {f32_rate:>9.1}  {}",
+            cells.join("  ")
+        );
+    }
+    for (name, half) in &half_precision {
+        let golden = golden_min_cosine(&embedder, half);
+        println!("{name} min cosine to f32 on the 40 golden sentences: {golden:.6}");
+    }
 }
 
 /// The smallest cosine between the two embedders' embeddings of the golden
