@@ -1,6 +1,7 @@
 //! Lays out the tables of the embedded vocabularies into `OUT_DIR`, so the
 //! binary uses them in place instead of building them at run time: the hash
-//! index, its filter and the two-byte pair table (see `src/index.rs`) and the backtracking
+//! index, its filter, the two-byte pair table and the direct tables of single
+//! bytes and three digits (see `src/index.rs`) and the backtracking
 //! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`). The
 //! modules are the crate's own, compiled into this script.
 
@@ -41,6 +42,12 @@ fn main() {
             vocab.pair_rank(a, b).to_le_bytes()
         });
         write(name, "pairs", pairs.collect());
+        let direct = vocab.direct_tables();
+        write(
+            name,
+            "direct",
+            direct.iter().flat_map(|r| r.to_le_bytes()).collect(),
+        );
         let mut tables = layout::Writer::default();
         vocab
             .backtracker()

@@ -35,6 +35,7 @@ struct Embedded {
     filter: &'static Aligned<[u8]>,
     pairs: &'static Aligned<[u8]>,
     backtracker: &'static Aligned<[u8]>,
+    direct: &'static Aligned<[u8]>,
 }
 
 static CL100K_BASE: Embedded = Embedded {
@@ -43,6 +44,7 @@ static CL100K_BASE: Embedded = Embedded {
     filter: laid_out!("cl100k_base", "filter"),
     pairs: laid_out!("cl100k_base", "pairs"),
     backtracker: laid_out!("cl100k_base", "backtrack"),
+    direct: laid_out!("cl100k_base", "direct"),
 };
 
 static O200K_BASE: Embedded = Embedded {
@@ -51,6 +53,7 @@ static O200K_BASE: Embedded = Embedded {
     filter: laid_out!("o200k_base", "filter"),
     pairs: laid_out!("o200k_base", "pairs"),
     backtracker: laid_out!("o200k_base", "backtrack"),
+    direct: laid_out!("o200k_base", "direct"),
 };
 
 impl Embedded {
@@ -72,6 +75,7 @@ impl Embedded {
             filter: bytemuck::try_cast_slice(&self.filter.0).ok()?,
             pairs: bytemuck::try_cast_slice(&self.pairs.0).ok()?,
             backtracker: &self.backtracker.0,
+            direct: bytemuck::try_cast_slice(&self.direct.0).ok()?,
         })
     }
 }
@@ -122,6 +126,7 @@ mod tests {
                 })
                 .collect();
             assert_eq!(tables.pairs, fresh_pairs);
+            assert_eq!(tables.direct, fresh.direct_tables());
             let laid_out = Vocab::laid_out(embedded.file(), tables);
             assert!(laid_out.backtracker_is_ready());
             assert!(laid_out.backtracker().is_some());

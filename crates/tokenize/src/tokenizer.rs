@@ -74,7 +74,7 @@ impl Tokenizer {
             Some(tables) => Vocab::laid_out(file, tables),
             None => Vocab::new(file, |rank| specials.iter().any(|&(_, r)| r == rank)),
         };
-        if let Some(byte) = (0..=255u8).find(|&b| vocab.rank(&[b]).is_none()) {
+        if let Some(byte) = (0..=255u8).find(|&b| vocab.byte_rank(b) == u32::MAX) {
             return Err(Error::MissingByte(byte));
         }
         Ok(Tokenizer {

@@ -46,7 +46,13 @@ pub struct LaidOut {
     pub pairs: &'static [u32],
     /// The backtracking encoder's tables (see [`crate::layout`]).
     pub backtracker: &'static [u8],
+    /// The direct tables (see [`Vocab::direct`]).
+    pub direct: &'static [u32],
 }
+
+/// Entries in the direct tables: 256 single bytes, then the 1,000
+/// three-digit strings.
+const DIRECT: usize = 256 + 1000;
 
 /// Token bytes by rank, and ranks by bytes (special tokens excluded).
 #[derive(Debug)]
@@ -62,11 +68,11 @@ pub struct Vocab {
     /// The rank of every two-byte string (`first << 8 | second`), or
     /// `u32::MAX`: laid out at build time, or built on the first merge.
     pairs: OnceLock<Cow<'static, [u32]>>,
-    /// The rank of every single byte, or `u32::MAX`.
-    bytes: [u32; 256],
-    /// The rank of every three-digit ASCII string `000`–`999` by its
-    /// value, or `u32::MAX` (numbers are split into such pieces).
-    three_digits: Box<[u32; 1000]>,
+    /// The rank of every single byte, then of every three-digit ASCII
+    /// string `000`–`999` by its value (numbers are split into such
+    /// pieces), or `u32::MAX`: laid out at build time, or looked up when
+    /// the vocabulary is made.
+    direct: Cow<'static, [u32]>,
 }
 
 impl Vocab {
@@ -78,7 +84,15 @@ impl Vocab {
             file.tokens().filter(|(rank, _)| !is_special(*rank)),
         );
         let filter = index::filter(&slots);
-        Vocab::assemble(file, Cow::Owned(slots), Cow::Owned(filter), OnceLock::new())
+        let mut vocab = Vocab::assemble(
+            file,
+            Cow::Owned(slots),
+            Cow::Owned(filter),
+            OnceLock::new(),
+            Cow::Borrowed(&[]),
+        );
+        vocab.direct = Cow::Owned(vocab.direct_tables());
+        vocab
     }
 
     /// A vocabulary whose tables `build.rs` laid out from the same file.
@@ -87,11 +101,13 @@ impl Vocab {
     pub fn laid_out(file: Bpe2<Source>, tables: LaidOut) -> Self {
         debug_assert!(tables.slots.len().is_power_of_two());
         debug_assert_eq!(tables.filter.len(), index::FILTER_BITS / 64);
+        debug_assert_eq!(tables.direct.len(), DIRECT);
         let vocab = Vocab::assemble(
             file,
             Cow::Borrowed(tables.slots),
             Cow::Borrowed(tables.filter),
             OnceLock::from(Cow::Borrowed(tables.pairs)),
+            Cow::Borrowed(tables.direct),
         );
         if let Some(backtracker) =
             Reader::new(tables.backtracker).and_then(|mut r| Backtracker::read(&mut r, &vocab))
@@ -106,25 +122,27 @@ impl Vocab {
         slots: Cow<'static, [Slot]>,
         filter: Cow<'static, [u64]>,
         pairs: OnceLock<Cow<'static, [u32]>>,
+        direct: Cow<'static, [u32]>,
     ) -> Self {
-        let mut vocab = Vocab {
+        Vocab {
             file,
             mask: slots.len() - 1,
             slots,
             filter,
             backtracker: OnceLock::new(),
             pairs,
-            bytes: [u32::MAX; 256],
-            three_digits: Box::new([u32::MAX; 1000]),
-        };
-        for b in 0..=255u8 {
-            vocab.bytes[usize::from(b)] = vocab.rank(&[b]).unwrap_or(u32::MAX);
+            direct,
         }
-        for value in 0..1000 {
-            let digits = [value / 100, value / 10 % 10, value % 10].map(|d| b'0' + d as u8);
-            vocab.three_digits[value] = vocab.rank(&digits).unwrap_or(u32::MAX);
-        }
-        vocab
+    }
+
+    /// The direct tables, looked up in the hash index.
+    pub fn direct_tables(&self) -> Vec<u32> {
+        let bytes = (0..=255u8).map(|b| [b].to_vec());
+        let digits = (0..1000).map(|v: u32| format!("{v:03}").into_bytes());
+        bytes
+            .chain(digits)
+            .map(|key| self.rank(&key).unwrap_or(u32::MAX))
+            .collect()
     }
 
     /// The hash index's slots and filter.
@@ -171,7 +189,7 @@ impl Vocab {
     /// The rank of byte `b` as a token, or `u32::MAX`.
     #[inline]
     pub fn byte_rank(&self, b: u8) -> u32 {
-        self.bytes[usize::from(b)]
+        self.direct[usize::from(b)]
     }
 
     /// The rank of the two bytes `a`, `b` as one token, or `u32::MAX`, from
@@ -198,7 +216,7 @@ impl Vocab {
                 let value = [a, b, c]
                     .iter()
                     .fold(0, |v, &d| v * 10 + usize::from(d - b'0'));
-                self.three_digits[value]
+                self.direct[256 + value]
             }
             _ => return self.rank(bytes),
         };
