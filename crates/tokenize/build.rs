@@ -37,11 +37,12 @@ fn main() {
         let words = |words: &[u64]| words.iter().flat_map(|w| w.to_le_bytes()).collect();
         write(name, "index", words(slots.as_flattened()));
         write(name, "filter", words(filter));
-        let pairs = (0..=u16::MAX).flat_map(|ab| {
-            let [a, b] = ab.to_be_bytes();
-            vocab.pair_rank(a, b).to_le_bytes()
-        });
-        write(name, "pairs", pairs.collect());
+        let pairs = vocab.pair_table();
+        write(
+            name,
+            "pairs",
+            pairs.iter().flat_map(|r| r.to_le_bytes()).collect(),
+        );
         let direct = vocab.direct_tables();
         write(
             name,

@@ -15,8 +15,8 @@
 //!
 //! For a token of at most [`INLINE`] bytes, the key and the length
 //! identify the bytes, so a lookup compares three words and never reads the
-//! token itself: one cache line per probe instead of three (slot, offset
-//! table, token bytes). Longer tokens, rare in the vocabularies, are
+//! token itself: one slot read per probe (one or two cache lines) instead of
+//! three places (slot, offset table, token bytes). Longer tokens, rare in the vocabularies, are
 //! confirmed against their bytes.
 
 /// One slot: the key's two words, then `length << 32 | rank`.
@@ -53,11 +53,13 @@ pub fn key(bytes: &[u8]) -> [u64; 2] {
     }
 }
 
+/// Eight bytes as a little-endian word.
 #[inline]
 fn word(eight: &[u8]) -> u64 {
     u64::from_le_bytes(eight.try_into().expect("eight bytes"))
 }
 
+/// Four bytes as a little-endian half-word.
 #[inline]
 fn half(four: &[u8]) -> u32 {
     u32::from_le_bytes(four.try_into().expect("four bytes"))
@@ -81,7 +83,7 @@ pub fn meta(len: usize, rank: u32) -> u64 {
 }
 
 /// The index of `tokens` (rank, bytes), `count` ranks in all; every bytes
-/// must be distinct and non-empty.
+/// must be distinct (empty ones are left out: no piece is empty).
 pub fn build<'a>(count: usize, tokens: impl Iterator<Item = (u32, &'a [u8])>) -> Vec<Slot> {
     let size = (count * 2).next_power_of_two().max(16);
     let mask = size - 1;

@@ -27,10 +27,12 @@ impl Writer {
         self.bytes
     }
 
+    /// An array's element count.
     fn header(&mut self, count: usize) {
         self.bytes.extend((count as u64).to_le_bytes());
     }
 
+    /// Zeros up to the next multiple of eight bytes.
     fn pad(&mut self) {
         self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
     }

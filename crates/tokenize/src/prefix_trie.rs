@@ -115,7 +115,8 @@ impl PrefixTrie {
     }
 
     /// The trie [`PrefixTrie::write`] laid out, read in place; `None` when
-    /// the arrays' sizes do not fit together.
+    /// the arrays' sizes do not fit together. Only the sizes are checked:
+    /// the contents are trusted, as they come from `build.rs`.
     pub fn read(r: &mut Reader<'static>) -> Option<Self> {
         let trie = PrefixTrie {
             root: r.u32s()?.into(),

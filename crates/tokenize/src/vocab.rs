@@ -1,7 +1,8 @@
 //! The vocabulary of a tokenizer: rank → bytes read in place from the BPE2
 //! table, and bytes → rank through an open-addressing hash index
-//! ([`crate::index`]) over the token blob — built once, or for the embedded
-//! vocabularies laid out at build time and used in place.
+//! ([`crate::index`]) that keeps short tokens' bytes in its slots — built
+//! once, or for the embedded vocabularies laid out at build time and used
+//! in place, with the other tables merging needs.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -55,7 +56,6 @@ pub struct LaidOut {
 const DIRECT: usize = 256 + 1000;
 
 /// Token bytes by rank, and ranks by bytes (special tokens excluded).
-#[derive(Debug)]
 pub struct Vocab {
     file: Bpe2<Source>,
     /// The hash index (see [`crate::index`]).
@@ -63,16 +63,30 @@ pub struct Vocab {
     mask: usize,
     /// The index's filter (see [`crate::index`]).
     filter: Cow<'static, [u64]>,
-    /// The linear-time encoder's tables, built on the first long piece.
+    /// The linear-time encoder's tables: laid out at build time, or built on
+    /// the first piece of [`crate::bpe::HUGE_PIECE`] bytes or more.
     backtracker: OnceLock<Option<Backtracker>>,
     /// The rank of every two-byte string (`first << 8 | second`), or
-    /// `u32::MAX`: laid out at build time, or built on the first merge.
+    /// `u32::MAX`: laid out at build time, or built on the first two-byte
+    /// lookup.
     pairs: OnceLock<Cow<'static, [u32]>>,
     /// The rank of every single byte, then of every three-digit ASCII
     /// string `000`–`999` by its value (numbers are split into such
     /// pieces), or `u32::MAX`: laid out at build time, or looked up when
     /// the vocabulary is made.
     direct: Cow<'static, [u32]>,
+}
+
+impl std::fmt::Debug for Vocab {
+    /// A summary: the tables are megabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vocab")
+            .field("tokens", &self.file.token_count())
+            .field("index_slots", &self.slots.len())
+            .field("laid_out", &matches!(self.slots, Cow::Borrowed(_)))
+            .field("backtracker_ready", &self.backtracker_is_ready())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Vocab {
@@ -117,6 +131,8 @@ impl Vocab {
         vocab
     }
 
+    /// A vocabulary from its parts; the backtracker is left to be set or
+    /// built.
     fn assemble(
         file: Bpe2<Source>,
         slots: Cow<'static, [Slot]>,
@@ -179,8 +195,9 @@ impl Vocab {
             .as_ref()
     }
 
-    /// Whether the backtracking encoder's tables are there already (laid
-    /// out, or built for an earlier piece).
+    /// Whether the backtracking encoder's tables were settled already (laid
+    /// out, or built for an earlier piece; also when the vocabulary turned
+    /// out not to suit the encoder, which [`Vocab::backtracker`] then says).
     #[inline]
     pub fn backtracker_is_ready(&self) -> bool {
         self.backtracker.get().is_some()
@@ -202,6 +219,21 @@ impl Vocab {
             })))
         });
         pairs[usize::from(a) << 8 | usize::from(b)]
+    }
+
+    /// The pair table: [`Vocab::pair_rank`] of every two bytes, in
+    /// `first << 8 | second` order.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "build.rs lays out the pair table with it")
+    )]
+    pub fn pair_table(&self) -> Vec<u32> {
+        (0..=u16::MAX)
+            .map(|ab| {
+                let [a, b] = ab.to_be_bytes();
+                self.pair_rank(a, b)
+            })
+            .collect()
     }
 
     /// The rank of `bytes` among non-special tokens, from the byte, pair
