@@ -35,20 +35,11 @@ fn main() {
         let vocab = vocab::Vocab::new(file, |rank| encoding.is_special(rank));
         let (slots, filter) = vocab.index();
         let words = |words: &[u64]| words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let ranks = |ranks: Vec<u32>| ranks.iter().flat_map(|r| r.to_le_bytes()).collect();
         write(name, "index", words(slots.as_flattened()));
         write(name, "filter", words(filter));
-        let pairs = vocab.pair_table();
-        write(
-            name,
-            "pairs",
-            pairs.iter().flat_map(|r| r.to_le_bytes()).collect(),
-        );
-        let direct = vocab.direct_tables();
-        write(
-            name,
-            "direct",
-            direct.iter().flat_map(|r| r.to_le_bytes()).collect(),
-        );
+        write(name, "pairs", ranks(vocab.pair_table()));
+        write(name, "direct", ranks(vocab.direct_tables()));
         let mut tables = layout::Writer::default();
         vocab
             .backtracker()

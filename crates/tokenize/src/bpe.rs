@@ -59,14 +59,9 @@ pub fn encode_piece(
         emit(rank);
         return;
     }
-    let backtracks = if piece.len() >= HUGE_PIECE {
-        true
-    } else if piece.len() >= BACKTRACK_ASCII || piece.len() >= BACKTRACK_OTHER && !piece.is_ascii()
-    {
-        vocab.backtracker_is_ready()
-    } else {
-        false
-    };
+    let medium =
+        piece.len() >= BACKTRACK_ASCII || piece.len() >= BACKTRACK_OTHER && !piece.is_ascii();
+    let backtracks = piece.len() >= HUGE_PIECE || medium && vocab.backtracker_is_ready();
     if backtracks && backtrack(vocab, piece, scratch, emit) {
         return;
     }

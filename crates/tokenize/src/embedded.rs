@@ -38,23 +38,23 @@ struct Embedded {
     direct: &'static Aligned<[u8]>,
 }
 
-static CL100K_BASE: Embedded = Embedded {
-    bpe2: include_bytes!("../vocab/cl100k_base.bpe2"),
-    index: laid_out!("cl100k_base", "index"),
-    filter: laid_out!("cl100k_base", "filter"),
-    pairs: laid_out!("cl100k_base", "pairs"),
-    backtracker: laid_out!("cl100k_base", "backtrack"),
-    direct: laid_out!("cl100k_base", "direct"),
-};
+/// An embedded vocabulary by name: its BPE2 file and the tables
+/// `build.rs` wrote for it.
+macro_rules! embedded {
+    ($name:literal) => {
+        Embedded {
+            bpe2: include_bytes!(concat!("../vocab/", $name, ".bpe2")),
+            index: laid_out!($name, "index"),
+            filter: laid_out!($name, "filter"),
+            pairs: laid_out!($name, "pairs"),
+            backtracker: laid_out!($name, "backtrack"),
+            direct: laid_out!($name, "direct"),
+        }
+    };
+}
 
-static O200K_BASE: Embedded = Embedded {
-    bpe2: include_bytes!("../vocab/o200k_base.bpe2"),
-    index: laid_out!("o200k_base", "index"),
-    filter: laid_out!("o200k_base", "filter"),
-    pairs: laid_out!("o200k_base", "pairs"),
-    backtracker: laid_out!("o200k_base", "backtrack"),
-    direct: laid_out!("o200k_base", "direct"),
-};
+static CL100K_BASE: Embedded = embedded!("cl100k_base");
+static O200K_BASE: Embedded = embedded!("o200k_base");
 
 impl Embedded {
     /// The parsed vocabulary.
