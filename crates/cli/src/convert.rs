@@ -26,8 +26,9 @@ pub struct ConvertArgs {
     #[arg(long)]
     no_special_tokens: bool,
     /// -> EMBD: store the weights as f32, f16 or bf16 (half-size files), or
-    /// int8: the linear layers' weights as int8 with per-row f32 scales
-    /// (a quarter of their f32 size; faster to embed, slightly less exact).
+    /// int8: the linear layers' weights as int8 with an f32 scale per 32
+    /// inputs (under a third of their f32 size; faster to embed, slightly
+    /// less exact).
     #[arg(long, value_parser = parse_weight_dtype)]
     dtype: Option<DType>,
 }

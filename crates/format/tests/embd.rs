@@ -818,7 +818,9 @@ fn recast_bytes(bytes: &[u8], dtype: DType) -> Vec<u8> {
 
 #[test]
 fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step() {
-    use modelbin_format::embd::int8::{dequantize_rows, is_linear_weight, scale_name};
+    use modelbin_format::embd::int8::{
+        BLOCK, blocks_per_row, dequantize, is_linear_weight, scale_name,
+    };
     let float_bytes = tiny_file();
     let float = open(&float_bytes).unwrap();
     let int8_bytes = recast_bytes(&float_bytes, DType::I8);
@@ -835,17 +837,19 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
         quantized += 1;
         assert_eq!(stored.dtype(), DType::I8);
         let scales = int8.tensor(&scale_name(tensor.name())).unwrap();
+        let (n, k) = (tensor.shape()[0], tensor.shape()[1]);
+        let blocks = blocks_per_row(k);
         assert_eq!(
             (scales.dtype(), scales.shape()),
-            (DType::F32, &tensor.shape()[..1])
+            (DType::F32, &[n, blocks][..])
         );
         let scales = scales.to_f32().unwrap();
-        let back = dequantize_rows(bytemuck::cast_slice(stored.data()), &scales);
+        let back = dequantize(bytemuck::cast_slice(stored.data()), &scales, k, BLOCK);
         let want = tensor.to_f32().unwrap();
-        let k = tensor.shape()[1];
         for (i, (a, b)) in back.iter().zip(want.iter()).enumerate() {
+            let scale = scales[i / k * blocks + i % k / BLOCK];
             assert!(
-                (a - b).abs() <= scales[i / k] / 2.0 + 1e-6,
+                (a - b).abs() <= scale / 2.0 + 1e-6,
                 "{} [{i}]",
                 tensor.name()
             );
@@ -866,7 +870,8 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
                 .to_f32()
                 .unwrap();
             let q = int8.tensor(tensor.name()).unwrap();
-            let want = dequantize_rows(bytemuck::cast_slice(q.data()), &scales);
+            let k = q.shape()[1];
+            let want = dequantize(bytemuck::cast_slice(q.data()), &scales, k, BLOCK);
             assert_eq!(tensor.to_f32().unwrap().as_ref(), want.as_slice());
         }
     }
@@ -892,7 +897,10 @@ fn int8_weights_are_refused_without_valid_scales() {
         shape,
         data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
     };
+    // One scale per row (the first converter's files) or per block of 32
+    // inputs (the rows here have fewer: one block each).
     with_scale(Some(scales(DType::F32, vec![4], &[0.1, 0.2, 0.0, 1.0]))).unwrap();
+    with_scale(Some(scales(DType::F32, vec![4, 1], &[0.1, 0.2, 0.0, 1.0]))).unwrap();
     assert!(matches!(
         with_scale(None),
         Err(Error::Model(ModelError::MissingTensor { name })) if name == scale
@@ -903,6 +911,10 @@ fn int8_weights_are_refused_without_valid_scales() {
     ));
     assert!(matches!(
         with_scale(Some(scales(DType::F32, vec![3], &[0.1; 3]))),
+        Err(Error::Model(ModelError::WrongShape { name, .. })) if name == scale
+    ));
+    assert!(matches!(
+        with_scale(Some(scales(DType::F32, vec![4, 2], &[0.1; 8]))),
         Err(Error::Model(ModelError::WrongShape { name, .. })) if name == scale
     ));
     for bad in [-0.5, f32::NAN, f32::INFINITY] {

@@ -1,5 +1,5 @@
 //! A linear layer's weight as the file stores it: float (F32, F16 or BF16,
-//! computed in f32) or int8 with per-row scales.
+//! computed in f32) or int8 with a scale per block of inputs.
 
 use std::borrow::Cow;
 
@@ -30,15 +30,25 @@ impl LinearWeights {
             .iter()
             .all(|name| embd.get(name).is_some_and(|t| t.dtype() == DType::I8));
         if all_int8 && k <= MAX_INPUT_FEATURES {
-            let (mut parts, mut scales) = (Vec::new(), Vec::new());
-            for name in names {
-                let (values, row_scales) = int8::weight_and_scales(embd, name)?;
-                parts.push(values);
-                scales.extend(row_scales);
+            let weights = names
+                .iter()
+                .map(|name| int8::weight_and_scales(embd, name))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Parts quantized in blocks of different lengths (files of
+            // different converters) are computed in f32 below.
+            if weights.iter().all(|w| w.block == weights[0].block) {
+                let parts: Vec<&[i8]> = weights.iter().map(|w| w.values).collect();
+                let scales: Vec<f32> = weights
+                    .iter()
+                    .flat_map(|w| w.scales.iter().copied())
+                    .collect();
+                return Ok(LinearWeights::Int8(QuantizedWeights::new(
+                    &parts,
+                    &scales,
+                    k,
+                    weights[0].block,
+                )));
             }
-            return Ok(LinearWeights::Int8(QuantizedWeights::new(
-                &parts, scales, k,
-            )));
         }
         let parts = names
             .iter()

@@ -1,49 +1,68 @@
-//! Products against int8 weights: the weights (INT8 with per-row scales,
-//! as `convert --dtype int8` stores them) are packed once into panels for
-//! the integer kernels; each call quantizes its activations per row
-//! (symmetric, scale `max |x| / 127`) and scales the exact i32 sums back
-//! to floats: `out[r, j] = bias[j] + sx[r] · sw[j] · Σ_i qx[r, i] · qw[j, i]`.
+//! Products against int8 weights. The weights (INT8 with a scale per block
+//! of 32 inputs of each row, as `convert --dtype int8` stores them) are
+//! packed once into panels for the integer kernels. Each call quantizes its
+//! activations row by row:
+//! - the row's [`OUTLIERS`] largest magnitudes stay in f32 (the outliers:
+//!   a transformer's activations have a few channels far larger than the
+//!   rest, which would leave the rest a handful of levels);
+//! - the others are quantized asymmetrically to u8: with `lo ≤ 0 ≤ hi` the
+//!   smallest and largest of them, the scale is `sx = (hi − lo) / 255`, the
+//!   zero point `zx = round(−lo / sx)` and `q = round(x / sx + zx)`, held
+//!   to 0..=255 (rounding to nearest, ties to even). The outliers' `q` is
+//!   `zx`, which adds nothing.
+//!
+//! With `S[r, j] = Σ_b s[j, b] · Σ_{i in b} q[r, i] · w[j, i]` and
+//! `C[j] = Σ_b s[j, b] · Σ_{i in b} w[j, i]` the output is
+//! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`.
 
-use crate::int8_kernels::{Int8Kernel, QMR, QNR};
+use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
 use crate::panel_tasks::{for_each_block, row_tiles};
 
-/// The widest input an int8 product accepts: beyond it the VNNI kernel's
-/// i32 sums could overflow (255 · 127 per product).
+/// The widest input an int8 product accepts: beyond it the i32 sums of a
+/// block that spans a whole row could overflow (255 · 127 per product).
 pub const MAX_INPUT_FEATURES: usize = 65_536;
 
-/// An int8 weight matrix `q[n, k]` with per-row scales, packed for
-/// `x · Wᵀ`.
+/// How many activations of each row stay in f32.
+pub const OUTLIERS: usize = 4;
+
+/// An int8 weight matrix `q[n, k]` with a scale per block of inputs of each
+/// row, packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
 pub struct QuantizedWeights {
     n: usize,
     k: usize,
     /// `k` rounded up to a multiple of four.
     k4: usize,
+    /// Groups of four inputs per scale block.
+    block4: usize,
     /// `ceil(n / QNR)` panels of `k4 · QNR` bytes (see
     /// [`crate::int8_kernels`]), zero past `n` and `k`.
     panels: Vec<i8>,
-    /// Per row: Σ_i q[j, i], zero past `n`.
-    column_sums: Vec<i32>,
+    /// Per panel, `QNR` scales per block, zero past `n`.
     scales: Vec<f32>,
+    /// Per row: `Σ_b s[j, b] · Σ_{i in b} q[j, i]`, zero past `n`.
+    scaled_sums: Vec<f32>,
 }
 
 impl QuantizedWeights {
     /// Packs the rows of `parts` (each row-major with rows of `k`, stacked
-    /// in order: `n` rows in all), with one scale per row. A stored −128 is
-    /// read as −127 (the quantizer never writes it; the kernels assume it
-    /// away).
+    /// in order: `n` rows in all) with their scales: `ceil(k / block)` per
+    /// row, each for `block` consecutive inputs. A stored −128 is read as
+    /// −127 (the quantizer never writes it).
     ///
     /// # Panics
-    /// If the sizes disagree or `k` exceeds [`MAX_INPUT_FEATURES`].
-    pub fn new(parts: &[&[i8]], scales: Vec<f32>, k: usize) -> Self {
-        let n = scales.len();
-        let rows: Vec<&[i8]> = parts
-            .iter()
-            .flat_map(|p| p.chunks_exact(k.max(1)))
-            .collect();
-        assert!(rows.len() == n && k > 0 && k <= MAX_INPUT_FEATURES);
+    /// If the sizes disagree, if `k` exceeds [`MAX_INPUT_FEATURES`], or if
+    /// `block` is neither a multiple of four nor at least `k`.
+    pub fn new(parts: &[&[i8]], scales: &[f32], k: usize, block: usize) -> Self {
+        assert!(k > 0 && k <= MAX_INPUT_FEATURES && block > 0);
+        assert!(block.is_multiple_of(4) || block >= k);
+        let blocks = k.div_ceil(block);
+        let n = scales.len() / blocks;
+        let rows: Vec<&[i8]> = parts.iter().flat_map(|p| p.chunks_exact(k)).collect();
+        assert!(rows.len() == n && scales.len() == n * blocks);
         assert!(parts.iter().all(|p| p.len() % k == 0));
         let k4 = k.next_multiple_of(4);
+        let block4 = block.div_ceil(4).min(k4 / 4);
         let panel_count = n.div_ceil(QNR);
         let mut panels = vec![0i8; panel_count * k4 * QNR];
         // Panel by panel, group by group: the writes run in order.
@@ -58,17 +77,24 @@ impl QuantizedWeights {
                 }
             }
         }
-        let mut column_sums = vec![0i32; panel_count * QNR];
-        for (sum, row) in column_sums.iter_mut().zip(&rows) {
-            *sum = row.iter().map(|&v| i32::from(v.max(-127))).sum();
+        let mut packed_scales = vec![0.0f32; panel_count * blocks * QNR];
+        let mut scaled_sums = vec![0.0f32; panel_count * QNR];
+        for (j, (row, row_scales)) in rows.iter().zip(scales.chunks_exact(blocks)).enumerate() {
+            let (p, at) = (j / QNR, j % QNR);
+            for (b, (values, &scale)) in row.chunks(block).zip(row_scales).enumerate() {
+                packed_scales[(p * blocks + b) * QNR + at] = scale;
+                let sum: i32 = values.iter().map(|&v| i32::from(v.max(-127))).sum();
+                scaled_sums[j] = scaled_sums[j] + sum as f32 * scale;
+            }
         }
         QuantizedWeights {
             n,
             k,
             k4,
+            block4,
             panels,
-            column_sums,
-            scales,
+            scales: packed_scales,
+            scaled_sums,
         }
     }
 
@@ -79,9 +105,9 @@ impl QuantizedWeights {
     /// If the sizes disagree, or `kernel` is not available on this CPU.
     pub fn linear(&self, x: &[f32], bias: &[f32], out: &mut [f32], kernel: Int8Kernel) {
         let (n, k) = (self.n, self.k);
-        let m = x.len() / k.max(1);
+        let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-        let rows = QuantizedRows::new(x, k, self.k4);
+        let rows = QuantizedRows::new(x, k, self.k4, kernel.reads_wide_rows());
         for_each_block(m, n, QNR, QMR, out, |rows_range, panels, out, ldo| {
             self.block(&rows, rows_range, bias, panels, out, ldo, kernel)
         });
@@ -101,92 +127,243 @@ impl QuantizedWeights {
         kernel: Int8Kernel,
     ) {
         let k4 = self.k4;
+        let blocks = (k4 / 4).div_ceil(self.block4);
         let first = panels.start;
-        let mut tile = [0i32; QMR * QNR];
+        let mut tile: Tile = [0.0; QMR * QNR];
         for p in panels {
-            let panel = &self.panels[p * k4 * QNR..(p + 1) * k4 * QNR];
-            let sums = &self.column_sums[p * QNR..(p + 1) * QNR];
-            let col = (p - first) * QNR;
             let width = QNR.min(self.n - p * QNR);
-            let (bias, scales) = (&bias[p * QNR..], &self.scales[p * QNR..]);
+            let mut panel_bias = [0.0f32; QNR];
+            panel_bias[..width].copy_from_slice(&bias[p * QNR..p * QNR + width]);
+            let panel = Panel {
+                weights: &self.panels[p * k4 * QNR..(p + 1) * k4 * QNR],
+                scales: &self.scales[p * blocks * QNR..(p + 1) * blocks * QNR],
+                block4: self.block4,
+                sums: self.scaled_sums[p * QNR..(p + 1) * QNR].try_into().unwrap(),
+                bias: &panel_bias,
+            };
+            let col = (p - first) * QNR;
             for (row0, count) in row_tiles(rows.clone(), QMR) {
-                kernel.tile(&x.values[row0 * k4..], count, k4, panel, sums, &mut tile);
-                for r in 0..count {
+                let tile_rows = Rows {
+                    values: &x.values[row0 * k4..],
+                    wide: x.wide.get(row0 * k4..).unwrap_or(&[]),
+                    count,
+                    k4,
+                    outliers: &x.outliers[row0 * x.per_row..],
+                    per_row: x.per_row,
+                    scales: &x.scales[row0..],
+                    zero_points: &x.zero_points[row0..],
+                };
+                kernel.tile(&tile_rows, &panel, &mut tile);
+                for (r, values) in tile.chunks_exact(QNR).take(count).enumerate() {
                     let at = (row0 - rows.start + r) * ldo + col;
-                    let scale = x.scales[row0 + r];
-                    for (j, d) in out[at..at + width].iter_mut().enumerate() {
-                        *d = bias[j] + scale * scales[j] * tile[r * QNR + j] as f32;
-                    }
+                    out[at..at + width].copy_from_slice(&values[..width]);
                 }
             }
         }
     }
 }
 
-/// Activations quantized per row: `values[r, i] = round(x[r, i] / scales[r])`
-/// (to nearest, ties to even) in −127..=127, rows padded with zeros to
-/// `k4`.
+/// Activations quantized per row (see the module documentation), rows
+/// padded with zeros to `k4`.
 struct QuantizedRows {
-    values: Vec<i8>,
+    /// `m` rows of `k4` quantized values.
+    values: Vec<u8>,
+    /// The same widened to u16, when the kernel reads them (else empty).
+    wide: Vec<u16>,
     scales: Vec<f32>,
+    zero_points: Vec<f32>,
+    /// `per_row` outliers per row.
+    outliers: Vec<Outlier>,
+    per_row: usize,
 }
 
-/// Adding 1.5 · 2²³ to an f32 of magnitude below 2²² rounds it to the
-/// nearest integer, ties to even, and leaves that integer in the low bits of
-/// the sum: plain arithmetic the compiler vectorises (`f32::round` is a
+/// Adding 1.5 · 2²³ to an f32 in 0..=255 rounds it to the nearest
+/// integer, ties to even, and leaves that integer in the low byte of the
+/// sum's bits: plain arithmetic the compiler vectorises (`f32::round` is a
 /// library call on baseline x86-64).
 const ROUNDING: f32 = 12_582_912.0;
 
 impl QuantizedRows {
-    fn new(x: &[f32], k: usize, k4: usize) -> Self {
-        let m = x.len() / k.max(1);
-        let mut values = vec![0i8; m * k4];
-        let mut scales = Vec::with_capacity(m);
-        for (row, out) in x
-            .chunks_exact(k.max(1))
-            .zip(values.chunks_exact_mut(k4.max(1)))
-        {
-            let scale = max_abs(row) / 127.0;
-            scales.push(scale);
+    fn new(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected.
+            return unsafe { Self::new_avx2(x, k, k4, wide) };
+        }
+        Self::build(x, k, k4, wide)
+    }
+
+    /// [`QuantizedRows::build`] compiled for AVX2: the same operations on
+    /// wider vectors, so the same values.
+    ///
+    /// # Safety
+    /// AVX2 must be available.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn new_avx2(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
+        Self::build(x, k, k4, wide)
+    }
+
+    #[inline(always)]
+    fn build(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
+        let m = x.len() / k;
+        let per_row = OUTLIERS.min(k);
+        let mut rows = QuantizedRows {
+            values: vec![0u8; m * k4],
+            wide: Vec::new(),
+            scales: Vec::with_capacity(m),
+            zero_points: Vec::with_capacity(m),
+            outliers: Vec::with_capacity(m * per_row),
+            per_row,
+        };
+        let mut candidates = Vec::new();
+        for (row, out) in x.chunks_exact(k).zip(rows.values.chunks_exact_mut(k4)) {
+            let split = split_row(row, per_row, &mut candidates);
+            let scale = (split.hi - split.lo) / 255.0;
             let inverse = 1.0 / scale;
             // A row of zeros, a subnormal scale (whose inverse overflows) or
-            // a NaN or infinite value keep their zeros; the scale carries a
-            // NaN or infinity into the row's outputs, as f32 would.
-            if inverse.is_finite() && scale.is_finite() {
-                let base = ROUNDING.to_bits() as i32;
-                for (q, v) in out.iter_mut().zip(row) {
-                    // The rounded integer sits in the low mantissa bits of
-                    // the sum (NaN lands outside the range and clamps).
-                    let rounded = (v * inverse + ROUNDING).to_bits() as i32 - base;
-                    *q = rounded.clamp(-127, 127) as i8;
+            // a NaN or infinite value keep zeros; the scale carries a NaN or
+            // infinity into the row's outputs, as f32 would.
+            let zero = if inverse.is_finite() && scale.is_finite() {
+                let zero = round_byte(-split.lo * inverse) as f32;
+                for (q, &v) in out.iter_mut().zip(row) {
+                    *q = round_byte(v * inverse + zero);
                 }
+                zero
+            } else {
+                0.0
+            };
+            for outlier in &candidates[..per_row] {
+                out[outlier.channel as usize] = zero as u8;
             }
+            rows.outliers.extend_from_slice(&candidates[..per_row]);
+            rows.scales.push(scale);
+            rows.zero_points.push(zero);
         }
-        QuantizedRows { values, scales }
+        if wide {
+            rows.wide = rows.values.iter().map(|&v| u16::from(v)).collect();
+        }
+        rows
     }
 }
 
-/// The largest magnitude in `row`, or NaN when it holds one (a NaN lane
-/// stays NaN: comparisons with it are false), in eight
-/// lanes the compiler vectorises.
-fn max_abs(row: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let chunks = row.chunks_exact(8);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for (lane, v) in lanes.iter_mut().zip(chunk) {
-            let a = v.abs();
-            // A NaN, once in the lane, stays.
-            *lane = if a > *lane || a.is_nan() { a } else { *lane };
+/// `v` held to 0..=255 and rounded to the nearest integer, ties to even
+/// (NaN gives an unspecified byte).
+#[inline(always)]
+fn round_byte(v: f32) -> u8 {
+    let v = if v < 255.0 { v } else { 255.0 };
+    let v = if v > 0.0 { v } else { 0.0 };
+    // The rounded value sits in the low byte of the sum's bits.
+    (v + ROUNDING).to_bits() as u8
+}
+
+/// A row's range once its outliers are set aside.
+struct Split {
+    /// The smallest of the other values and 0 (NaN if the row holds a NaN
+    /// or an infinity).
+    lo: f32,
+    /// The largest of the other values and 0 (NaN likewise).
+    hi: f32,
+}
+
+/// Magnitudes for ranking, a NaN counting as the largest.
+#[inline(always)]
+fn magnitude(v: f32) -> f32 {
+    if v.is_nan() { f32::INFINITY } else { v.abs() }
+}
+
+/// Values per run of the vectorised passes.
+const RUN: usize = 16;
+
+/// Finds the `count` values of `row` of largest magnitude (on a tie the
+/// first) and the range of the others. `candidates` is left holding the
+/// outliers first, largest first.
+///
+/// Two passes the compiler vectorises:
+/// - the largest magnitude of each residue class of the indices modulo
+///   [`RUN`]: the classes with the `count` largest maxima hold `count`
+///   values at least the smallest of those, `least`, so every outlier
+///   reaches `least`;
+/// - the range of the values below `least`, and the runs holding any
+///   others, which are then ranked one by one; those that are not outliers
+///   join the range.
+#[inline(always)]
+fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split {
+    let mut maxima = [0.0f32; RUN];
+    let runs = row.chunks_exact(RUN);
+    for run in runs.clone() {
+        for l in 0..RUN {
+            maxima[l] = maxima[l].max(magnitude(run[l]));
         }
     }
-    rest.iter().chain(&lanes).fold(0.0f32, |m, v| {
-        if v.abs() > m || v.is_nan() {
-            v.abs()
-        } else {
-            m
+    for (max, &v) in maxima.iter_mut().zip(runs.remainder()) {
+        *max = max.max(magnitude(v));
+    }
+    maxima.sort_unstable_by(|a, b| b.total_cmp(a));
+    let least = maxima[count.min(RUN) - 1];
+    let (mut lo, mut hi, mut poison) = ([0.0f32; RUN], [0.0f32; RUN], [0.0f32; RUN]);
+    candidates.clear();
+    let mut collect = |first: usize, run: &[f32]| {
+        for (l, &v) in run.iter().enumerate() {
+            if magnitude(v) >= least {
+                candidates.push(Outlier {
+                    channel: (first + l) as u32,
+                    value: v,
+                });
+            }
         }
-    })
+    };
+    for (r, run) in runs.clone().enumerate() {
+        let mut reaches = false;
+        for l in 0..RUN {
+            let v = run[l];
+            let below = magnitude(v) < least;
+            let kept = if below { v } else { 0.0 };
+            lo[l] = lo[l].min(kept);
+            hi[l] = hi[l].max(kept);
+            // v − v is NaN exactly for a NaN or an infinity.
+            poison[l] += v - v;
+            reaches |= !below;
+        }
+        if reaches {
+            collect(RUN * r, run);
+        }
+    }
+    let tail = runs.remainder();
+    for (l, &v) in tail.iter().enumerate() {
+        if magnitude(v) < least {
+            (lo[l], hi[l]) = (lo[l].min(v), hi[l].max(v));
+        }
+        poison[l] += v - v;
+    }
+    collect(row.len() - tail.len(), tail);
+    // Largest first; a stable sort keeps ties in channel order.
+    candidates.sort_by(|a, b| magnitude(b.value).total_cmp(&magnitude(a.value)));
+    let mut bounds = (0.0f32, 0.0f32, 0.0f32);
+    for l in 0..RUN {
+        bounds = (
+            bounds.0.min(lo[l]),
+            bounds.1.max(hi[l]),
+            bounds.2 + poison[l],
+        );
+    }
+    for other in &candidates[count..] {
+        bounds = (
+            bounds.0.min(other.value),
+            bounds.1.max(other.value),
+            bounds.2,
+        );
+    }
+    if bounds.2.is_nan() {
+        return Split {
+            lo: f32::NAN,
+            hi: f32::NAN,
+        };
+    }
+    Split {
+        lo: bounds.0,
+        hi: bounds.1,
+    }
 }
 
 #[cfg(test)]
@@ -198,40 +375,75 @@ mod tests {
         (0..len).map(|_| (rng.next_u64() % 255) as i8).collect()
     }
 
+    /// The module's formula, computed plainly from the quantized rows.
+    fn formula(
+        weights: &QuantizedWeights,
+        q: &[i8],
+        scales: &[f32],
+        block: usize,
+        x: &[f32],
+        bias: &[f32],
+    ) -> Vec<f32> {
+        let (n, k) = (weights.n, weights.k);
+        let blocks = k.div_ceil(block);
+        let rows = QuantizedRows::new(x, k, weights.k4, false);
+        let m = x.len() / k;
+        let mut out = vec![0.0; m * n];
+        for r in 0..m {
+            for j in 0..n {
+                let w = |i: usize| i32::from(q[j * k + i].max(-127));
+                let (mut sum, mut sums) = (0.0f32, 0.0f32);
+                for b in 0..blocks {
+                    let inputs = b * block..((b + 1) * block).min(k);
+                    let dot: i32 = inputs
+                        .clone()
+                        .map(|i| i32::from(rows.values[r * weights.k4 + i]) * w(i))
+                        .sum();
+                    let plain: i32 = inputs.map(w).sum();
+                    sum = sum + dot as f32 * scales[j * blocks + b];
+                    sums = sums + plain as f32 * scales[j * blocks + b];
+                }
+                let mut extra = 0.0f32;
+                for o in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
+                    let c = o.channel as usize;
+                    extra = extra + o.value * (w(c) as f32 * scales[j * blocks + c / block]);
+                }
+                out[r * n + j] =
+                    bias[j] + (rows.scales[r] * (sum - rows.zero_points[r] * sums) + extra);
+            }
+        }
+        out
+    }
+
     #[test]
-    fn every_kernel_gives_the_portable_sums_on_ragged_shapes() {
+    fn every_kernel_gives_the_formula_on_ragged_shapes() {
         let mut rng = Rng::new(7);
-        for (m, n, k) in [
-            (1, 1, 1),
-            (2, 65, 3),
-            (7, 64, 8),
-            (13, 130, 37),
-            (6, 200, 384),
-            (25, 70, 1539),
+        for (m, n, k, block) in [
+            (1, 1, 1, 32),
+            (2, 33, 3, 32),
+            (7, 64, 8, 8),
+            (13, 130, 37, 32),
+            (13, 70, 37, 37),
+            (6, 200, 384, 32),
+            (25, 70, 1539, 32),
+            (4, 40, 1539, 1539),
         ] {
             let q = random_i8(&mut rng, n * k);
-            let scales: Vec<f32> = (0..n).map(|j| 0.001 * (j % 7 + 1) as f32).collect();
-            let weights = QuantizedWeights::new(&[&q[..n / 2 * k], &q[n / 2 * k..]], scales, k);
+            let blocks = k.div_ceil(block);
+            let scales: Vec<f32> = (0..n * blocks)
+                .map(|i| 0.001 * (i % 7 + 1) as f32)
+                .collect();
+            let weights =
+                QuantizedWeights::new(&[&q[..n / 2 * k], &q[n / 2 * k..]], &scales, k, block);
+            // Ordinary values plus, now and then, one far larger.
             let x: Vec<f32> = (0..m * k)
-                .map(|_| rng.uniform() as f32 * 4.0 - 2.0)
+                .map(|i| {
+                    let v = rng.uniform() as f32 * 4.0 - 2.0;
+                    if i % 29 == 3 { v * 40.0 } else { v }
+                })
                 .collect();
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
-            let mut want = vec![0.0; m * n];
-            weights.linear(&x, &bias, &mut want, Int8Kernel::Portable);
-            // The portable sums are the plain integer products.
-            let rows = QuantizedRows::new(&x, k, weights.k4);
-            for r in 0..m {
-                for j in 0..n {
-                    let sum: i32 = (0..k)
-                        .map(|i| {
-                            i32::from(rows.values[r * weights.k4 + i])
-                                * i32::from(q[j * k + i].max(-127))
-                        })
-                        .sum();
-                    let value = bias[j] + rows.scales[r] * weights.scales[j] * sum as f32;
-                    assert_eq!(want[r * n + j], value, "({m},{n},{k}) [{r},{j}]");
-                }
-            }
+            let want = formula(&weights, &q, &scales, block, &x, &bias);
             for kernel in Int8Kernel::available() {
                 for threads in [1, 2, 3] {
                     let pool = rayon::ThreadPoolBuilder::new()
@@ -243,7 +455,7 @@ mod tests {
                     assert_eq!(
                         got,
                         want,
-                        "{} ({m},{n},{k}) {threads} threads",
+                        "{} ({m},{n},{k},{block}) {threads} threads",
                         kernel.name()
                     );
                 }
@@ -252,12 +464,75 @@ mod tests {
     }
 
     #[test]
+    fn products_are_close_to_float_ones() {
+        // Weights quantized the converter's way; the error comes from the
+        // weights' half steps and the activations' half steps.
+        let mut rng = Rng::new(11);
+        let (m, n, k) = (9, 48, 200);
+        let w: Vec<f32> = (0..n * k).map(|_| rng.uniform() as f32 - 0.5).collect();
+        let (q, scales) = modelbin_format::embd::int8::quantize(&w, k);
+        let weights = QuantizedWeights::new(&[&q], &scales, k, modelbin_format::embd::int8::BLOCK);
+        let mut x: Vec<f32> = (0..m * k)
+            .map(|_| rng.uniform() as f32 * 2.0 - 0.5)
+            .collect();
+        x[5] = 60.0;
+        x[k + 17] = -90.0;
+        let mut out = vec![0.0; m * n];
+        weights.linear(&x, &vec![0.0; n], &mut out, Int8Kernel::best());
+        for r in 0..m {
+            let row = &x[r * k..(r + 1) * k];
+            let rest_max = row
+                .iter()
+                .map(|v| v.abs())
+                .filter(|&v| v < 50.0)
+                .fold(0.0f32, f32::max);
+            for j in 0..n {
+                let exact: f32 = row
+                    .iter()
+                    .zip(&w[j * k..(j + 1) * k])
+                    .map(|(a, b)| a * b)
+                    .sum();
+                // |Δw| ≤ 0.5/127 per weight (|w| ≤ 0.5), |Δx| ≤ step/2.
+                let bound = k as f32 * (rest_max * 0.5 / 127.0 + 0.5 * 2.5 / 255.0);
+                assert!(
+                    (out[r * n + j] - exact).abs() <= bound,
+                    "[{r},{j}] {} vs {exact}",
+                    out[r * n + j]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_largest_values_of_a_row_are_its_outliers() {
+        let mut candidates = Vec::new();
+        let channels =
+            |c: &[Outlier], n: usize| c[..n].iter().map(|o| o.channel).collect::<Vec<_>>();
+        let split = split_row(&[1.0, -5.0, 3.0, -7.0, 5.0, 0.5], 3, &mut candidates);
+        // Ties go to the first: −5 before 5.
+        assert_eq!(channels(&candidates, 3), [3, 1, 4]);
+        assert_eq!((split.lo, split.hi), (0.0, 3.0));
+        // Runs past the first: the largest at 40 and 17; a value equal to
+        // the third largest (the 6.0 at 33) that is not an outlier still
+        // joins the range.
+        let mut row: Vec<f32> = (0..50).map(|i| (i % 5) as f32 - 2.0).collect();
+        (row[40], row[17], row[5], row[33]) = (-9.0, 8.0, 6.0, 6.0);
+        let split = split_row(&row, 3, &mut candidates);
+        assert_eq!(channels(&candidates, 3), [40, 17, 5]);
+        assert_eq!((split.lo, split.hi), (-2.0, 6.0));
+        // A NaN ranks first and makes the range NaN.
+        let split = split_row(&[1.0, f32::NAN, 2.0], 1, &mut candidates);
+        assert_eq!(channels(&candidates, 1), [1]);
+        assert!(split.lo.is_nan() && split.hi.is_nan());
+    }
+
+    #[test]
     fn tiny_nan_and_infinite_rows_behave_like_f32() {
         let (n, k) = (3, 8);
-        let weights = QuantizedWeights::new(&[&[1i8; 24]], vec![1.0; n], k);
+        let weights = QuantizedWeights::new(&[&[1i8; 24]], &[1.0; 3], k, 32);
         let rows = [
             vec![1e-40f32; k],
-            [vec![f32::NAN], vec![1.0; k - 1]].concat(),
+            [vec![f32::NAN; 5], vec![1.0; k - 5]].concat(),
             [vec![f32::INFINITY], vec![1.0; k - 1]].concat(),
             vec![0.0; k],
         ]
@@ -279,17 +554,17 @@ mod tests {
 
     #[test]
     fn extreme_values_do_not_saturate() {
-        // Every product at ±127 · ±127, and a stored −128 read as −127.
+        // Every product at 255 · ±127 (the u8 activations' extreme), and a
+        // stored −128 read as −127.
         let (n, k) = (64, 1536);
         let mut q = vec![127i8; n * k];
         q[..k].fill(-128);
-        let weights = QuantizedWeights::new(&[&q], vec![1.0; n], k);
+        let weights = QuantizedWeights::new(&[&q], &vec![1.0; n * k / 32], k, 32);
         for sign in [1.0f32, -1.0] {
             let x = vec![sign; 2 * k];
             for kernel in Int8Kernel::available() {
                 let mut out = vec![0.0; 2 * n];
                 weights.linear(&x, &vec![0.0; n], &mut out, kernel);
-                // x quantizes to ±127 with scale 1/127.
                 let full = 127.0 * k as f32;
                 let close = |got: f32, want: f32| (got - want).abs() <= 1e-6 * want.abs();
                 assert!(close(out[0], -sign * full), "{} {}", kernel.name(), out[0]);

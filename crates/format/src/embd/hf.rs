@@ -23,8 +23,9 @@ const SKIPPED: &str = "embeddings.position_ids";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HfOptions {
     /// Store float tensors as this dtype (F32, F16 or BF16) instead of as
-    /// they are; I8 stores the encoder's linear weights as int8 with
-    /// per-row scales (see [`super::int8`]) and keeps the rest as it is.
+    /// they are; I8 stores the encoder's linear weights as int8 with a
+    /// scale per block of 32 inputs (see [`super::int8`]) and keeps the
+    /// rest as it is.
     pub dtype: Option<DType>,
 }
 

@@ -2,12 +2,18 @@
 //!
 //! `convert --dtype int8` stores each linear layer's weight `W[n, k]` (query,
 //! key, value, attention output, intermediate, output) as INT8 `q[n, k]`
-//! beside an F32 tensor of per-output-row scales named `<weight>_scale`,
-//! shape `[n]`, so that `W[j, i] ≈ q[j, i] · scale[j]`. The quantization is
-//! symmetric: `scale[j] = max_i |W[j, i]| / 127` and
-//! `q[j, i] = round(W[j, i] / scale[j])` (halves away from zero), so every
-//! `q` lies in −127..=127. A row of zeros has scale 0. Embeddings, biases
-//! and LayerNorm parameters stay in float.
+//! beside an F32 tensor of scales named `<weight>_scale`. Each row's inputs
+//! are cut into blocks of [`BLOCK`] (32) consecutive inputs, the last one
+//! possibly shorter, and every block of every row has its own scale: the
+//! scale tensor has shape `[n, ceil(k / 32)]` and
+//! `W[j, i] ≈ q[j, i] · scale[j, i / 32]`. The quantization is symmetric:
+//! a block's scale is its largest magnitude over 127 and
+//! `q = round(W / scale)` (halves away from zero), so every `q` lies in
+//! −127..=127; a block of zeros has scale 0. Embeddings, biases and
+//! LayerNorm parameters stay in float.
+//!
+//! A scale tensor of shape `[n]` (one scale per row, what the first int8
+//! converter wrote) is read as one block spanning the whole row.
 
 use super::Embd;
 use crate::tensor::TensorStore;
@@ -46,44 +52,92 @@ pub fn is_linear_weight(name: &str) -> bool {
         })
 }
 
-/// Quantizes the rows of `k` values of `w`: the INT8 values and one scale
-/// per row.
-pub fn quantize_rows(w: &[f32], k: usize) -> (Vec<i8>, Vec<f32>) {
+/// How many consecutive inputs of a row share one scale.
+pub const BLOCK: usize = 32;
+
+/// The number of scales each row of `k` inputs has: `ceil(k / BLOCK)`.
+pub fn blocks_per_row(k: usize) -> usize {
+    k.div_ceil(BLOCK)
+}
+
+/// Quantizes the rows of `k` values of `w`: the INT8 values and the scales,
+/// [`blocks_per_row`]`(k)` per row.
+pub fn quantize(w: &[f32], k: usize) -> (Vec<i8>, Vec<f32>) {
     let mut q = Vec::with_capacity(w.len());
-    let mut scales = Vec::with_capacity(w.len() / k.max(1));
+    let mut scales = Vec::with_capacity(w.len() / BLOCK + 1);
     for row in w.chunks_exact(k.max(1)) {
-        let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let scale = max / QMAX;
-        scales.push(scale);
-        q.extend(row.iter().map(|v| {
-            if scale > 0.0 {
-                (v / scale).round().clamp(-QMAX, QMAX) as i8
-            } else {
-                0
-            }
-        }));
+        for block in row.chunks(BLOCK) {
+            let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let scale = max / QMAX;
+            scales.push(scale);
+            q.extend(block.iter().map(|v| {
+                if scale > 0.0 {
+                    (v / scale).round().clamp(-QMAX, QMAX) as i8
+                } else {
+                    0
+                }
+            }));
+        }
     }
     (q, scales)
 }
 
-/// The float values of quantized rows: `q[j, i] · scales[j]`.
-pub fn dequantize_rows(q: &[i8], scales: &[f32]) -> Vec<f32> {
-    let k = q.len() / scales.len().max(1);
+/// An int8 weight as a file stores it, with its scales checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Int8Weight<'a> {
+    /// `q[n, k]`, row-major.
+    pub values: &'a [i8],
+    /// `n` rows of `ceil(k / block)` scales.
+    pub scales: Vec<f32>,
+    /// Inputs per row.
+    pub k: usize,
+    /// Consecutive inputs sharing a scale: [`BLOCK`], or `k` for a file
+    /// with one scale per row.
+    pub block: usize,
+}
+
+impl Int8Weight<'_> {
+    /// The float values: `q[j, i] · scale[j, i / block]`.
+    pub fn dequantize(&self) -> Vec<f32> {
+        dequantize(self.values, &self.scales, self.k, self.block)
+    }
+}
+
+/// The float values of quantized rows of `k` inputs whose scales cover
+/// `block` inputs each: `q[j, i] · scales[j, i / block]`.
+pub fn dequantize(q: &[i8], scales: &[f32], k: usize, block: usize) -> Vec<f32> {
+    let per_row = k.div_ceil(block.max(1));
     q.chunks_exact(k.max(1))
-        .zip(scales)
-        .flat_map(|(row, &scale)| row.iter().map(move |&v| f32::from(v) * scale))
+        .zip(scales.chunks_exact(per_row.max(1)))
+        .flat_map(|(row, scales)| {
+            row.chunks(block.max(1))
+                .zip(scales)
+                .flat_map(|(values, &scale)| values.iter().map(move |&v| f32::from(v) * scale))
+        })
         .collect()
 }
 
-/// The INT8 values and scales of the int8 weight `name`, checked: the
-/// weight is `[n, k]` and its scale tensor is F32 `[n]` of finite values
-/// that are not negative.
+/// The inputs each scale covers for a weight of `n` rows of `k` inputs
+/// whose scale tensor has shape `scale_shape`: [`BLOCK`] for
+/// `[n, ceil(k / BLOCK)]`, `k` for `[n]`, `None` for any other shape.
+pub fn block_of(scale_shape: &[usize], n: usize, k: usize) -> Option<usize> {
+    match *scale_shape {
+        [rows] if rows == n => Some(k.max(1)),
+        [rows, blocks] if rows == n && blocks == blocks_per_row(k) => Some(BLOCK),
+        _ => None,
+    }
+}
+
+/// The int8 weight `name` with its scales, checked: the weight is `[n, k]`
+/// and its scale tensor is F32, of shape `[n, ceil(k / 32)]` (or `[n]`), and
+/// holds finite values that are not negative.
 pub fn weight_and_scales<'a, B: AsRef<[u8]>>(
     embd: &'a Embd<B>,
     name: &str,
-) -> Result<(&'a [i8], Vec<f32>)> {
+) -> Result<Int8Weight<'a>> {
     let weight = embd.tensor(name)?;
     let rows = weight.shape().first().copied().unwrap_or(0);
+    let k = weight.shape().get(1).copied().unwrap_or(1);
     let scale_name = scale_name(name);
     let scale = embd.get(&scale_name).ok_or_else(|| {
         Error::Model(ModelError::MissingTensor {
@@ -97,26 +151,32 @@ pub fn weight_and_scales<'a, B: AsRef<[u8]>>(
             expected: "int8 weight scales must be F32",
         }));
     }
-    if scale.shape() != [rows] {
+    let Some(block) = block_of(scale.shape(), rows, k) else {
         return Err(Error::Model(ModelError::WrongShape {
             name: scale_name,
-            expected: vec![rows],
+            expected: vec![rows, blocks_per_row(k)],
             found: scale.shape().to_vec(),
         }));
-    }
+    };
     let scales = scale.to_f32()?.into_owned();
-    if let Some((row, &value)) = scales
+    let per_row = k.div_ceil(block).max(1);
+    if let Some((at, &value)) = scales
         .iter()
         .enumerate()
         .find(|(_, v)| !v.is_finite() || **v < 0.0)
     {
         return Err(Error::Model(ModelError::InvalidScale {
             name: scale_name,
-            row,
+            row: at / per_row,
             value,
         }));
     }
-    Ok((bytemuck::cast_slice(weight.data()), scales))
+    Ok(Int8Weight {
+        values: bytemuck::cast_slice(weight.data()),
+        scales,
+        k,
+        block,
+    })
 }
 
 /// A weight as f32 values: float weights decoded, int8 ones dequantized
@@ -124,8 +184,7 @@ pub fn weight_and_scales<'a, B: AsRef<[u8]>>(
 pub fn weight_f32<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
     let tensor = embd.tensor(name)?;
     if tensor.dtype() == DType::I8 {
-        let (q, scales) = weight_and_scales(embd, name)?;
-        return Ok(dequantize_rows(q, &scales));
+        return Ok(weight_and_scales(embd, name)?.dequantize());
     }
     Ok(tensor.to_f32()?.into_owned())
 }
@@ -148,14 +207,37 @@ mod tests {
     }
 
     #[test]
-    fn quantization_is_symmetric_per_row_and_round_trips_within_half_a_step() {
+    fn quantization_is_symmetric_per_block_and_round_trips_within_half_a_step() {
         let w = [0.6, -1.0, 0.25, 0.0, 0.0, 0.0, 3.0, 1.0, -2.0];
-        let (q, scales) = quantize_rows(&w, 3);
+        let (q, scales) = quantize(&w, 3);
         assert_eq!(scales, [1.0 / 127.0, 0.0, 3.0 / 127.0]);
         assert_eq!(q, [76, -127, 32, 0, 0, 0, 127, 42, -85]);
-        let back = dequantize_rows(&q, &scales);
-        for ((a, b), row) in w.iter().zip(&back).zip([0, 0, 0, 1, 1, 1, 2, 2, 2]) {
-            assert!((a - b).abs() <= scales[row] / 2.0 + 1e-7, "{a} vs {b}");
+        // Rows of 40 inputs: a block of 32, then one of 8.
+        let w: Vec<f32> = (0..80)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.1 * (1 + i / 32) as f32)
+            .collect();
+        let (q, scales) = quantize(&w, 40);
+        assert_eq!(scales.len(), 2 * blocks_per_row(40));
+        assert_eq!(blocks_per_row(40), 2);
+        let back = dequantize(&q, &scales, 40, BLOCK);
+        for (i, (a, b)) in w.iter().zip(&back).enumerate() {
+            let scale = scales[i / 40 * 2 + i % 40 / BLOCK];
+            assert!((a - b).abs() <= scale / 2.0 + 1e-7, "{i}: {a} vs {b}");
         }
+        for (blocks, row) in scales.chunks(2).zip(w.chunks(40)) {
+            let max = |v: &[f32]| v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            assert_eq!(blocks, [max(&row[..32]) / QMAX, max(&row[32..]) / QMAX]);
+        }
+    }
+
+    #[test]
+    fn a_scale_tensor_of_one_scale_per_row_covers_the_whole_row() {
+        assert_eq!(block_of(&[4], 4, 40), Some(40));
+        assert_eq!(block_of(&[4, 2], 4, 40), Some(BLOCK));
+        assert_eq!(block_of(&[4, 1], 4, 40), None);
+        assert_eq!(block_of(&[3, 2], 4, 40), None);
+        assert_eq!(block_of(&[4, 2, 1], 4, 40), None);
+        let q = [1i8, 2, 3, -4];
+        assert_eq!(dequantize(&q, &[0.5, 2.0], 2, 2), [0.5, 1.0, 6.0, -8.0]);
     }
 }

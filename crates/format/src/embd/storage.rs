@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::int8::{SCALE_SUFFIX, dequantize_rows, is_linear_weight, quantize_rows, scale_name};
+use super::int8::{
+    SCALE_SUFFIX, block_of, blocks_per_row, dequantize, is_linear_weight, quantize, scale_name,
+};
 use crate::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
 use crate::{DType, Error, LayoutError, ModelError, Result};
@@ -41,7 +43,7 @@ enum Fate {
     Quantized {
         values: Vec<u8>,
         scale_name: String,
-        scale_shape: [usize; 1],
+        scale_shape: [usize; 2],
         scales: Vec<u8>,
     },
     /// Not written (the scale of a weight turned back into floats).
@@ -80,30 +82,36 @@ impl Stored {
                     else {
                         continue;
                     };
-                    let (q, scales) = quantize_rows(&values, k);
-                    if let Some((row, &value)) =
+                    let (q, scales) = quantize(&values, k);
+                    let blocks = blocks_per_row(k);
+                    if let Some((at, &value)) =
                         scales.iter().enumerate().find(|(_, s)| !s.is_finite())
                     {
                         return Err(Error::Model(ModelError::InvalidScale {
                             name: scale_name(name),
-                            row,
+                            row: at / blocks.max(1),
                             value,
                         }));
                     }
                     Fate::Quantized {
                         values: bytemuck::cast_slice(&q).to_vec(),
                         scale_name: scale_name(name),
-                        scale_shape: [scales.len()],
+                        scale_shape: [scales.len() / blocks.max(1), blocks],
                         scales: encode_f32(&scales),
                     }
                 }
                 (DType::I8, to) if is_float(to) && is_linear_weight(name) => {
-                    let Some(scales) =
-                        scale.and_then(|s| decode(sources[s].dtype(), sources[s].data()))
-                    else {
+                    let (n, k) = match *tensor.shape() {
+                        [n, k] => (n, k),
+                        _ => continue,
+                    };
+                    let Some((scales, block)) = scale.and_then(|s| {
+                        let block = block_of(sources[s].shape(), n, k)?;
+                        Some((decode(sources[s].dtype(), sources[s].data())?, block))
+                    }) else {
                         continue;
                     };
-                    let values = dequantize_rows(bytemuck::cast_slice(tensor.data()), &scales);
+                    let values = dequantize(bytemuck::cast_slice(tensor.data()), &scales, k, block);
                     if let Some(s) = scale {
                         fates[s] = Fate::Dropped;
                     }
