@@ -3,14 +3,14 @@
 //! one panel of [`QNR`] weight rows `w` (i8, one scale per block of
 //! inputs) a kernel computes, in f32:
 //! - `S[r, j]`: block by block, the exact i32 sum `Σ x[r, i] · w[j, i]`
-//!   over the block's inputs, converted, multiplied by the block's scale
-//!   `s[b, j]` and added to the running sum;
+//!   over the block's inputs, converted, times the block's scale `s[b, j]`,
+//!   plus the running sum (one fused multiply-add);
 //! - `E[r, j]`: for each outlier `(channel c, value v)` of row `r`, in list
-//!   order, `v · (w[j, c] · s[block of c, j])` added to the running sum
+//!   order, `w[j, c] · (v · s[block of c, j])` plus the running sum (fused)
 //!   (outliers are activations too large to quantize with the rest of
 //!   their row, see [`crate::quantized`]);
-//! - the output `bias[j] + (sx · (S − zx · C[j]) + E)`, where `C[j]` is
-//!   the panel's scaled weight sum.
+//! - the output `bias[j] + (sx · (S − zx · C[j]) + E)`, both inner steps
+//!   fused, where `C[j]` is the panel's scaled weight sum.
 //!
 //! Every variant performs the same f32 operations in the same order, so all
 //! give identical tiles:
@@ -20,12 +20,15 @@
 //!   `vphaddd`;
 //! - AVX-512 VNNI: `vpdpbusd`, which multiplies u8 by i8 directly.
 //!
+//! Scales per block cost a conversion and a fused multiply-add per block
+//! for every accumulator; the outliers cost a byte extraction per feature.
+//!
 //! A panel stores its `QNR` weight rows in groups of four inputs: group `g`
 //! holds, for each row `j` in turn, `w[j, 4g..4g + 4]` (`4 · QNR` bytes).
 //! Its scales are `QNR` f32 per block, block after block.
 
 /// Weight rows (output features) per panel.
-pub const QNR: usize = 32;
+pub const QNR: usize = 64;
 /// Activation rows per kernel call.
 pub const QMR: usize = 6;
 
@@ -34,7 +37,7 @@ pub const QMR: usize = 6;
 pub enum Int8Kernel {
     /// Plain Rust, on any CPU.
     Portable,
-    /// x86-64 AVX2 (`vpmaddwd`).
+    /// x86-64 AVX2 and FMA (`vpmaddwd`).
     Avx2,
     /// x86-64 AVX-512 with VNNI (`vpdpbusd` on 512-bit registers).
     Avx512Vnni,
@@ -93,7 +96,9 @@ impl Int8Kernel {
         let mut kernels = vec![Int8Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 kernels.push(Int8Kernel::Avx2);
             }
             if std::arch::is_x86_feature_detected!("avx512f")
@@ -149,7 +154,10 @@ impl Int8Kernel {
             Int8Kernel::Portable => portable(rows, panel, tile),
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx2 => {
-                assert!(std::arch::is_x86_feature_detected!("avx2"));
+                assert!(
+                    std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("fma")
+                );
                 assert!(rows.wide.len() >= count * k4);
                 // SAFETY: AVX2 was detected and the sizes were asserted
                 // above; each call passes at most three rows from `first`.
@@ -170,16 +178,16 @@ impl Int8Kernel {
                         && std::arch::is_x86_feature_detected!("avx512bw")
                         && std::arch::is_x86_feature_detected!("avx512vnni")
                 );
-                // SAFETY: AVX-512 F/BW/VNNI were detected; the sizes were
-                // asserted above, and each arm passes the rows `rows` holds.
+                // SAFETY: AVX-512 F/BW/VNNI were detected and the sizes were
+                // asserted above; each call passes at most three rows from
+                // `first`.
                 unsafe {
-                    match count {
-                        1 => x86::vnni::<1>(rows, panel, tile),
-                        2 => x86::vnni::<2>(rows, panel, tile),
-                        3 => x86::vnni::<3>(rows, panel, tile),
-                        4 => x86::vnni::<4>(rows, panel, tile),
-                        5 => x86::vnni::<5>(rows, panel, tile),
-                        _ => x86::vnni::<QMR>(rows, panel, tile),
+                    for first in (0..count).step_by(3) {
+                        match count - first {
+                            1 => x86::vnni::<1>(rows, first, panel, tile),
+                            2 => x86::vnni::<2>(rows, first, panel, tile),
+                            _ => x86::vnni::<3>(rows, first, panel, tile),
+                        }
                     }
                 }
             }
@@ -210,7 +218,7 @@ fn portable(rows: &Rows<'_>, panel: &Panel<'_>, tile: &mut Tile) {
             }
             let scales = &panel.scales[block * QNR..(block + 1) * QNR];
             for ((sum, &acc), &scale) in sums.iter_mut().zip(&acc).zip(scales) {
-                *sum = *sum + acc as f32 * scale;
+                *sum = (acc as f32).mul_add(scale, *sum);
             }
         }
         let mut extra = [0.0f32; QNR];
@@ -221,12 +229,13 @@ fn portable(rows: &Rows<'_>, panel: &Panel<'_>, tile: &mut Tile) {
             let weights = &panel.weights[c / 4 * 4 * QNR..];
             for (j, (extra, &scale)) in extra.iter_mut().zip(scales).enumerate() {
                 let w = f32::from(weights[4 * j + c % 4]);
-                *extra = *extra + outlier.value * (w * scale);
+                *extra = w.mul_add(outlier.value * scale, *extra);
             }
         }
         let (scale, zero) = (rows.scales[r], rows.zero_points[r]);
         for (j, out) in tile[r * QNR..(r + 1) * QNR].iter_mut().enumerate() {
-            *out = panel.bias[j] + (scale * (sums[j] - zero * panel.sums[j]) + extra[j]);
+            let centred = (-zero).mul_add(panel.sums[j], sums[j]);
+            *out = panel.bias[j] + scale.mul_add(centred, extra[j]);
         }
     }
 }
@@ -241,9 +250,9 @@ mod x86 {
     /// time.
     ///
     /// # Safety
-    /// AVX2 must be available; the sizes as [`super::Int8Kernel::tile`]
+    /// AVX2 and FMA must be available; the sizes as [`super::Int8Kernel::tile`]
     /// asserts them, `rows.wide` included, and `first + ROWS ≤ rows.count`.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn avx2<const ROWS: usize>(
         rows: &Rows<'_>,
         first: usize,
@@ -290,7 +299,7 @@ mod x86 {
                     // [f0 f1 f4 f5 | f2 f3 f6 f7], reordered to f0..f7.
                     let pairs = _mm256_hadd_epi32(low[r], high[r]);
                     let acc = _mm256_permute4x64_epi64::<0b11_01_10_00>(pairs);
-                    sums[r] = _mm256_add_ps(sums[r], _mm256_mul_ps(_mm256_cvtepi32_ps(acc), scale));
+                    sums[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, sums[r]);
                 }
             }
             // SAFETY: eight f32 lie at 8 · chunk in the panel's arrays.
@@ -308,8 +317,8 @@ mod x86 {
                 // at `at` lie inside the tile.
                 unsafe {
                     let extra = outliers(rows, first + r, panel, chunk);
-                    let centred = _mm256_sub_ps(*sums, _mm256_mul_ps(zero, weight_sums));
-                    let value = _mm256_add_ps(_mm256_mul_ps(scale, centred), extra);
+                    let centred = _mm256_fnmadd_ps(zero, weight_sums, *sums);
+                    let value = _mm256_fmadd_ps(scale, centred, extra);
                     _mm256_storeu_ps(tile.as_mut_ptr().add(at), _mm256_add_ps(bias, value));
                 }
             }
@@ -319,9 +328,9 @@ mod x86 {
     /// Features `8 · chunk..8 · chunk + 8` of row `r`'s outlier products.
     ///
     /// # Safety
-    /// AVX2 must be available; the sizes as [`super::Int8Kernel::tile`]
+    /// AVX2 and FMA must be available; the sizes as [`super::Int8Kernel::tile`]
     /// asserts them.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn outliers(rows: &Rows<'_>, r: usize, panel: &Panel<'_>, chunk: usize) -> __m256 {
         let mut extra = _mm256_setzero_ps();
         for outlier in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
@@ -344,20 +353,23 @@ mod x86 {
             // Byte c % 4 of each feature's four, sign-extended.
             let shift = _mm256_set1_epi32(24 - 8 * (c % 4) as i32);
             let w = _mm256_srai_epi32::<24>(_mm256_sllv_epi32(words, shift));
-            let product = _mm256_mul_ps(_mm256_cvtepi32_ps(w), scale);
-            extra = _mm256_add_ps(extra, _mm256_mul_ps(_mm256_set1_ps(outlier.value), product));
+            let scaled = _mm256_mul_ps(_mm256_set1_ps(outlier.value), scale);
+            extra = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w), scaled, extra);
         }
         extra
     }
 
-    /// The AVX-512 VNNI kernel: all `QNR` features of `ROWS` rows at once.
+    /// The AVX-512 VNNI kernel: all `QNR` features of rows `first..first +
+    /// ROWS` at once. Three rows at most: their block sums and running sums
+    /// take 24 of the 32 registers.
     ///
     /// # Safety
-    /// AVX-512 F, BW and VNNI must be available; `rows.count == ROWS`;
-    /// other sizes as [`super::Int8Kernel::tile`] asserts.
+    /// AVX-512 F, BW and VNNI must be available; `first + ROWS ≤
+    /// rows.count`; other sizes as [`super::Int8Kernel::tile`] asserts.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn vnni<const ROWS: usize>(
         rows: &Rows<'_>,
+        first: usize,
         panel: &Panel<'_>,
         tile: &mut Tile,
     ) {
@@ -373,11 +385,11 @@ mod x86 {
                     _mm512_loadu_si512(w.add(g * 4 * QNR + l * 64).cast())
                 });
                 for (r, acc) in acc.iter_mut().enumerate() {
-                    // SAFETY: row r holds k4 values and 4g + 4 ≤ k4.
+                    // SAFETY: row first + r holds k4 values and 4g + 4 ≤ k4.
                     let xs = unsafe {
                         rows.values
                             .as_ptr()
-                            .add(r * k4 + 4 * g)
+                            .add((first + r) * k4 + 4 * g)
                             .cast::<i32>()
                             .read_unaligned()
                     };
@@ -392,12 +404,11 @@ mod x86 {
                 std::array::from_fn(|l| unsafe { _mm512_loadu_ps(s.add(block * QNR + l * 16)) });
             for (sums, acc) in sums.iter_mut().zip(&acc) {
                 for l in 0..LANES {
-                    sums[l] =
-                        _mm512_add_ps(sums[l], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[l]), scale[l]));
+                    sums[l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[l]), scale[l], sums[l]);
                 }
             }
         }
-        for (r, sums) in sums.iter().enumerate() {
+        for (r, sums) in (first..).zip(&sums) {
             let mut extra = [_mm512_setzero_ps(); LANES];
             for outlier in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
                 let c = outlier.channel as usize;
@@ -415,8 +426,8 @@ mod x86 {
                     };
                     // Byte c % 4 of each feature's four, sign-extended.
                     let w = _mm512_srai_epi32::<24>(_mm512_sllv_epi32(words, shift));
-                    let product = _mm512_mul_ps(_mm512_cvtepi32_ps(w), scale);
-                    *extra = _mm512_add_ps(*extra, _mm512_mul_ps(value, product));
+                    let scaled = _mm512_mul_ps(value, scale);
+                    *extra = _mm512_fmadd_ps(_mm512_cvtepi32_ps(w), scaled, *extra);
                 }
             }
             let zero = _mm512_set1_ps(rows.zero_points[r]);
@@ -428,8 +439,8 @@ mod x86 {
                 unsafe {
                     let bias = _mm512_loadu_ps(panel.bias.as_ptr().add(l * 16));
                     let weight_sums = _mm512_loadu_ps(panel.sums.as_ptr().add(l * 16));
-                    let centred = _mm512_sub_ps(sums[l], _mm512_mul_ps(zero, weight_sums));
-                    let value = _mm512_add_ps(_mm512_mul_ps(scale, centred), extra[l]);
+                    let centred = _mm512_fnmadd_ps(zero, weight_sums, sums[l]);
+                    let value = _mm512_fmadd_ps(scale, centred, extra[l]);
                     _mm512_storeu_ps(tile.as_mut_ptr().add(at), _mm512_add_ps(bias, value));
                 }
             }

@@ -13,7 +13,8 @@
 //!
 //! With `S[r, j] = Σ_b s[j, b] · Σ_{i in b} q[r, i] · w[j, i]` and
 //! `C[j] = Σ_b s[j, b] · Σ_{i in b} w[j, i]` the output is
-//! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`.
+//! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`
+//! (see [`crate::int8_kernels`] for the order of the f32 operations).
 
 use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
 use crate::panel_tasks::{for_each_block, row_tiles};
@@ -84,7 +85,7 @@ impl QuantizedWeights {
             for (b, (values, &scale)) in row.chunks(block).zip(row_scales).enumerate() {
                 packed_scales[(p * blocks + b) * QNR + at] = scale;
                 let sum: i32 = values.iter().map(|&v| i32::from(v.max(-127))).sum();
-                scaled_sums[j] = scaled_sums[j] + sum as f32 * scale;
+                scaled_sums[j] += sum as f32 * scale;
             }
         }
         QuantizedWeights {
@@ -259,8 +260,8 @@ fn round_byte(v: f32) -> u8 {
 
 /// A row's range once its outliers are set aside.
 struct Split {
-    /// The smallest of the other values and 0 (NaN if the row holds a NaN
-    /// or an infinity).
+    /// The smallest of the other values and 0 (NaN if they hold a NaN or
+    /// an infinity).
     lo: f32,
     /// The largest of the other values and 0 (NaN likewise).
     hi: f32,
@@ -275,37 +276,39 @@ fn magnitude(v: f32) -> f32 {
 /// Values per run of the vectorised passes.
 const RUN: usize = 16;
 
-/// Finds the `count` values of `row` of largest magnitude (on a tie the
-/// first) and the range of the others. `candidates` is left holding the
-/// outliers first, largest first.
+/// Finds the `count` values of `row` of largest magnitude (a NaN ranking
+/// first; on a tie the first) and the range of the others. `candidates` is
+/// left holding the outliers first, largest first.
 ///
 /// Two passes the compiler vectorises:
 /// - the largest magnitude of each residue class of the indices modulo
-///   [`RUN`]: the classes with the `count` largest maxima hold `count`
-///   values at least the smallest of those, `least`, so every outlier
-///   reaches `least`;
+///   [`RUN`] (NaN ignored): the classes with the `count` largest maxima
+///   hold `count` values at least the smallest of those, `least`, so every
+///   outlier reaches `least`;
 /// - the range of the values below `least`, and the runs holding any
-///   others, which are then ranked one by one; those that are not outliers
-///   join the range.
+///   others (NaN and infinities among them), which are then ranked one by
+///   one; those that are not outliers join the range.
 #[inline(always)]
 fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split {
+    const { assert!(OUTLIERS <= RUN) };
     let mut maxima = [0.0f32; RUN];
     let runs = row.chunks_exact(RUN);
     for run in runs.clone() {
         for l in 0..RUN {
-            maxima[l] = maxima[l].max(magnitude(run[l]));
+            let a = run[l].abs();
+            maxima[l] = if a > maxima[l] { a } else { maxima[l] };
         }
     }
     for (max, &v) in maxima.iter_mut().zip(runs.remainder()) {
-        *max = max.max(magnitude(v));
+        *max = if v.abs() > *max { v.abs() } else { *max };
     }
     maxima.sort_unstable_by(|a, b| b.total_cmp(a));
-    let least = maxima[count.min(RUN) - 1];
-    let (mut lo, mut hi, mut poison) = ([0.0f32; RUN], [0.0f32; RUN], [0.0f32; RUN]);
+    let least = maxima[count - 1];
+    let (mut lo, mut hi) = ([0.0f32; RUN], [0.0f32; RUN]);
     candidates.clear();
     let mut collect = |first: usize, run: &[f32]| {
         for (l, &v) in run.iter().enumerate() {
-            if magnitude(v) >= least {
+            if v.abs() >= least || v.is_nan() {
                 candidates.push(Outlier {
                     channel: (first + l) as u32,
                     value: v,
@@ -317,12 +320,11 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
         let mut reaches = false;
         for l in 0..RUN {
             let v = run[l];
-            let below = magnitude(v) < least;
+            // False for a NaN.
+            let below = v.abs() < least;
             let kept = if below { v } else { 0.0 };
-            lo[l] = lo[l].min(kept);
-            hi[l] = hi[l].max(kept);
-            // v − v is NaN exactly for a NaN or an infinity.
-            poison[l] += v - v;
+            lo[l] = if kept < lo[l] { kept } else { lo[l] };
+            hi[l] = if kept > hi[l] { kept } else { hi[l] };
             reaches |= !below;
         }
         if reaches {
@@ -331,39 +333,27 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
     }
     let tail = runs.remainder();
     for (l, &v) in tail.iter().enumerate() {
-        if magnitude(v) < least {
+        if v.abs() < least {
             (lo[l], hi[l]) = (lo[l].min(v), hi[l].max(v));
         }
-        poison[l] += v - v;
     }
     collect(row.len() - tail.len(), tail);
     // Largest first; a stable sort keeps ties in channel order.
     candidates.sort_by(|a, b| magnitude(b.value).total_cmp(&magnitude(a.value)));
-    let mut bounds = (0.0f32, 0.0f32, 0.0f32);
-    for l in 0..RUN {
-        bounds = (
-            bounds.0.min(lo[l]),
-            bounds.1.max(hi[l]),
-            bounds.2 + poison[l],
-        );
-    }
-    for other in &candidates[count..] {
-        bounds = (
-            bounds.0.min(other.value),
-            bounds.1.max(other.value),
-            bounds.2,
-        );
-    }
-    if bounds.2.is_nan() {
+    let others = &candidates[count..];
+    if others.iter().any(|o| !o.value.is_finite()) {
         return Split {
             lo: f32::NAN,
             hi: f32::NAN,
         };
     }
-    Split {
-        lo: bounds.0,
-        hi: bounds.1,
-    }
+    let lo = others
+        .iter()
+        .fold(lo.into_iter().fold(0.0, f32::min), |m, o| m.min(o.value));
+    let hi = others
+        .iter()
+        .fold(hi.into_iter().fold(0.0, f32::max), |m, o| m.max(o.value));
+    Split { lo, hi }
 }
 
 #[cfg(test)]
@@ -400,16 +390,16 @@ mod tests {
                         .map(|i| i32::from(rows.values[r * weights.k4 + i]) * w(i))
                         .sum();
                     let plain: i32 = inputs.map(w).sum();
-                    sum = sum + dot as f32 * scales[j * blocks + b];
-                    sums = sums + plain as f32 * scales[j * blocks + b];
+                    sum = (dot as f32).mul_add(scales[j * blocks + b], sum);
+                    sums += plain as f32 * scales[j * blocks + b];
                 }
                 let mut extra = 0.0f32;
                 for o in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
                     let c = o.channel as usize;
-                    extra = extra + o.value * (w(c) as f32 * scales[j * blocks + c / block]);
+                    extra = (w(c) as f32).mul_add(o.value * scales[j * blocks + c / block], extra);
                 }
-                out[r * n + j] =
-                    bias[j] + (rows.scales[r] * (sum - rows.zero_points[r] * sums) + extra);
+                let centred = (-rows.zero_points[r]).mul_add(sums, sum);
+                out[r * n + j] = bias[j] + rows.scales[r].mul_add(centred, extra);
             }
         }
         out
@@ -520,8 +510,18 @@ mod tests {
         let split = split_row(&row, 3, &mut candidates);
         assert_eq!(channels(&candidates, 3), [40, 17, 5]);
         assert_eq!((split.lo, split.hi), (-2.0, 6.0));
-        // A NaN ranks first and makes the range NaN.
+        // A NaN ranks first; one left among the others makes the range NaN.
         let split = split_row(&[1.0, f32::NAN, 2.0], 1, &mut candidates);
+        assert_eq!(channels(&candidates, 1), [1]);
+        assert_eq!((split.lo, split.hi), (0.0, 2.0));
+        let split = split_row(&[1.0, f32::NAN, 2.0, f32::NAN], 1, &mut candidates);
+        assert_eq!(channels(&candidates, 1), [1]);
+        assert!(split.lo.is_nan() && split.hi.is_nan());
+        let split = split_row(
+            &[1.0, f32::INFINITY, -3.0, f32::NEG_INFINITY],
+            1,
+            &mut candidates,
+        );
         assert_eq!(channels(&candidates, 1), [1]);
         assert!(split.lo.is_nan() && split.hi.is_nan());
     }
