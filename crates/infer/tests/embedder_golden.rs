@@ -243,3 +243,66 @@ fn int8_weights_stay_close_to_f32_with_every_kernel() {
         }
     }
 }
+
+/// A file from the first int8 converter (one scale per row, the scale tensor
+/// `[n]`) still loads and embeds; that scheme's accuracy was about 0.986.
+#[test]
+fn int8_files_with_one_scale_per_row_still_embed() {
+    use modelbin_format::embd::int8::{QMAX, is_linear_weight, scale_name};
+    use modelbin_format::tensor::{TensorStore, TensorView};
+    let dir = tempfile::tempdir().unwrap();
+    let float_path = convert(dir.path(), None);
+    let float = embd::open(&float_path).unwrap();
+    // Each linear weight quantized the first converter's way: name, scale
+    // tensor name, scale shape, values, scales.
+    let mut quantized = Vec::new();
+    for tensor in float.tensors().filter(|t| is_linear_weight(t.name())) {
+        let k = tensor.shape()[1];
+        let values = tensor.to_f32().unwrap();
+        let (mut q, mut scales) = (Vec::new(), Vec::new());
+        for row in values.chunks_exact(k) {
+            let scale = row.iter().fold(0.0f32, |m, v| m.max(v.abs())) / QMAX;
+            q.extend(row.iter().map(|v| (v / scale).round() as i8 as u8));
+            scales.extend(scale.to_le_bytes());
+        }
+        let name = tensor.name().to_string();
+        quantized.push((scale_name(&name), name, [tensor.shape()[0]], q, scales));
+    }
+    let mut views = Vec::new();
+    for tensor in float.tensors() {
+        match quantized.iter().find(|(_, name, ..)| name == tensor.name()) {
+            Some((scale, name, rows, q, scales)) => {
+                views.push(TensorView::new(name, DType::I8, tensor.shape(), q).unwrap());
+                views.push(TensorView::new(scale, DType::F32, rows, scales).unwrap());
+            }
+            None => views.push(tensor),
+        }
+    }
+    let tokens: Vec<&str> = float.tokens().collect();
+    let vocabulary = embd::Vocabulary {
+        tokens: &tokens,
+        specials: float.special_tokens().unwrap(),
+    };
+    let path = dir.path().join("per-row.embd");
+    embd::write_file(
+        &path,
+        &views,
+        float.metadata().unwrap(),
+        Some(&vocabulary),
+        &embd::WriteOptions::default(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let per_row = Embedder::open(&path).unwrap();
+    assert!(per_row.encoder().is_int8());
+    let reference = Embedder::open(&float_path).unwrap();
+    let texts: Vec<&str> = golden().sentences.iter().map(String::as_str).collect();
+    let worst = per_row
+        .embed(&texts)
+        .unwrap()
+        .iter()
+        .zip(&reference.embed(&texts).unwrap())
+        .map(|(a, b)| cosine(a, b))
+        .fold(f32::INFINITY, f32::min);
+    assert!(worst > 0.98, "min cosine {worst}");
+}
