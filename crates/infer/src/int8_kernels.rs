@@ -132,7 +132,7 @@ impl Int8Kernel {
         self == Int8Kernel::Avx2
     }
 
-    /// Both tiles of `rows` against `panel`.
+    /// The outputs of `rows` against `panel`, into `tile`.
     ///
     /// # Panics
     /// If the kernel is not [available](Int8Kernel::available), if the

@@ -7,7 +7,7 @@
 //!   rest, which would leave the rest a handful of levels);
 //! - the others are quantized asymmetrically to u8: with `lo ≤ 0 ≤ hi` the
 //!   smallest and largest of them, the scale is `sx = (hi − lo) / 255`, the
-//!   zero point `zx = round(−lo / sx)` and `q = round(x / sx + zx)`, held
+//!   zero point `zx = round(−lo · (1 / sx))` and `q = round(x · (1 / sx) + zx)`, held
 //!   to 0..=255 (rounding to nearest, ties to even). The outliers' `q` is
 //!   `zx`, which adds nothing.
 //!
@@ -220,11 +220,12 @@ impl QuantizedRows {
         let mut candidates = Vec::new();
         for (row, out) in x.chunks_exact(k).zip(rows.values.chunks_exact_mut(k4)) {
             let split = split_row(row, per_row, &mut candidates);
-            let scale = (split.hi - split.lo) / 255.0;
+            // Divided first, so a range beyond f32::MAX does not overflow.
+            let scale = split.hi / 255.0 - split.lo / 255.0;
             let inverse = 1.0 / scale;
-            // A row of zeros, a subnormal scale (whose inverse overflows) or
-            // a NaN or infinite value keep zeros; the scale carries a NaN or
-            // infinity into the row's outputs, as f32 would.
+            // A row of zeros, a scale so small its inverse overflows, or a
+            // NaN or infinite value keep zeros; the scale carries a NaN into
+            // the row's outputs, as f32 would.
             let zero = if inverse.is_finite() && scale.is_finite() {
                 let zero = round_byte(-split.lo * inverse) as f32;
                 for (q, &v) in out.iter_mut().zip(row) {
@@ -267,7 +268,7 @@ struct Split {
     hi: f32,
 }
 
-/// Magnitudes for ranking, a NaN counting as the largest.
+/// Magnitudes for ranking, a NaN counting as large as an infinity.
 #[inline(always)]
 fn magnitude(v: f32) -> f32 {
     if v.is_nan() { f32::INFINITY } else { v.abs() }
@@ -276,8 +277,8 @@ fn magnitude(v: f32) -> f32 {
 /// Values per run of the vectorised passes.
 const RUN: usize = 16;
 
-/// Finds the `count` values of `row` of largest magnitude (a NaN ranking
-/// first; on a tie the first) and the range of the others. `candidates` is
+/// Finds the `count` values of `row` of largest magnitude (NaN ranking with
+/// the infinities; on a tie the first) and the range of the others. `candidates` is
 /// left holding the outliers first, largest first.
 ///
 /// Two passes the compiler vectorises:
@@ -338,22 +339,46 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
         }
     }
     collect(row.len() - tail.len(), tail);
-    // Largest first; a stable sort keeps ties in channel order.
-    candidates.sort_by(|a, b| magnitude(b.value).total_cmp(&magnitude(a.value)));
-    let others = &candidates[count..];
-    if others.iter().any(|o| !o.value.is_finite()) {
+    // The `count` largest candidates, largest first, ties in channel order:
+    // one pass, so a row of many equal values stays linear.
+    let mut top = [0usize; RUN];
+    let mut kept = 0;
+    for (i, candidate) in candidates.iter().enumerate() {
+        let m = magnitude(candidate.value);
+        let mut at = kept;
+        while at > 0 && m > magnitude(candidates[top[at - 1]].value) {
+            at -= 1;
+        }
+        if at < count {
+            kept = (kept + 1).min(count);
+            top.copy_within(at..kept - 1, at + 1);
+            top[at] = i;
+        }
+    }
+    let top = &top[..count];
+    let mut bounds = (
+        lo.into_iter().fold(0.0, f32::min),
+        hi.into_iter().fold(0.0, f32::max),
+    );
+    let mut finite = true;
+    for (i, other) in candidates.iter().enumerate() {
+        if !top.contains(&i) {
+            bounds = (bounds.0.min(other.value), bounds.1.max(other.value));
+            finite &= other.value.is_finite();
+        }
+    }
+    let chosen: [Outlier; OUTLIERS] = std::array::from_fn(|t| candidates[top[t.min(count - 1)]]);
+    candidates[..count].copy_from_slice(&chosen[..count]);
+    if !finite {
         return Split {
             lo: f32::NAN,
             hi: f32::NAN,
         };
     }
-    let lo = others
-        .iter()
-        .fold(lo.into_iter().fold(0.0, f32::min), |m, o| m.min(o.value));
-    let hi = others
-        .iter()
-        .fold(hi.into_iter().fold(0.0, f32::max), |m, o| m.max(o.value));
-    Split { lo, hi }
+    Split {
+        lo: bounds.0,
+        hi: bounds.1,
+    }
 }
 
 #[cfg(test)]
@@ -527,6 +552,56 @@ mod tests {
     }
 
     #[test]
+    fn outliers_and_ranges_match_a_plain_ranking() {
+        let mut rng = Rng::new(5);
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            3e38,
+            -3e38,
+        ];
+        let mut candidates = Vec::new();
+        for case in 0..3000 {
+            let len = 1 + case % 40;
+            let row: Vec<f32> = (0..len)
+                .map(|_| match rng.next_u64() % 10 {
+                    0 => specials[(rng.next_u64() % specials.len() as u64) as usize],
+                    1..=3 => (rng.next_u64() % 3) as f32 - 1.0,
+                    _ if case % 7 == 0 => 2.0,
+                    _ => rng.uniform() as f32 * 8.0 - 4.0,
+                })
+                .collect();
+            let count = OUTLIERS.min(len);
+            let split = split_row(&row, count, &mut candidates);
+            // Plain: indices by falling magnitude (NaN with the
+            // infinities), ties by index.
+            let mut order: Vec<usize> = (0..len).collect();
+            order.sort_by(|&a, &b| magnitude(row[b]).total_cmp(&magnitude(row[a])));
+            let want: Vec<u32> = order[..count].iter().map(|&i| i as u32).collect();
+            let got: Vec<u32> = candidates[..count].iter().map(|o| o.channel).collect();
+            assert_eq!(got, want, "{row:?}");
+            assert!(
+                candidates[..count]
+                    .iter()
+                    .all(|o| o.value.to_bits() == row[o.channel as usize].to_bits())
+            );
+            let others: Vec<f32> = order[count..].iter().map(|&i| row[i]).collect();
+            if others.iter().any(|v| !v.is_finite()) {
+                assert!(split.lo.is_nan() && split.hi.is_nan(), "{row:?}");
+            } else {
+                let lo = others.iter().fold(0.0f32, |m, &v| m.min(v));
+                let hi = others.iter().fold(0.0f32, |m, &v| m.max(v));
+                assert_eq!((split.lo, split.hi), (lo, hi), "{row:?}");
+            }
+        }
+    }
+
+    #[test]
     fn tiny_nan_and_infinite_rows_behave_like_f32() {
         let (n, k) = (3, 8);
         let weights = QuantizedWeights::new(&[&[1i8; 24]], &[1.0; 3], k, 32);
@@ -537,9 +612,13 @@ mod tests {
             vec![0.0; k],
         ]
         .concat();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut portable = vec![0.0; 4 * n];
+        weights.linear(&rows, &[0.5; 3], &mut portable, Int8Kernel::Portable);
         for kernel in Int8Kernel::available() {
             let mut out = vec![0.0; 4 * n];
             weights.linear(&rows, &[0.5; 3], &mut out, kernel);
+            assert_eq!(bits(&out), bits(&portable), "{}", kernel.name());
             let row = |r: usize| &out[r * n..(r + 1) * n];
             assert!(
                 row(0).iter().all(|v| (v - 0.5).abs() < 1e-6),

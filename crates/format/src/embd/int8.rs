@@ -128,9 +128,10 @@ pub fn block_of(scale_shape: &[usize], n: usize, k: usize) -> Option<usize> {
     }
 }
 
-/// The int8 weight `name` with its scales, checked: the weight is `[n, k]`
-/// and its scale tensor is F32, of shape `[n, ceil(k / 32)]` (or `[n]`), and
-/// holds finite values that are not negative.
+/// The int8 weight `name` with its scales, checked: with `n` and `k` the
+/// weight's first two dimensions (the model check has already made it
+/// `[n, k]`), its scale tensor is F32, of shape `[n, ceil(k / 32)]` (or
+/// `[n]`), and holds finite values that are not negative.
 pub fn weight_and_scales<'a, B: AsRef<[u8]>>(
     embd: &'a Embd<B>,
     name: &str,

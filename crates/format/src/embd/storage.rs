@@ -60,7 +60,7 @@ impl Stored {
     /// are). `names[i]` is the name `sources[i]` is written under.
     ///
     /// A linear weight with an infinite or NaN value cannot be quantized:
-    /// its row's scale would be refused by the model check
+    /// its block's scale would be refused by the model check
     /// ([`ModelError::InvalidScale`]), so it is refused here.
     pub(crate) fn new(
         sources: &[TensorView<'_>],
@@ -96,7 +96,7 @@ impl Stored {
                     Fate::Quantized {
                         values: bytemuck::cast_slice(&q).to_vec(),
                         scale_name: scale_name(name),
-                        scale_shape: [scales.len() / blocks.max(1), blocks],
+                        scale_shape: [tensor.shape()[0], blocks],
                         scales: encode_f32(&scales),
                     }
                 }
