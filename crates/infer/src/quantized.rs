@@ -6,10 +6,10 @@
 //!   a transformer's activations have a few channels far larger than the
 //!   rest, which would leave the rest a handful of levels);
 //! - the others are quantized asymmetrically to u8: with `lo ≤ 0 ≤ hi` the
-//!   smallest and largest of them, the scale is `sx = (hi − lo) / 255`, the
-//!   zero point `zx = round(−lo · (1 / sx))` and `q = round(x · (1 / sx) + zx)`, held
-//!   to 0..=255 (rounding to nearest, ties to even). The outliers' `q` is
-//!   `zx`, which adds nothing.
+//!   smallest and largest of them, the scale is `sx = hi / 255 − lo / 255`,
+//!   the zero point `zx = round(−lo · (1 / sx))` and
+//!   `q = round(x · (1 / sx) + zx)`, held to 0..=255 (rounding to nearest,
+//!   ties to even). The outliers' `q` is `zx`, which adds nothing.
 //!
 //! With `S[r, j] = Σ_b s[j, b] · Σ_{i in b} q[r, i] · w[j, i]` and
 //! `C[j] = Σ_b s[j, b] · Σ_{i in b} w[j, i]` the output is
@@ -278,8 +278,8 @@ fn magnitude(v: f32) -> f32 {
 const RUN: usize = 16;
 
 /// Finds the `count` values of `row` of largest magnitude (NaN ranking with
-/// the infinities; on a tie the first) and the range of the others. `candidates` is
-/// left holding the outliers first, largest first.
+/// the infinities; on a tie the first) and the range of the others.
+/// `candidates` is left holding the outliers first, largest first.
 ///
 /// Two passes the compiler vectorises:
 /// - the largest magnitude of each residue class of the indices modulo
