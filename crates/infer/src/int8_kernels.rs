@@ -246,6 +246,18 @@ mod x86 {
 
     use super::{Panel, QNR, Rows, Tile};
 
+    /// The four activations `values[at..at + 4]` read as one word `W`
+    /// (whose size is four elements').
+    ///
+    /// # Safety
+    /// `at + 4 ≤ values.len()`.
+    #[inline(always)]
+    unsafe fn four_at<T, W>(values: &[T], at: usize) -> W {
+        debug_assert!(size_of::<W>() == 4 * size_of::<T>() && at + 4 <= values.len());
+        // SAFETY: the caller keeps the four elements inside `values`.
+        unsafe { values.as_ptr().add(at).cast::<W>().read_unaligned() }
+    }
+
     /// The AVX2 kernel for rows `first..first + ROWS`, eight features at a
     /// time.
     ///
@@ -281,13 +293,7 @@ mod x86 {
                     for r in 0..ROWS {
                         // SAFETY: row first + r holds k4 wide values; 4g + 4
                         // ≤ k4.
-                        let xs = unsafe {
-                            rows.wide
-                                .as_ptr()
-                                .add((first + r) * k4 + 4 * g)
-                                .cast::<i64>()
-                                .read_unaligned()
-                        };
+                        let xs = unsafe { four_at::<_, i64>(rows.wide, (first + r) * k4 + 4 * g) };
                         let xs = _mm256_set1_epi64x(xs);
                         low[r] = _mm256_add_epi32(low[r], _mm256_madd_epi16(wl, xs));
                         high[r] = _mm256_add_epi32(high[r], _mm256_madd_epi16(wh, xs));
@@ -386,13 +392,7 @@ mod x86 {
                 });
                 for (r, acc) in acc.iter_mut().enumerate() {
                     // SAFETY: row first + r holds k4 values and 4g + 4 ≤ k4.
-                    let xs = unsafe {
-                        rows.values
-                            .as_ptr()
-                            .add((first + r) * k4 + 4 * g)
-                            .cast::<i32>()
-                            .read_unaligned()
-                    };
+                    let xs = unsafe { four_at::<_, i32>(rows.values, (first + r) * k4 + 4 * g) };
                     let xs = _mm512_set1_epi32(xs);
                     for (acc, ws) in acc.iter_mut().zip(&ws) {
                         *acc = _mm512_dpbusd_epi32(*acc, xs, *ws);

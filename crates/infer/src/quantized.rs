@@ -171,7 +171,9 @@ struct QuantizedRows {
     values: Vec<u8>,
     /// The same widened to u16, when the kernel reads them (else empty).
     wide: Vec<u16>,
+    /// Each row's scale `sx`.
     scales: Vec<f32>,
+    /// Each row's zero point `zx`, an integer in 0..=255.
     zero_points: Vec<f32>,
     /// `per_row` outliers per row.
     outliers: Vec<Outlier>,
