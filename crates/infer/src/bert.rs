@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
-use modelbin_format::DType;
 use modelbin_format::embd::Embd;
 use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::source::MappedFile;
 use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
+use crate::f32_tensor::F32Tensor;
 use crate::int8_kernels::Int8Kernel;
 use crate::kernels::{gelu_erf, gemm_strided, layer_norm, scaled_softmax};
 use crate::linear::LinearWeights;
@@ -55,7 +55,10 @@ struct Layer {
 pub struct Bert {
     config: BertConfig,
     int8_kernel: Int8Kernel,
-    word: WordTable,
+    /// The word embeddings, the largest tensor (47 MB of all-MiniLM-L6-v2's
+    /// 91): in place when the file is mapped, so opening a model reads only
+    /// the rows its texts use.
+    word: F32Tensor,
     position: Vec<f32>,
     token_type: Vec<f32>,
     emb_ln_w: Vec<f32>,
@@ -71,71 +74,28 @@ fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
 /// The name of the word-embedding table.
 const WORD_EMBEDDINGS: &str = "embeddings.word_embeddings.weight";
 
-/// The word-embedding table, the largest tensor of a model (47 MB of
-/// all-MiniLM-L6-v2's 91): an F32 table of a mapped file is read in place,
-/// so opening a model reads only the rows its texts use; any other is
-/// decoded into memory.
-#[derive(Debug, Clone)]
-enum WordTable {
-    Owned(Vec<f32>),
-    Mapped {
-        file: Arc<Embd<MappedFile>>,
-        /// Byte offset of the table in the file.
-        start: usize,
-    },
-}
-
-impl WordTable {
-    /// The table of `file`, in place when it can be.
-    fn of(file: &Arc<Embd<MappedFile>>) -> Result<WordTable> {
-        let tensor = file.tensor(WORD_EMBEDDINGS)?;
-        let in_place = cfg!(target_endian = "little")
-            && tensor.dtype() == DType::F32
-            && bytemuck::try_cast_slice::<u8, f32>(tensor.data()).is_ok();
-        if !in_place {
-            return Ok(WordTable::Owned(tensor.to_f32()?.into_owned()));
-        }
-        let start = tensor.data().as_ptr() as usize - file.file_bytes().as_ptr() as usize;
-        Ok(WordTable::Mapped {
-            file: Arc::clone(file),
-            start,
-        })
-    }
-
-    /// Row `id` (`h` values; `id` below the validated vocabulary size).
-    fn row(&self, id: usize, h: usize) -> &[f32] {
-        match self {
-            WordTable::Owned(values) => &values[id * h..(id + 1) * h],
-            WordTable::Mapped { file, start } => {
-                let at = start + id * h * 4;
-                // Aligned: checked over the whole table when it was mapped,
-                // and the mapping does not move.
-                bytemuck::cast_slice(&file.file_bytes()[at..at + h * 4])
-            }
-        }
-    }
-}
-
 impl Bert {
     /// Loads the encoder of a validated EMBD file, checking that its tensors
     /// make the model its metadata describes.
     pub fn load<B: AsRef<[u8]> + Sync>(embd: &Embd<B>) -> Result<Self> {
         let config = BertConfig::validate(embd)?;
-        Bert::build(embd, config, WordTable::Owned(load(embd, WORD_EMBEDDINGS)?))
+        Bert::build(embd, config, &|name| F32Tensor::load(embd, name))
     }
 
     /// Loads the encoder of a mapped EMBD file, keeping the file open to
-    /// read its word embeddings in place (see [`Bert::load`]).
+    /// read its F32 word embeddings and linear weights in place (see
+    /// [`Bert::load`]).
     pub fn load_mapped(file: Arc<Embd<MappedFile>>) -> Result<Self> {
         let config = BertConfig::validate(&*file)?;
-        let word = WordTable::of(&file)?;
-        Bert::build(&*file, config, word)
+        Bert::build(&*file, config, &|name| F32Tensor::of(&file, name))
     }
 
+    /// The encoder of `embd`, its large float tensors (the word embeddings
+    /// and float linear weights) taken through `floats`.
     fn build<B: AsRef<[u8]> + Sync>(
         embd: &Embd<B>,
         config: BertConfig,
-        word: WordTable,
+        floats: &(dyn Fn(&str) -> Result<F32Tensor> + Sync),
     ) -> Result<Self> {
         let (h, f) = (config.hidden_size, config.intermediate_size);
         let layers = (0..config.num_layers)
@@ -145,7 +105,7 @@ impl Bert {
                 let t = |suffix: &str| load(embd, &name(suffix));
                 let linear = |suffixes: &[&str], k| {
                     let names: Vec<String> = suffixes.iter().map(|s| name(s)).collect();
-                    LinearWeights::load(embd, &names, k)
+                    LinearWeights::load(embd, floats, &names, k)
                 };
                 let mut qkv_b = t("attention.self.query.bias")?;
                 qkv_b.extend(t("attention.self.key.bias")?);
@@ -176,7 +136,7 @@ impl Bert {
         Ok(Bert {
             config,
             int8_kernel: Int8Kernel::best(),
-            word,
+            word: floats(WORD_EMBEDDINGS)?,
             position: load(embd, "embeddings.position_embeddings.weight")?,
             token_type: load(embd, "embeddings.token_type_embeddings.weight")?,
             emb_ln_w: load(embd, "embeddings.LayerNorm.weight")?,
@@ -285,7 +245,7 @@ impl Bert {
                     });
                 }
                 let out = &mut sum[row * h..(row + 1) * h];
-                let word = self.word.row(id as usize, h);
+                let word = &self.word.values()[id as usize * h..(id as usize + 1) * h];
                 let pos = &self.position[position * h..(position + 1) * h];
                 for i in 0..h {
                     out[i] = word[i] + pos[i] + self.token_type[i];

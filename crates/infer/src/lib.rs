@@ -40,6 +40,7 @@
 pub mod bert;
 pub mod embedder;
 mod error;
+mod f32_tensor;
 mod int8_kernels;
 mod kernels;
 mod linear;

@@ -1,22 +1,29 @@
 //! A linear layer's weight as the file stores it: float (F32, F16 or BF16,
 //! computed in f32) or int8 with a scale per block of inputs.
+//!
+//! Float weights are packed for the register-tiled kernel on their second
+//! product, not at load: the first packs one panel at a time as it goes
+//! ([`packed::linear_unpacked`], same results), so that a process embedding
+//! one sentence never packs the whole model. Where the packed kernel does
+//! not run, the portable path copies the weights on the first product.
 
-use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use modelbin_format::DType;
 use modelbin_format::embd::{Embd, int8};
 use modelbin_format::tensor::TensorStore;
 
 use crate::Result;
+use crate::f32_tensor::F32Tensor;
 use crate::int8_kernels::Int8Kernel;
-use crate::packed::PackedWeights;
+use crate::packed::{self, PackedWeights};
 use crate::quantized::{MAX_INPUT_FEATURES, QuantizedWeights};
 
 /// A weight matrix `W[n, k]` ready for `x · Wᵀ`.
 #[derive(Debug, Clone)]
 pub(crate) enum LinearWeights {
-    /// Float weights, packed f32.
-    Float(PackedWeights),
+    /// Float weights, in f32.
+    Float(FloatWeights),
     /// Int8 weights, packed for the integer kernels.
     Int8(QuantizedWeights),
 }
@@ -25,7 +32,13 @@ impl LinearWeights {
     /// The weights `names` (each `[rows, k]`, the same `k`) stacked by rows.
     /// They stay int8 when all of them are stored so; a mix is computed in
     /// f32, the int8 parts dequantized.
-    pub(crate) fn load<B: AsRef<[u8]>>(embd: &Embd<B>, names: &[String], k: usize) -> Result<Self> {
+    /// Float parts come through `floats` (in place from a mapped file).
+    pub(crate) fn load<B: AsRef<[u8]>>(
+        embd: &Embd<B>,
+        floats: &dyn Fn(&str) -> Result<F32Tensor>,
+        names: &[String],
+        k: usize,
+    ) -> Result<Self> {
         let all_int8 = names
             .iter()
             .all(|name| embd.get(name).is_some_and(|t| t.dtype() == DType::I8));
@@ -53,22 +66,20 @@ impl LinearWeights {
         let parts = names
             .iter()
             .map(|name| {
-                let tensor = embd.tensor(name)?;
-                Ok(if tensor.dtype() == DType::I8 {
-                    Cow::Owned(int8::weight_f32(embd, name)?)
+                if embd.tensor(name)?.dtype() == DType::I8 {
+                    Ok(F32Tensor::Owned(int8::weight_f32(embd, name)?))
                 } else {
-                    tensor.to_f32()?
-                })
+                    floats(name)
+                }
             })
-            .collect::<Result<Vec<Cow<'_, [f32]>>>>()?;
-        let parts: Vec<&[f32]> = parts.iter().map(|p| p.as_ref()).collect();
-        Ok(LinearWeights::Float(PackedWeights::new(&parts, k)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LinearWeights::Float(FloatWeights::new(parts, k)))
     }
 
     /// `out[m, n] = bias + x[m, k] · Wᵀ`; int8 weights use `kernel`.
     pub(crate) fn apply(&self, x: &[f32], bias: &[f32], out: &mut [f32], kernel: Int8Kernel) {
         match self {
-            LinearWeights::Float(w) => w.linear(x, bias, out),
+            LinearWeights::Float(w) => w.apply(x, bias, out),
             LinearWeights::Int8(w) => w.linear(x, bias, out, kernel),
         }
     }
@@ -76,5 +87,49 @@ impl LinearWeights {
     /// Whether the weights are int8.
     pub(crate) fn is_int8(&self) -> bool {
         matches!(self, LinearWeights::Int8(_))
+    }
+}
+
+/// Float weights: in place in a mapped file until their second product
+/// packs them; weights decoded into memory are packed at once instead (the
+/// decoded copy is then dropped, so a model never holds both).
+#[derive(Debug, Clone)]
+pub(crate) struct FloatWeights {
+    /// `[rows, k]` each, stacked in order; empty once packed at load.
+    parts: Vec<F32Tensor>,
+    k: usize,
+    packed: OnceLock<PackedWeights>,
+    /// Set by the first product.
+    first_product: OnceLock<()>,
+}
+
+impl FloatWeights {
+    fn new(parts: Vec<F32Tensor>, k: usize) -> Self {
+        let in_place = parts.iter().all(|p| matches!(p, F32Tensor::Mapped { .. }));
+        let packed = OnceLock::new();
+        if !in_place {
+            let values: Vec<&[f32]> = parts.iter().map(F32Tensor::values).collect();
+            let _ = packed.set(PackedWeights::new(&values, k));
+        }
+        FloatWeights {
+            parts: if in_place { parts } else { Vec::new() },
+            k,
+            packed,
+            first_product: OnceLock::new(),
+        }
+    }
+
+    /// `out[m, n] = bias + x[m, k] · Wᵀ`.
+    fn apply(&self, x: &[f32], bias: &[f32], out: &mut [f32]) {
+        let parts = || -> Vec<&[f32]> { self.parts.iter().map(F32Tensor::values).collect() };
+        if let Some(packed) = self.packed.get() {
+            return packed.linear(x, bias, out);
+        }
+        if packed::simd_available() && self.first_product.set(()).is_ok() {
+            return packed::linear_unpacked(&parts(), self.k, x, bias, out);
+        }
+        self.packed
+            .get_or_init(|| PackedWeights::new(&parts(), self.k))
+            .linear(x, bias, out);
     }
 }

@@ -1,4 +1,4 @@
-//! Matrix products against weights packed once, at load time.
+//! Matrix products against weights packed for a register-tiled kernel.
 //!
 //! A general GEMM packs both operands on every call; with the few rows of a
 //! sentence (tens of tokens) against a large weight matrix, that packing
@@ -8,6 +8,12 @@
 //! rows by one panel, reading the rows where they are. On x86-64 with AVX2
 //! and FMA the kernel uses them (detected at run time); elsewhere the product
 //! goes through the `gemm` crate on the unpacked weights.
+//!
+//! Packing all of a model's weights takes longer than embedding a sentence
+//! (44 MB for all-MiniLM-L6-v2), so [`linear_unpacked`] multiplies by
+//! weights as stored, packing one panel at a time into a small buffer that
+//! the same kernel then reads: the results are bit for bit those of the
+//! packed weights, without their memory.
 
 use rayon::prelude::*;
 
@@ -37,15 +43,15 @@ impl PackedWeights {
     /// Packs the rows of `parts` (each row-major with rows of `k`, stacked
     /// in order).
     pub fn new(parts: &[&[f32]], k: usize) -> Self {
-        assert!(
-            k > 0 && parts.iter().all(|p| p.len() % k == 0),
-            "weight shape"
-        );
-        let rows: Vec<&[f32]> = parts.iter().flat_map(|p| p.chunks_exact(k)).collect();
+        let rows = rows_of(parts, k);
         let n = rows.len();
         let simd = simd_available();
         let (panels, plain) = if simd {
-            (pack(&rows, k), Vec::new())
+            let mut panels = vec![0.0f32; n.div_ceil(NR) * k * NR];
+            for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
+                pack_panel(&rows, p, panel);
+            }
+            (panels, Vec::new())
         } else {
             (Vec::new(), parts.concat())
         };
@@ -77,47 +83,103 @@ impl PackedWeights {
             return;
         }
         for_each_block(m, n, NR, MR, out, |rows, panels, out, ldo| {
-            self.block(&x[rows.start * k..rows.end * k], bias, panels, out, ldo)
+            let x = &x[rows.start * k..rows.end * k];
+            let first = panels.start;
+            for p in panels {
+                let panel = &self.panels[p * k * NR..(p + 1) * k * NR];
+                let out = &mut out[(p - first) * NR..];
+                // SAFETY: `simd` is set only when AVX2 and FMA were detected.
+                unsafe { panel_product(x, k, panel, &bias[panel_features(p, n)], out, ldo) };
+            }
         });
     }
+}
 
-    /// `out = bias + x · Wᵀ` for the given panels, `out` holding `x`'s rows
-    /// with row stride `ldo`, its column 0 being the first panel's (`bias`
-    /// is the whole bias).
-    fn block(
-        &self,
-        x: &[f32],
-        bias: &[f32],
-        panels: std::ops::Range<usize>,
-        out: &mut [f32],
-        ldo: usize,
-    ) {
-        let k = self.k;
-        let m = x.len() / k;
+/// `out[m, n] = bias + x[m, k] · Wᵀ` for the weights as stored (the rows of
+/// `parts` stacked, as for [`PackedWeights::new`]), each task packing one
+/// panel at a time: the same results as packing them first. Only where
+/// [`simd_available`].
+pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out: &mut [f32]) {
+    assert!(simd_available(), "the packed kernel needs AVX2 and FMA");
+    let rows = rows_of(parts, k);
+    let (m, n) = (x.len() / k, rows.len());
+    assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
+    for_each_block(m, n, NR, MR, out, |x_rows, panels, out, ldo| {
+        let x = &x[x_rows.start * k..x_rows.end * k];
         let first = panels.start;
-        let mut tile = [0.0f32; MR * NR];
+        let mut panel = vec![0.0f32; k * NR];
         for p in panels {
-            let panel = &self.panels[p * k * NR..(p + 1) * k * NR];
-            let col = (p - first) * NR;
-            let bias = &bias[p * NR..];
-            let width = NR.min(self.n - p * NR);
-            for (row0, rows) in row_tiles(0..m, MR) {
-                let x_rows = &x[row0 * k..(row0 + rows) * k];
-                // SAFETY: `simd` is set only when AVX2 and FMA were detected;
-                // `x_rows` holds `rows` rows of `k`, `panel` is `k × NR`.
-                unsafe { kernel_rows(x_rows, k, panel, &mut tile) };
-                for r in 0..rows {
-                    let dst = &mut out[(row0 + r) * ldo + col..(row0 + r) * ldo + col + width];
-                    for (j, d) in dst.iter_mut().enumerate() {
-                        *d = bias[j] + tile[r * NR + j];
-                    }
-                }
+            pack_panel(&rows, p, &mut panel);
+            let out = &mut out[(p - first) * NR..];
+            // SAFETY: AVX2 and FMA were asserted above.
+            unsafe { panel_product(x, k, &panel, &bias[panel_features(p, n)], out, ldo) };
+        }
+    });
+}
+
+/// The rows of `parts` (each row-major with rows of `k`), in order.
+fn rows_of<'a>(parts: &[&'a [f32]], k: usize) -> Vec<&'a [f32]> {
+    assert!(
+        k > 0 && parts.iter().all(|p| p.len() % k == 0),
+        "weight shape"
+    );
+    parts.iter().flat_map(|p| p.chunks_exact(k)).collect()
+}
+
+/// Writes panel `p` of `rows` (rows `p·NR` on, each `k` long) column by
+/// column into `panel` (`k × NR`), zero past the last row.
+fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
+    let rows = &rows[p * NR..rows.len().min((p + 1) * NR)];
+    if rows.len() < NR {
+        panel.fill(0.0);
+    }
+    // Row by row: each row is read in order, and the panel (tens of KB)
+    // stays in the core's cache while its columns fill.
+    for (j, row) in rows.iter().enumerate() {
+        for (d, &v) in panel[j..].iter_mut().step_by(NR).zip(row.iter()) {
+            *d = v;
+        }
+    }
+}
+
+/// `out = bias + x · Wᵀ` for the features of one panel (`panel`, `k × NR`;
+/// `bias` is theirs, one per feature), `x` holding whole rows of `k`, `out`
+/// starting at the panel's first feature of `x`'s first row, with row
+/// stride `ldo`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`simd_available`]).
+unsafe fn panel_product(
+    x: &[f32],
+    k: usize,
+    panel: &[f32],
+    bias: &[f32],
+    out: &mut [f32],
+    ldo: usize,
+) {
+    let m = x.len() / k;
+    let mut tile = [0.0f32; MR * NR];
+    for (row0, rows) in row_tiles(0..m, MR) {
+        let x_rows = &x[row0 * k..(row0 + rows) * k];
+        // SAFETY: the CPU support is the caller's; `x_rows` holds `rows`
+        // rows of `k`, `panel` is `k × NR` (checked by the kernel).
+        unsafe { kernel_rows(x_rows, k, panel, &mut tile) };
+        for r in 0..rows {
+            let dst = &mut out[(row0 + r) * ldo..(row0 + r) * ldo + bias.len()];
+            for (j, d) in dst.iter_mut().enumerate() {
+                *d = bias[j] + tile[r * NR + j];
             }
         }
     }
 }
 
-fn simd_available() -> bool {
+/// The features of panel `p` among `n`.
+fn panel_features(p: usize, n: usize) -> std::ops::Range<usize> {
+    p * NR..n.min((p + 1) * NR)
+}
+
+/// Whether this CPU runs the packed kernel (x86-64 with AVX2 and FMA).
+pub fn simd_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -126,21 +188,6 @@ fn simd_available() -> bool {
     {
         false
     }
-}
-
-/// Panels of `NR` of the `rows` (each `k` long), each stored column by
-/// column (`k × NR`), written in order (reading `NR` rows side by side).
-fn pack(rows: &[&[f32]], k: usize) -> Vec<f32> {
-    let panel_count = rows.len().div_ceil(NR);
-    let mut panels = vec![0.0f32; panel_count * k * NR];
-    for (panel, rows) in panels.chunks_exact_mut(k * NR).zip(rows.chunks(NR)) {
-        for (kk, out) in panel.chunks_exact_mut(NR).enumerate() {
-            for (d, row) in out.iter_mut().zip(rows) {
-                *d = row[kk];
-            }
-        }
-    }
-    panels
 }
 
 /// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the (1 to `MR`) rows of
@@ -234,7 +281,8 @@ mod tests {
                 .map(|i| ((i * 13 % 97) as f32 - 48.0) / 48.0)
                 .collect();
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.1).collect();
-            let packed = PackedWeights::new(&[&w[..n / 2 * k], &w[n / 2 * k..]], k);
+            let parts = [&w[..n / 2 * k], &w[n / 2 * k..]];
+            let packed = PackedWeights::new(&parts, k);
             for threads in [1, 2, 3] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -242,6 +290,16 @@ mod tests {
                     .unwrap();
                 let mut ours = vec![f32::NAN; m * n];
                 pool.install(|| packed.linear(&x, &bias, &mut ours));
+                if simd_available() {
+                    // Packing as it goes gives the same bits.
+                    let mut unpacked = vec![f32::NAN; m * n];
+                    pool.install(|| linear_unpacked(&parts, k, &x, &bias, &mut unpacked));
+                    assert_eq!(
+                        unpacked.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        ours.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        "({m},{n},{k}), {threads} threads"
+                    );
+                }
                 for i in 0..m {
                     for j in 0..n {
                         let want =

@@ -157,6 +157,19 @@ fn the_embedder_is_thread_safe() {
     });
 }
 
+/// A weight's first product packs as it goes and later ones use the packed
+/// weights: the embeddings are the same bits either way.
+#[test]
+fn first_and_later_embeddings_are_the_same_bits() {
+    let embedder = embedder(None);
+    let longer = "and a second, longer one: ".repeat(9);
+    let texts = ["the first sentence embedded", longer.as_str()];
+    let first = embedder.embed(&texts).unwrap();
+    for _ in 0..2 {
+        assert_eq!(embedder.embed(&texts).unwrap(), first);
+    }
+}
+
 #[test]
 fn any_text_embeds_without_panicking() {
     let embedder = embedder(None);

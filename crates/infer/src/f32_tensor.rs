@@ -1,0 +1,63 @@
+//! A float tensor's values as f32: read in place from a mapped file when the
+//! file stores them as aligned little-endian F32, decoded into memory
+//! otherwise (F16, BF16, or an unaligned or in-memory file).
+
+use std::sync::Arc;
+
+use modelbin_format::DType;
+use modelbin_format::embd::Embd;
+use modelbin_format::source::MappedFile;
+use modelbin_format::tensor::TensorStore;
+
+use crate::Result;
+
+/// The f32 values of one tensor.
+#[derive(Debug, Clone)]
+pub(crate) enum F32Tensor {
+    /// Decoded into memory.
+    Owned(Vec<f32>),
+    /// In place in a mapped file, which stays open while this lives.
+    Mapped {
+        file: Arc<Embd<MappedFile>>,
+        /// Byte offset of the values in the file.
+        start: usize,
+        /// Number of values.
+        len: usize,
+    },
+}
+
+impl F32Tensor {
+    /// The float tensor `name` of any EMBD file, decoded into memory.
+    pub(crate) fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<F32Tensor> {
+        Ok(F32Tensor::Owned(embd.tensor(name)?.to_f32()?.into_owned()))
+    }
+
+    /// The float tensor `name` of a mapped file, in place when it can be.
+    pub(crate) fn of(file: &Arc<Embd<MappedFile>>, name: &str) -> Result<F32Tensor> {
+        let tensor = file.tensor(name)?;
+        let in_place = cfg!(target_endian = "little")
+            && tensor.dtype() == DType::F32
+            && bytemuck::try_cast_slice::<u8, f32>(tensor.data()).is_ok();
+        if !in_place {
+            return Ok(F32Tensor::Owned(tensor.to_f32()?.into_owned()));
+        }
+        let start = tensor.data().as_ptr() as usize - file.file_bytes().as_ptr() as usize;
+        Ok(F32Tensor::Mapped {
+            file: Arc::clone(file),
+            start,
+            len: tensor.element_count(),
+        })
+    }
+
+    /// The values.
+    pub(crate) fn values(&self) -> &[f32] {
+        match self {
+            F32Tensor::Owned(values) => values,
+            F32Tensor::Mapped { file, start, len } => {
+                // Aligned: checked when the tensor was taken, and the
+                // mapping does not move.
+                bytemuck::cast_slice(&file.file_bytes()[*start..*start + len * 4])
+            }
+        }
+    }
+}
