@@ -66,13 +66,20 @@ impl QuantizedWeights {
         let block4 = block.div_ceil(4).min(k4 / 4);
         let panel_count = n.div_ceil(QNR);
         let mut panels = vec![0i8; panel_count * k4 * QNR];
-        // Panel by panel, group by group: the writes run in order.
+        // Panel by panel, row by row: a row is read in order, and its groups
+        // of four land `QNR` groups apart in the panel (tens of KB, which
+        // stay in the core's cache).
         for (p, panel) in panels.chunks_exact_mut(k4 * QNR).enumerate() {
             let panel_rows = &rows[p * QNR..((p + 1) * QNR).min(n)];
-            for (group, out) in panel.chunks_exact_mut(4 * QNR).enumerate() {
-                for (row, out) in panel_rows.iter().zip(out.chunks_exact_mut(4)) {
-                    let four = &row[(4 * group).min(k)..(4 * group + 4).min(k)];
-                    for (d, &v) in out.iter_mut().zip(four) {
+            for (j, row) in panel_rows.iter().enumerate() {
+                let (whole, rest) = row.as_chunks::<4>();
+                for (group, four) in whole.iter().enumerate() {
+                    let at = (group * QNR + j) * 4;
+                    panel[at..at + 4].copy_from_slice(&four.map(|v| v.max(-127)));
+                }
+                if !rest.is_empty() {
+                    let at = (whole.len() * QNR + j) * 4;
+                    for (d, &v) in panel[at..at + rest.len()].iter_mut().zip(rest) {
                         *d = v.max(-127);
                     }
                 }
