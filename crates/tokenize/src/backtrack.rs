@@ -32,7 +32,7 @@
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::index;
 use crate::layout::{Reader, Writer};
@@ -61,11 +61,15 @@ pub struct Backtracker {
 /// Remembered answers of [`Backtracker::is_valid_pair`], a cache that never
 /// changes an answer: direct-mapped by the pair's hash, each slot holding
 /// `(left + 1) << 33 | right << 1 | valid` (0 when empty), so that threads
-/// share it with relaxed atomic loads and stores. Allocated on first use, as
-/// zeroed pages that cost nothing until touched.
+/// share it with relaxed atomic loads and stores. Allocated after the first
+/// [`PairMemo::UNREMEMBERED`] checks, as zeroed pages that cost nothing until
+/// touched: a short text (one CLI call) is checked without it, as each
+/// slot's first touch is a page fault.
 #[derive(Debug, Default)]
 struct PairMemo {
     slots: OnceLock<Box<[AtomicU64]>>,
+    /// Checks made before the slots were allocated.
+    checks_before: AtomicU32,
 }
 
 impl PairMemo {
@@ -81,11 +85,24 @@ impl PairMemo {
         fits.then(|| (u64::from(pair[0]) + 1) << 33 | u64::from(pair[1]) << 1)
     }
 
-    /// The slots, allocated on first use.
-    fn slots(&self) -> &[AtomicU64] {
+    /// Checks answered without the memo before it is allocated. A
+    /// one-line text makes tens of checks, each of which would touch a
+    /// fresh page of the memo (a quarter of a millisecond in all at start-up).
+    const UNREMEMBERED: u32 = 4096;
+
+    /// The slots, or `None` for the first [`PairMemo::UNREMEMBERED`] checks.
+    fn slots(&self) -> Option<&[AtomicU64]> {
+        if let Some(slots) = self.slots.get() {
+            return Some(slots);
+        }
+        if self.checks_before.fetch_add(1, Ordering::Relaxed) < Self::UNREMEMBERED {
+            return None;
+        }
         // Zeroed by the allocator: pages are touched only as slots are used.
-        self.slots
-            .get_or_init(|| bytemuck::allocation::zeroed_slice_box(Self::SLOTS))
+        Some(
+            self.slots
+                .get_or_init(|| bytemuck::allocation::zeroed_slice_box(Self::SLOTS)),
+        )
     }
 }
 
@@ -198,10 +215,10 @@ impl Backtracker {
     /// tables are complete: while they are built, answers change).
     #[inline]
     fn is_valid_pair_remembered(&self, left: u32, right: u32) -> bool {
-        let Some(tag) = PairMemo::tag([left, right]) else {
+        let (Some(tag), Some(slots)) = (PairMemo::tag([left, right]), self.memo.slots()) else {
             return self.is_valid_pair(left, right);
         };
-        let slot = &self.memo.slots()[Self::pair_hash([left, right]) & (PairMemo::SLOTS - 1)];
+        let slot = &slots[Self::pair_hash([left, right]) & (PairMemo::SLOTS - 1)];
         let seen = slot.load(Ordering::Relaxed);
         if seen & !1 == tag {
             return seen & 1 == 1;
