@@ -18,7 +18,7 @@
 use rayon::prelude::*;
 
 use crate::kernels::matmul_bt;
-use crate::panel_tasks::{for_each_block, row_tiles};
+use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// Output features per panel.
 pub const NR: usize = 16;
@@ -82,14 +82,14 @@ impl PackedWeights {
                 });
             return;
         }
-        for_each_block(m, n, NR, MR, out, |rows, panels, out, ldo| {
+        for_each_block(m, n, NR, MR, out, |rows, panels, out| {
             let x = &x[rows.start * k..rows.end * k];
             let first = panels.start;
             for p in panels {
                 let panel = &self.panels[p * k * NR..(p + 1) * k * NR];
-                let out = &mut out[(p - first) * NR..];
+                let bias = &bias[panel_features(p, n)];
                 // SAFETY: `simd` is set only when AVX2 and FMA were detected.
-                unsafe { panel_product(x, k, panel, &bias[panel_features(p, n)], out, ldo) };
+                unsafe { panel_product(x, k, panel, bias, out, (p - first) * NR) };
             }
         });
     }
@@ -104,15 +104,15 @@ pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out:
     let rows = rows_of(parts, k);
     let (m, n) = (x.len() / k, rows.len());
     assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-    for_each_block(m, n, NR, MR, out, |x_rows, panels, out, ldo| {
+    for_each_block(m, n, NR, MR, out, |x_rows, panels, out| {
         let x = &x[x_rows.start * k..x_rows.end * k];
         let first = panels.start;
         let mut panel = vec![0.0f32; k * NR];
         for p in panels {
             pack_panel(&rows, p, &mut panel);
-            let out = &mut out[(p - first) * NR..];
+            let bias = &bias[panel_features(p, n)];
             // SAFETY: AVX2 and FMA were asserted above.
-            unsafe { panel_product(x, k, &panel, &bias[panel_features(p, n)], out, ldo) };
+            unsafe { panel_product(x, k, &panel, bias, out, (p - first) * NR) };
         }
     });
 }
@@ -143,9 +143,8 @@ fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
 }
 
 /// `out = bias + x · Wᵀ` for the features of one panel (`panel`, `k × NR`;
-/// `bias` is theirs, one per feature), `x` holding whole rows of `k`, `out`
-/// starting at the panel's first feature of `x`'s first row, with row
-/// stride `ldo`.
+/// `bias` is theirs, one per feature), `x` holding whole rows of `k`, one
+/// per row of `out`, the panel's features from column `col` of `out`.
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA ([`simd_available`]).
@@ -154,8 +153,8 @@ unsafe fn panel_product(
     k: usize,
     panel: &[f32],
     bias: &[f32],
-    out: &mut [f32],
-    ldo: usize,
+    out: &mut BlockOut<'_>,
+    col: usize,
 ) {
     let m = x.len() / k;
     let mut tile = [0.0f32; MR * NR];
@@ -165,7 +164,7 @@ unsafe fn panel_product(
         // rows of `k`, `panel` is `k × NR` (checked by the kernel).
         unsafe { kernel_rows(x_rows, k, panel, &mut tile) };
         for r in 0..rows {
-            let dst = &mut out[(row0 + r) * ldo..(row0 + r) * ldo + bias.len()];
+            let dst = &mut out.row(row0 + r)[col..col + bias.len()];
             for (j, d) in dst.iter_mut().enumerate() {
                 *d = bias[j] + tile[r * NR + j];
             }

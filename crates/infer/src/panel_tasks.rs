@@ -2,16 +2,70 @@
 //! rows when there are many, by panels of output features otherwise (a
 //! short sentence has too few rows to keep every thread busy).
 
+use std::marker::PhantomData;
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-/// Runs `block(rows, panels, out, ldo)` over the pool so that together the
+/// The part of a product's output one task of [`for_each_block`] writes:
+/// its rows, and in each only its own run of columns.
+pub(crate) struct BlockOut<'a> {
+    /// The task's first column of its first row.
+    start: *mut f32,
+    /// Row stride of the whole output.
+    ldo: usize,
+    /// Columns of the task.
+    columns: usize,
+    rows: usize,
+    _out: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a `BlockOut` is an exclusive borrow of its elements (no other
+// task's block covers them), so it may move to the thread running its task.
+unsafe impl Send for BlockOut<'_> {}
+
+impl<'a> BlockOut<'a> {
+    /// All of `out`, rows of `columns` values.
+    fn whole(out: &'a mut [f32], columns: usize) -> Self {
+        BlockOut {
+            start: out.as_mut_ptr(),
+            ldo: columns,
+            columns,
+            rows: out.len() / columns,
+            _out: PhantomData,
+        }
+    }
+
+    /// Row `r` of the task (relative to its first), the task's columns only.
+    pub(crate) fn row(&mut self, r: usize) -> &mut [f32] {
+        assert!(r < self.rows, "row {r} of a block of {}", self.rows);
+        // SAFETY: `r < rows`, and rows of `columns` values from `start` at
+        // stride `ldo` lie inside the output (checked where the block was
+        // made); no other block covers them, and the `&mut self` borrow
+        // keeps two rows of this one from being held at once.
+        unsafe { std::slice::from_raw_parts_mut(self.start.add(r * self.ldo), self.columns) }
+    }
+}
+
+/// The output's first element, shared by the tasks of a split by columns.
+struct Columns(*mut f32);
+
+// SAFETY: each task derives a `BlockOut` over its own columns only.
+unsafe impl Sync for Columns {}
+
+impl Columns {
+    /// Column `column` of the first row.
+    fn at(&self, column: usize) -> *mut f32 {
+        self.0.wrapping_add(column)
+    }
+}
+
+/// Runs `block(rows, panels, out)` over the pool so that together the
 /// calls write `out`, row-major `[m, n]`: each call computes the rows
 /// `rows` and the features of `panels` (panels of `width` features, the
-/// last one possibly short), into `out`, which holds those rows with row
-/// stride `ldo`, its column 0 being the first panel's first feature.
-/// `tile_rows` is the kernel's row tile, so row tasks start on whole tiles.
+/// last one possibly short) into `out`, whose column 0 is the first
+/// panel's first feature and row 0 the first of `rows`. `tile_rows` is
+/// the kernel's row tile, so row tasks start on whole tiles.
 pub(crate) fn for_each_block<F>(
     m: usize,
     n: usize,
@@ -20,11 +74,12 @@ pub(crate) fn for_each_block<F>(
     out: &mut [f32],
     block: F,
 ) where
-    F: Fn(Range<usize>, Range<usize>, &mut [f32], usize) + Sync,
+    F: Fn(Range<usize>, Range<usize>, &mut BlockOut<'_>) + Sync,
 {
+    assert_eq!(out.len(), m * n, "output shape");
     let threads = rayon::current_num_threads();
     let panel_count = n.div_ceil(width);
-    if m == 0 {
+    if m == 0 || n == 0 {
         return;
     }
     if m >= 4 * tile_rows * threads || threads == 1 || panel_count < 2 {
@@ -33,29 +88,30 @@ pub(crate) fn for_each_block<F>(
             .enumerate()
             .for_each(|(task, out)| {
                 let first = task * rows_per_task;
-                block(first..first + out.len() / n, 0..panel_count, out, n);
+                let rows = first..first + out.len() / n;
+                block(rows, 0..panel_count, &mut BlockOut::whole(out, n));
             });
         return;
     }
+    // Too few rows to share: each task takes a run of panels, all rows, and
+    // writes its columns in place.
     let per_task = panel_count.div_ceil(threads);
-    let blocks: Vec<(usize, Vec<f32>)> = (0..panel_count)
-        .step_by(per_task)
-        .collect::<Vec<_>>()
+    let columns_of = |first: usize| first * width..((first + per_task) * width).min(n);
+    let shared = Columns(out.as_mut_ptr());
+    (0..panel_count)
         .into_par_iter()
-        .map(|first| {
-            let panels = first..(first + per_task).min(panel_count);
-            let columns = (panels.end * width).min(n) - first * width;
-            let mut local = vec![0.0; m * columns];
-            block(0..m, panels, &mut local, columns);
-            (first * width, local)
-        })
-        .collect();
-    for (col, local) in blocks {
-        let columns = local.len() / m;
-        for (row, values) in out.chunks_exact_mut(n).zip(local.chunks_exact(columns)) {
-            row[col..col + columns].copy_from_slice(values);
-        }
-    }
+        .step_by(per_task)
+        .for_each(|first| {
+            let columns = columns_of(first);
+            let mut out = BlockOut {
+                start: shared.at(columns.start),
+                ldo: n,
+                columns: columns.len(),
+                rows: m,
+                _out: PhantomData,
+            };
+            block(0..m, first..(first + per_task).min(panel_count), &mut out);
+        });
 }
 
 /// `rows` cut into the fewest tiles of at most `tile` rows, as even as

@@ -17,7 +17,7 @@
 //! (see [`crate::int8_kernels`] for the order of the f32 operations).
 
 use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
-use crate::panel_tasks::{for_each_block, row_tiles};
+use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// The widest input an int8 product accepts: beyond it the i32 sums of a
 /// block that spans a whole row could overflow (255 · 127 per product).
@@ -116,22 +116,20 @@ impl QuantizedWeights {
         let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
         let rows = QuantizedRows::new(x, k, self.k4, kernel.reads_wide_rows());
-        for_each_block(m, n, QNR, QMR, out, |rows_range, panels, out, ldo| {
-            self.block(&rows, rows_range, bias, panels, out, ldo, kernel)
+        for_each_block(m, n, QNR, QMR, out, |rows_range, panels, out| {
+            self.block(&rows, rows_range, bias, panels, out, kernel)
         });
     }
 
     /// The rows `rows` of `x · Wᵀ + bias` for the given panels into `out`
-    /// (those rows, row stride `ldo`, column 0 being the first panel's).
-    #[allow(clippy::too_many_arguments)]
+    /// (those rows, column 0 being the first panel's).
     fn block(
         &self,
         x: &QuantizedRows,
         rows: std::ops::Range<usize>,
         bias: &[f32],
         panels: std::ops::Range<usize>,
-        out: &mut [f32],
-        ldo: usize,
+        out: &mut BlockOut<'_>,
         kernel: Int8Kernel,
     ) {
         let k4 = self.k4;
@@ -163,8 +161,8 @@ impl QuantizedWeights {
                 };
                 kernel.tile(&tile_rows, &panel, &mut tile);
                 for (r, values) in tile.chunks_exact(QNR).take(count).enumerate() {
-                    let at = (row0 - rows.start + r) * ldo + col;
-                    out[at..at + width].copy_from_slice(&values[..width]);
+                    out.row(row0 - rows.start + r)[col..col + width]
+                        .copy_from_slice(&values[..width]);
                 }
             }
         }
