@@ -16,6 +16,8 @@
 //! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`
 //! (see [`crate::int8_kernels`] for the order of the f32 operations).
 
+use rayon::prelude::*;
+
 use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
 use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
@@ -191,68 +193,131 @@ struct QuantizedRows {
 /// library call on baseline x86-64).
 const ROUNDING: f32 = 12_582_912.0;
 
+/// Values of `x` a quantization task takes at least: fewer are not worth
+/// handing to another thread.
+const QUANTIZE_TASK_VALUES: usize = 16 * 1024;
+
 impl QuantizedRows {
+    /// The rows of `x` (each `k` long) quantized, in parallel over runs of
+    /// rows when there are many values.
     fn new(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 was detected.
-            return unsafe { Self::new_avx2(x, k, k4, wide) };
-        }
-        Self::build(x, k, k4, wide)
-    }
-
-    /// [`QuantizedRows::build`] compiled for AVX2: the same operations on
-    /// wider vectors, so the same values.
-    ///
-    /// # Safety
-    /// AVX2 must be available.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn new_avx2(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
-        Self::build(x, k, k4, wide)
-    }
-
-    #[inline(always)]
-    fn build(x: &[f32], k: usize, k4: usize, wide: bool) -> Self {
         let m = x.len() / k;
         let per_row = OUTLIERS.min(k);
         let mut rows = QuantizedRows {
             values: vec![0u8; m * k4],
             wide: Vec::new(),
-            scales: Vec::with_capacity(m),
-            zero_points: Vec::with_capacity(m),
-            outliers: Vec::with_capacity(m * per_row),
+            scales: vec![0.0; m],
+            zero_points: vec![0.0; m],
+            outliers: vec![
+                Outlier {
+                    channel: 0,
+                    value: 0.0
+                };
+                m * per_row
+            ],
             per_row,
         };
-        let mut candidates = Vec::new();
-        for (row, out) in x.chunks_exact(k).zip(rows.values.chunks_exact_mut(k4)) {
-            let split = split_row(row, per_row, &mut candidates);
-            // Divided first, so a range beyond f32::MAX does not overflow.
-            let scale = split.hi / 255.0 - split.lo / 255.0;
-            let inverse = 1.0 / scale;
-            // A row of zeros, a scale so small its inverse overflows, or a
-            // NaN or infinite value keep zeros; the scale carries a NaN into
-            // the row's outputs, as f32 would.
-            let zero = if inverse.is_finite() && scale.is_finite() {
-                let zero = round_byte(-split.lo * inverse) as f32;
-                for (q, &v) in out.iter_mut().zip(row) {
-                    *q = round_byte(v * inverse + zero);
-                }
-                zero
-            } else {
-                0.0
-            };
-            for outlier in &candidates[..per_row] {
-                out[outlier.channel as usize] = zero as u8;
+        let per_task = m
+            .div_ceil(rayon::current_num_threads())
+            .max(QUANTIZE_TASK_VALUES.div_ceil(k))
+            .max(1);
+        let run = |x: &[f32], out: RowsOut<'_>| {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected.
+                return unsafe { quantize_avx2(x, k, k4, out) };
             }
-            rows.outliers.extend_from_slice(&candidates[..per_row]);
-            rows.scales.push(scale);
-            rows.zero_points.push(zero);
+            quantize(x, k, k4, out);
+        };
+        if per_task >= m {
+            run(x, rows.out());
+        } else {
+            rows.values
+                .par_chunks_mut(per_task * k4)
+                .zip(rows.scales.par_chunks_mut(per_task))
+                .zip(rows.zero_points.par_chunks_mut(per_task))
+                .zip(rows.outliers.par_chunks_mut(per_task * per_row))
+                .zip(x.par_chunks(per_task * k))
+                .for_each(|((((values, scales), zero_points), outliers), x)| {
+                    let out = RowsOut {
+                        values,
+                        scales,
+                        zero_points,
+                        outliers,
+                    };
+                    run(x, out);
+                });
         }
         if wide {
             rows.wide = rows.values.iter().map(|&v| u16::from(v)).collect();
         }
         rows
+    }
+
+    /// All the rows, as [`quantize`] writes them.
+    fn out(&mut self) -> RowsOut<'_> {
+        RowsOut {
+            values: &mut self.values,
+            scales: &mut self.scales,
+            zero_points: &mut self.zero_points,
+            outliers: &mut self.outliers,
+        }
+    }
+}
+
+/// Where [`quantize`] writes a run of rows: `k4` values, a scale, a zero
+/// point and the outliers per row.
+struct RowsOut<'a> {
+    values: &'a mut [u8],
+    scales: &'a mut [f32],
+    zero_points: &'a mut [f32],
+    outliers: &'a mut [Outlier],
+}
+
+/// [`quantize`] compiled for AVX2: the same operations on wider vectors, so
+/// the same values.
+///
+/// # Safety
+/// AVX2 must be available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, out: RowsOut<'_>) {
+    quantize(x, k, k4, out)
+}
+
+/// Quantizes the rows of `x` (each `k` long) into `out`.
+#[inline(always)]
+fn quantize(x: &[f32], k: usize, k4: usize, out: RowsOut<'_>) {
+    let per_row = out.outliers.len() / out.scales.len().max(1);
+    let mut candidates = Vec::new();
+    let rows = x
+        .chunks_exact(k)
+        .zip(out.values.chunks_exact_mut(k4))
+        .zip(out.outliers.chunks_exact_mut(per_row.max(1)))
+        .zip(out.scales.iter_mut().zip(out.zero_points.iter_mut()));
+    for (((row, values), outliers), (scale_out, zero_out)) in rows {
+        let split = split_row(row, per_row, &mut candidates);
+        // Divided first, so a range beyond f32::MAX does not overflow.
+        let scale = split.hi / 255.0 - split.lo / 255.0;
+        let inverse = 1.0 / scale;
+        // A row of zeros, a scale so small its inverse overflows, or a
+        // NaN or infinite value keep zeros; the scale carries a NaN into
+        // the row's outputs, as f32 would.
+        let zero = if inverse.is_finite() && scale.is_finite() {
+            let zero = round_byte(-split.lo * inverse) as f32;
+            for (q, &v) in values.iter_mut().zip(row) {
+                *q = round_byte(v * inverse + zero);
+            }
+            zero
+        } else {
+            0.0
+        };
+        for outlier in &candidates[..per_row] {
+            values[outlier.channel as usize] = zero as u8;
+        }
+        outliers.copy_from_slice(&candidates[..per_row]);
+        *scale_out = scale;
+        *zero_out = zero;
     }
 }
 
