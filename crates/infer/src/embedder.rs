@@ -26,10 +26,10 @@ pub struct Embedder {
 
 impl Embedder {
     /// Opens an EMBD file and loads its model and vocabulary. The file
-    /// stays mapped while the embedder lives (its word embeddings are read
-    /// in place), so it must not be truncated or rewritten in place
-    /// meanwhile; replacing it by a rename, as modelbin's writers do, is
-    /// safe.
+    /// stays mapped while the embedder lives (F32 word embeddings are read
+    /// in place, and F32 linear weights until their second product packs
+    /// them), so it must not be truncated or rewritten in place meanwhile;
+    /// replacing it by a rename, as modelbin's writers do, is safe.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let file = std::sync::Arc::new(embd::open(path)?);
         let bert = Bert::load_mapped(std::sync::Arc::clone(&file))?;

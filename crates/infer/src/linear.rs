@@ -1,11 +1,14 @@
 //! A linear layer's weight as the file stores it: float (F32, F16 or BF16,
 //! computed in f32) or int8 with a scale per block of inputs.
 //!
-//! Float weights are packed for the register-tiled kernel on their second
-//! product, not at load: the first packs one panel at a time as it goes
-//! ([`packed::linear_unpacked`], same results), so that a process embedding
-//! one sentence never packs the whole model. Where the packed kernel does
-//! not run, the portable path copies the weights on the first product.
+//! Float weights stored as aligned F32 in a mapped file are packed for the
+//! register-tiled kernel on their second product, not at load: the first
+//! packs one panel at a time as it goes ([`packed::linear_unpacked`], same
+//! results), so that a process embedding one sentence never packs the
+//! whole model, and the second call pays for packing (in parallel). Where
+//! the packed kernel does not run, the portable path copies the weights on
+//! the first product. Weights decoded into memory (F16, BF16, int8 mixed
+//! with float, an unaligned or in-memory file) are packed at load.
 
 use std::sync::OnceLock;
 
@@ -91,19 +94,24 @@ impl LinearWeights {
 }
 
 /// Float weights: in place in a mapped file until their second product
-/// packs them; weights decoded into memory are packed at once instead (the
-/// decoded copy is then dropped, so a model never holds both).
+/// packs them; when any part was decoded into memory, all are packed at
+/// once instead (the decoded copy is then dropped, so a model never holds
+/// both).
 #[derive(Debug, Clone)]
 pub(crate) struct FloatWeights {
     /// `[rows, k]` each, stacked in order; empty once packed at load.
     parts: Vec<F32Tensor>,
+    /// Input features.
     k: usize,
+    /// The packed weights, once made.
     packed: OnceLock<PackedWeights>,
     /// Set by the first product.
     first_product: OnceLock<()>,
 }
 
 impl FloatWeights {
+    /// The weights `parts` (each `[rows, k]`), packed now unless all are
+    /// in place in a mapped file.
     fn new(parts: Vec<F32Tensor>, k: usize) -> Self {
         let in_place = parts.iter().all(|p| matches!(p, F32Tensor::Mapped { .. }));
         let packed = OnceLock::new();
@@ -128,8 +136,11 @@ impl FloatWeights {
         if packed::simd_available() && self.first_product.set(()).is_ok() {
             return packed::linear_unpacked(&parts(), self.k, x, bias, out);
         }
-        self.packed
-            .get_or_init(|| PackedWeights::new(&parts(), self.k))
-            .linear(x, bias, out);
+        // Packed outside the cell: packing runs on the pool, and a thread
+        // waiting in it may take up another product of these weights, which
+        // would block on a cell being filled below it on its own stack.
+        // Threads racing here each pack; the first to finish is kept.
+        let _ = self.packed.set(PackedWeights::new(&parts(), self.k));
+        self.packed.get().expect("set above").linear(x, bias, out);
     }
 }

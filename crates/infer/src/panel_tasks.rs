@@ -16,13 +16,10 @@ pub(crate) struct BlockOut<'a> {
     ldo: usize,
     /// Columns of the task.
     columns: usize,
+    /// Rows of the task.
     rows: usize,
     _out: PhantomData<&'a mut [f32]>,
 }
-
-// SAFETY: a `BlockOut` is an exclusive borrow of its elements (no other
-// task's block covers them), so it may move to the thread running its task.
-unsafe impl Send for BlockOut<'_> {}
 
 impl<'a> BlockOut<'a> {
     /// All of `out`, rows of `columns` values.
@@ -47,16 +44,40 @@ impl<'a> BlockOut<'a> {
     }
 }
 
-/// The output's first element, shared by the tasks of a split by columns.
-struct Columns(*mut f32);
+/// An output `[m, n]` shared by the tasks of a split by columns, each
+/// taking a block of its own columns.
+struct Columns<'a> {
+    start: *mut f32,
+    m: usize,
+    n: usize,
+    _out: PhantomData<&'a mut [f32]>,
+}
 
-// SAFETY: each task derives a `BlockOut` over its own columns only.
-unsafe impl Sync for Columns {}
+// SAFETY: tasks only derive blocks of disjoint columns (`for_each_block`).
+unsafe impl Sync for Columns<'_> {}
 
-impl Columns {
-    /// Column `column` of the first row.
-    fn at(&self, column: usize) -> *mut f32 {
-        self.0.wrapping_add(column)
+impl<'a> Columns<'a> {
+    fn new(out: &'a mut [f32], m: usize, n: usize) -> Self {
+        assert_eq!(m.checked_mul(n), Some(out.len()), "output shape");
+        Columns {
+            start: out.as_mut_ptr(),
+            m,
+            n,
+            _out: PhantomData,
+        }
+    }
+
+    /// The block of every row's `columns`. The caller must not make two
+    /// blocks whose columns overlap.
+    fn block(&self, columns: Range<usize>) -> BlockOut<'a> {
+        assert!(columns.start < columns.end && columns.end <= self.n);
+        BlockOut {
+            start: self.start.wrapping_add(columns.start),
+            ldo: self.n,
+            columns: columns.len(),
+            rows: self.m,
+            _out: PhantomData,
+        }
     }
 }
 
@@ -66,6 +87,9 @@ impl Columns {
 /// last one possibly short) into `out`, whose column 0 is the first
 /// panel's first feature and row 0 the first of `rows`. `tile_rows` is
 /// the kernel's row tile, so row tasks start on whole tiles.
+///
+/// # Panics
+/// If `out` does not hold `m · n` values.
 pub(crate) fn for_each_block<F>(
     m: usize,
     n: usize,
@@ -76,7 +100,7 @@ pub(crate) fn for_each_block<F>(
 ) where
     F: Fn(Range<usize>, Range<usize>, &mut BlockOut<'_>) + Sync,
 {
-    assert_eq!(out.len(), m * n, "output shape");
+    assert_eq!(m.checked_mul(n), Some(out.len()), "output shape");
     let threads = rayon::current_num_threads();
     let panel_count = n.div_ceil(width);
     if m == 0 || n == 0 {
@@ -97,19 +121,13 @@ pub(crate) fn for_each_block<F>(
     // writes its columns in place.
     let per_task = panel_count.div_ceil(threads);
     let columns_of = |first: usize| first * width..((first + per_task) * width).min(n);
-    let shared = Columns(out.as_mut_ptr());
+    let shared = Columns::new(out, m, n);
     (0..panel_count)
         .into_par_iter()
         .step_by(per_task)
         .for_each(|first| {
-            let columns = columns_of(first);
-            let mut out = BlockOut {
-                start: shared.at(columns.start),
-                ldo: n,
-                columns: columns.len(),
-                rows: m,
-                _out: PhantomData,
-            };
+            // Each task's run of panels, so its columns, is its own.
+            let mut out = shared.block(columns_of(first));
             block(0..m, first..(first + per_task).min(panel_count), &mut out);
         });
 }

@@ -69,8 +69,8 @@ impl QuantizedWeights {
         let panel_count = n.div_ceil(QNR);
         let mut panels = vec![0i8; panel_count * k4 * QNR];
         // Panel by panel, row by row: a row is read in order, and its groups
-        // of four land `QNR` groups apart in the panel (tens of KB, which
-        // stay in the core's cache).
+        // of four land `QNR` groups apart in the panel (24 KB to 98 KB for
+        // MiniLM, which stays in the core's L2 cache).
         for (p, panel) in panels.chunks_exact_mut(k4 * QNR).enumerate() {
             let panel_rows = &rows[p * QNR..((p + 1) * QNR).min(n)];
             for (j, row) in panel_rows.iter().enumerate() {
@@ -225,9 +225,9 @@ impl QuantizedRows {
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: AVX2 was detected.
-                return unsafe { quantize_avx2(x, k, k4, out) };
+                return unsafe { quantize_avx2(x, k, k4, per_row, out) };
             }
-            quantize(x, k, k4, out);
+            quantize(x, k, k4, per_row, out);
         };
         if per_task >= m {
             run(x, rows.out());
@@ -281,19 +281,19 @@ struct RowsOut<'a> {
 /// AVX2 must be available.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, out: RowsOut<'_>) {
-    quantize(x, k, k4, out)
+unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
+    quantize(x, k, k4, per_row, out)
 }
 
-/// Quantizes the rows of `x` (each `k` long) into `out`.
+/// Quantizes the rows of `x` (each `k` long, padded to `k4`) into `out`,
+/// keeping `per_row` (at least one) outliers per row.
 #[inline(always)]
-fn quantize(x: &[f32], k: usize, k4: usize, out: RowsOut<'_>) {
-    let per_row = out.outliers.len() / out.scales.len().max(1);
+fn quantize(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
     let mut candidates = Vec::new();
     let rows = x
         .chunks_exact(k)
         .zip(out.values.chunks_exact_mut(k4))
-        .zip(out.outliers.chunks_exact_mut(per_row.max(1)))
+        .zip(out.outliers.chunks_exact_mut(per_row))
         .zip(out.scales.iter_mut().zip(out.zero_points.iter_mut()));
     for (((row, values), outliers), (scale_out, zero_out)) in rows {
         let split = split_row(row, per_row, &mut candidates);

@@ -158,15 +158,33 @@ fn the_embedder_is_thread_safe() {
 }
 
 /// A weight's first product packs as it goes and later ones use the packed
-/// weights: the embeddings are the same bits either way.
+/// weights: the embeddings are the same bits either way, for a short text
+/// alone (its products split by columns on two threads) and for a batch
+/// (split by rows).
 #[test]
 fn first_and_later_embeddings_are_the_same_bits() {
-    let embedder = embedder(None);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let bits = |vectors: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
+        vectors
+            .iter()
+            .map(|v| v.iter().map(|x| x.to_bits()).collect())
+            .collect()
+    };
     let longer = "and a second, longer one: ".repeat(9);
-    let texts = ["the first sentence embedded", longer.as_str()];
-    let first = embedder.embed(&texts).unwrap();
-    for _ in 0..2 {
-        assert_eq!(embedder.embed(&texts).unwrap(), first);
+    for texts in [
+        &["hi there"][..],
+        &["the first sentence embedded", longer.as_str()][..],
+    ] {
+        // A fresh embedder, so that its first products are the unpacked ones.
+        let embedder = embedder(None);
+        let first = bits(pool.install(|| embedder.embed(texts).unwrap()));
+        for _ in 0..2 {
+            let later = bits(pool.install(|| embedder.embed(texts).unwrap()));
+            assert_eq!(later, first, "{texts:?}");
+        }
     }
 }
 

@@ -63,8 +63,8 @@ pub struct Backtracker {
 /// `(left + 1) << 33 | right << 1 | valid` (0 when empty), so that threads
 /// share it with relaxed atomic loads and stores. Allocated after the first
 /// [`PairMemo::UNREMEMBERED`] checks, as zeroed pages that cost nothing until
-/// touched: a short text (one CLI call) is checked without it, as each
-/// slot's first touch is a page fault.
+/// touched: a short text (one CLI call on a line) is checked without it, as
+/// each slot's first touch is a page fault.
 #[derive(Debug, Default)]
 struct PairMemo {
     slots: OnceLock<Box<[AtomicU64]>>,
@@ -85,9 +85,9 @@ impl PairMemo {
         fits.then(|| (u64::from(pair[0]) + 1) << 33 | u64::from(pair[1]) << 1)
     }
 
-    /// Checks answered without the memo before it is allocated. A
-    /// one-line text makes tens of checks, each of which would touch a
-    /// fresh page of the memo (a quarter of a millisecond in all at start-up).
+    /// Checks answered without the memo before it is allocated. A short
+    /// text makes tens of checks, each of which would touch a fresh page of
+    /// the memo (a quarter of a millisecond in all at start-up).
     const UNREMEMBERED: u32 = 4096;
 
     /// The slots, or `None` for the first [`PairMemo::UNREMEMBERED`] checks.
