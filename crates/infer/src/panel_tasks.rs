@@ -67,9 +67,11 @@ impl<'a> Columns<'a> {
         }
     }
 
-    /// The block of every row's `columns`. The caller must not make two
-    /// blocks whose columns overlap.
-    fn block(&self, columns: Range<usize>) -> BlockOut<'a> {
+    /// The block of every row's `columns`.
+    ///
+    /// # Safety
+    /// No two blocks made from one `Columns` may share a column.
+    unsafe fn block(&self, columns: Range<usize>) -> BlockOut<'a> {
         assert!(columns.start < columns.end && columns.end <= self.n);
         BlockOut {
             start: self.start.wrapping_add(columns.start),
@@ -126,8 +128,8 @@ pub(crate) fn for_each_block<F>(
         .into_par_iter()
         .step_by(per_task)
         .for_each(|first| {
-            // Each task's run of panels, so its columns, is its own.
-            let mut out = shared.block(columns_of(first));
+            // SAFETY: each task's run of panels, so its columns, is its own.
+            let mut out = unsafe { shared.block(columns_of(first)) };
             block(0..m, first..(first + per_task).min(panel_count), &mut out);
         });
 }
