@@ -12,10 +12,9 @@ use std::sync::Arc;
 use modelbin_format::embd::Embd;
 use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::source::MappedFile;
-use modelbin_format::tensor::TensorStore;
 use rayon::prelude::*;
 
-use crate::f32_tensor::F32Tensor;
+use crate::f32_tensor::{F32Tensor, decoded};
 use crate::int8_kernels::Int8Kernel;
 use crate::kernels::{gelu_erf, gemm_strided, layer_norm, scaled_softmax};
 use crate::linear::LinearWeights;
@@ -66,11 +65,6 @@ pub struct Bert {
     layers: Vec<Layer>,
 }
 
-/// A tensor as f32 values (the model check admits F32, F16 or BF16).
-fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
-    Ok(embd.tensor(name)?.to_f32()?.into_owned())
-}
-
 /// The name of the word-embedding table.
 const WORD_EMBEDDINGS: &str = "embeddings.word_embeddings.weight";
 
@@ -102,7 +96,7 @@ impl Bert {
             .into_par_iter()
             .map(|i| {
                 let name = |suffix: &str| format!("encoder.layer.{i}.{suffix}");
-                let t = |suffix: &str| load(embd, &name(suffix));
+                let t = |suffix: &str| decoded(embd, &name(suffix));
                 let linear = |suffixes: &[&str], k| {
                     let names: Vec<String> = suffixes.iter().map(|s| name(s)).collect();
                     LinearWeights::load(embd, floats, &names, k)
@@ -137,10 +131,10 @@ impl Bert {
             config,
             int8_kernel: Int8Kernel::best(),
             word: floats(WORD_EMBEDDINGS)?,
-            position: load(embd, "embeddings.position_embeddings.weight")?,
-            token_type: load(embd, "embeddings.token_type_embeddings.weight")?,
-            emb_ln_w: load(embd, "embeddings.LayerNorm.weight")?,
-            emb_ln_b: load(embd, "embeddings.LayerNorm.bias")?,
+            position: decoded(embd, "embeddings.position_embeddings.weight")?,
+            token_type: decoded(embd, "embeddings.token_type_embeddings.weight")?,
+            emb_ln_w: decoded(embd, "embeddings.LayerNorm.weight")?,
+            emb_ln_b: decoded(embd, "embeddings.LayerNorm.bias")?,
             layers,
         })
     }

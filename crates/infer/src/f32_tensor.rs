@@ -26,10 +26,15 @@ pub(crate) enum F32Tensor {
     },
 }
 
+/// The float tensor `name` (F32, F16 or BF16) as f32 values in memory.
+pub(crate) fn decoded<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<Vec<f32>> {
+    Ok(embd.tensor(name)?.to_f32()?.into_owned())
+}
+
 impl F32Tensor {
     /// The float tensor `name` of any EMBD file, decoded into memory.
     pub(crate) fn load<B: AsRef<[u8]>>(embd: &Embd<B>, name: &str) -> Result<F32Tensor> {
-        Ok(F32Tensor::Owned(embd.tensor(name)?.to_f32()?.into_owned()))
+        decoded(embd, name).map(F32Tensor::Owned)
     }
 
     /// The float tensor `name` of a mapped file, in place when it can be.

@@ -27,6 +27,21 @@
 //! holds, for each row `j` in turn, `w[j, 4g..4g + 4]` (`4 · QNR` bytes).
 //! Its scales are `QNR` f32 per block, block after block.
 
+/// Calls `module::kernel::<R>(rows, first, panel, tile)` on the `count` rows in
+/// runs of three (the SIMD kernels' most), the last run shorter.
+#[cfg(target_arch = "x86_64")]
+macro_rules! in_threes {
+    ($module:ident :: $kernel:ident, $rows:expr, $count:expr, $panel:expr, $tile:expr) => {
+        for first in (0..$count).step_by(3) {
+            match $count - first {
+                1 => $module::$kernel::<1>($rows, first, $panel, $tile),
+                2 => $module::$kernel::<2>($rows, first, $panel, $tile),
+                _ => $module::$kernel::<3>($rows, first, $panel, $tile),
+            }
+        }
+    };
+}
+
 /// Weight rows (output features) per panel.
 pub const QNR: usize = 64;
 /// Activation rows per kernel call.
@@ -161,15 +176,7 @@ impl Int8Kernel {
                 assert!(rows.wide.len() >= count * k4);
                 // SAFETY: AVX2 was detected and the sizes were asserted
                 // above; each call passes at most three rows from `first`.
-                unsafe {
-                    for first in (0..count).step_by(3) {
-                        match count - first {
-                            1 => x86::avx2::<1>(rows, first, panel, tile),
-                            2 => x86::avx2::<2>(rows, first, panel, tile),
-                            _ => x86::avx2::<3>(rows, first, panel, tile),
-                        }
-                    }
-                }
+                unsafe { in_threes!(x86::avx2, rows, count, panel, tile) }
             }
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx512Vnni => {
@@ -181,15 +188,7 @@ impl Int8Kernel {
                 // SAFETY: AVX-512 F/BW/VNNI were detected and the sizes were
                 // asserted above; each call passes at most three rows from
                 // `first`.
-                unsafe {
-                    for first in (0..count).step_by(3) {
-                        match count - first {
-                            1 => x86::vnni::<1>(rows, first, panel, tile),
-                            2 => x86::vnni::<2>(rows, first, panel, tile),
-                            _ => x86::vnni::<3>(rows, first, panel, tile),
-                        }
-                    }
-                }
+                unsafe { in_threes!(x86::vnni, rows, count, panel, tile) }
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => panic!("the {} kernel needs x86-64", self.name()),

@@ -83,16 +83,8 @@ impl PackedWeights {
                 });
             return;
         }
-        for_each_block(m, n, NR, MR, out, |rows, panels, out| {
-            let x = &x[rows.start * k..rows.end * k];
-            let first = panels.start;
-            for p in panels {
-                let panel = &self.panels[p * k * NR..(p + 1) * k * NR];
-                let bias = &bias[panel_features(p, n)];
-                // SAFETY: `simd` is set only when AVX2 and FMA were detected.
-                unsafe { panel_product(x, k, panel, bias, out, (p - first) * NR) };
-            }
-        });
+        // SAFETY: `simd` is set only when AVX2 and FMA were detected.
+        unsafe { by_panels(Panels::Packed(&self.panels), k, n, x, bias, out) };
     }
 }
 
@@ -106,15 +98,55 @@ pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out:
     let rows = rows_of(parts, k);
     let (m, n) = (x.len() / k, rows.len());
     assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-    for_each_block(m, n, NR, MR, out, |x_rows, panels, out| {
-        let x = &x[x_rows.start * k..x_rows.end * k];
-        let first = panels.start;
-        let mut panel = vec![0.0f32; k * NR];
-        for p in panels {
-            pack_panel(&rows, p, &mut panel);
+    // SAFETY: AVX2 and FMA were asserted above.
+    unsafe { by_panels(Panels::Unpacked(&rows), k, n, x, bias, out) };
+}
+
+/// Where a product's panels come from.
+enum Panels<'a> {
+    /// Packed already, one after another.
+    Packed(&'a [f32]),
+    /// Packed one at a time from these weight rows.
+    Unpacked(&'a [&'a [f32]]),
+}
+
+impl Panels<'_> {
+    /// Panel `p` (`k × NR`), packed into `buffer` if need be.
+    fn panel<'s>(&'s self, p: usize, k: usize, buffer: &'s mut Vec<f32>) -> &'s [f32] {
+        match self {
+            Panels::Packed(panels) => &panels[p * k * NR..(p + 1) * k * NR],
+            Panels::Unpacked(rows) => {
+                buffer.resize(k * NR, 0.0);
+                pack_panel(rows, p, buffer);
+                buffer
+            }
+        }
+    }
+}
+
+/// `out[m, n] = bias + x[m, k] · Wᵀ` over the pool, panel by panel from
+/// `panels`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`simd_available`]).
+unsafe fn by_panels(
+    panels: Panels<'_>,
+    k: usize,
+    n: usize,
+    x: &[f32],
+    bias: &[f32],
+    out: &mut [f32],
+) {
+    let m = x.len() / k;
+    for_each_block(m, n, NR, MR, out, |rows, task_panels, out| {
+        let x = &x[rows.start * k..rows.end * k];
+        let first = task_panels.start;
+        let mut buffer = Vec::new();
+        for p in task_panels {
+            let panel = panels.panel(p, k, &mut buffer);
             let bias = &bias[panel_features(p, n)];
-            // SAFETY: AVX2 and FMA were asserted above.
-            unsafe { panel_product(x, k, &panel, bias, out, (p - first) * NR) };
+            // SAFETY: the CPU support is the caller's.
+            unsafe { panel_product(x, k, panel, bias, out, (p - first) * NR) };
         }
     });
 }

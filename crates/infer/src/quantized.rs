@@ -219,8 +219,7 @@ impl QuantizedRows {
         };
         let per_task = m
             .div_ceil(rayon::current_num_threads())
-            .max(QUANTIZE_TASK_VALUES.div_ceil(k))
-            .max(1);
+            .max(QUANTIZE_TASK_VALUES.div_ceil(k));
         let run = |x: &[f32], out: RowsOut<'_>| {
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
