@@ -218,3 +218,10 @@ impl NativeEncoding {
 pub fn encoding_for_model(model: &str) -> PyResult<&'static str> {
     modelbin_tokenize::cost::encoding_for_model(model).map_err(tokenize_error)
 }
+
+/// Empties the calling thread's cache of recent pieces' tokens and frees
+/// its memory (for benchmarks that time text the cache has seen).
+#[pyfunction]
+pub fn clear_piece_cache() {
+    modelbin_tokenize::clear_piece_cache();
+}

@@ -48,6 +48,19 @@ def test_ids_equal_tiktoken_on_random_text(name):
         assert ours.decode_bytes(ids) == ref.decode_bytes(ids)
 
 
+def test_piece_cache_never_changes_ids():
+    # Both encodings in turn on the same thread share its piece cache;
+    # ids stay tiktoken's with the cache warm, emptied, or switched between.
+    texts = random_texts(seed=7, n=100)
+    pairs = [(modelbin.get_encoding(n), tiktoken.get_encoding(n)) for n in ENCODINGS]
+    for round in range(3):
+        for text in texts:
+            for ours, ref in pairs:
+                assert ours.encode_ordinary(text) == ref.encode_ordinary(text), repr(text)
+        if round == 1:
+            modelbin.clear_piece_cache()
+
+
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_tiktoken_test_vectors(name):
     # tiktoken's own tests (tests/test_encoding.py): simple strings and

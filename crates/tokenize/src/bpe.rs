@@ -1,8 +1,10 @@
 //! Byte-pair merging of one piece, with tiktoken's rule: repeatedly merge the
 //! adjacent pair whose concatenation has the lowest rank, leftmost on ties.
 //!
-//! A piece that is one token is one lookup. Short pieces use tiktoken's own
-//! scheme (a vector of parts, linear scan for the minimum), fastest when
+//! A piece that is one token is one lookup. A short piece that is not is
+//! looked up in the thread's cache of recent pieces (`piece_cache`) before
+//! it is merged, and remembered after. Merging a short piece uses
+//! tiktoken's own scheme (a vector of parts, linear scan for the minimum), fastest when
 //! pieces are a few bytes. Longer pieces use the backtracking encoder
 //! (`backtrack`), linear in the piece with memory of one bit per byte
 //! beyond the output: from 16 bytes of ASCII, or 8 bytes with other text,
@@ -14,9 +16,11 @@
 //! pairs with a linked list of parts (O(n log n)). A vocabulary the
 //! backtracking encoder cannot serve exactly keeps the scan and the heap.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::piece_cache::PieceCache;
 use crate::vocab::Vocab;
 
 /// Pieces at least this long use the heap merge when the backtracking
@@ -34,7 +38,8 @@ const NONE: u32 = u32::MAX;
 /// Marks a part start that was merged away.
 const REMOVED: u32 = u32::MAX - 1;
 
-/// Reusable buffers for merging.
+/// Reusable buffers for merging, and the piece cache: one per thread,
+/// through [`with_scratch`].
 #[derive(Debug, Default)]
 pub struct Scratch {
     parts: Vec<(u32, u32, u32)>,
@@ -44,6 +49,52 @@ pub struct Scratch {
     heap: BinaryHeap<Reverse<(u32, u32)>>,
     tokens: Vec<u32>,
     dead_positions: Vec<u64>,
+    /// Recent pieces' tokens.
+    pub pieces: PieceCache,
+    /// The tokens of the piece being merged.
+    merged: Vec<u32>,
+}
+
+thread_local! {
+    /// Each thread's merge buffers and piece cache, kept between calls.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// Runs `f` with this thread's scratch (a fresh one if it is in use), then
+/// frees any buffer a huge piece grew, so that a thread does not keep it.
+pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let result = f(&mut scratch);
+            scratch.trim();
+            result
+        }
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
+impl Scratch {
+    /// Buffers up to this many bytes are kept between calls.
+    const KEPT_BYTES: usize = 64 * 1024;
+
+    /// Frees the buffers larger than [`Scratch::KEPT_BYTES`].
+    fn trim(&mut self) {
+        fn trim_vec<T>(v: &mut Vec<T>) {
+            if v.capacity() * size_of::<T>() > Scratch::KEPT_BYTES {
+                *v = Vec::new();
+            }
+        }
+        trim_vec(&mut self.parts);
+        trim_vec(&mut self.next);
+        trim_vec(&mut self.prev);
+        trim_vec(&mut self.pair_rank);
+        trim_vec(&mut self.tokens);
+        trim_vec(&mut self.dead_positions);
+        trim_vec(&mut self.merged);
+        if self.heap.capacity() * size_of::<Reverse<(u32, u32)>>() > Scratch::KEPT_BYTES {
+            self.heap = BinaryHeap::new();
+        }
+    }
 }
 
 /// Calls `emit` with the ranks `piece` encodes to. Every byte must have a
@@ -59,6 +110,25 @@ pub fn encode_piece(
         emit(rank);
         return;
     }
+    if !PieceCache::keeps(piece) {
+        merge(vocab, piece, scratch, emit);
+        return;
+    }
+    if let Some(tokens) = scratch.pieces.get(vocab.id(), piece) {
+        tokens.iter().for_each(|&t| emit(t));
+        return;
+    }
+    let mut merged = std::mem::take(&mut scratch.merged);
+    merged.clear();
+    merge(vocab, piece, scratch, &mut |t| merged.push(t));
+    scratch.pieces.put(vocab.id(), piece, &merged);
+    merged.iter().for_each(|&t| emit(t));
+    scratch.merged = merged;
+}
+
+/// Encodes a piece that is not one token.
+#[inline]
+fn merge(vocab: &Vocab, piece: &[u8], scratch: &mut Scratch, emit: &mut impl FnMut(u32)) {
     let medium =
         piece.len() >= BACKTRACK_ASCII || piece.len() >= BACKTRACK_OTHER && !piece.is_ascii();
     let backtracks = piece.len() >= HUGE_PIECE || medium && vocab.backtracker_is_ready();
@@ -235,6 +305,21 @@ mod tests {
     use crate::Tokenizer;
 
     const ENCODINGS: [&str; 2] = ["cl100k_base", "o200k_base"];
+
+    /// After a huge piece, the thread keeps no buffer larger than
+    /// `Scratch::KEPT_BYTES`.
+    #[test]
+    fn a_huge_piece_leaves_no_large_buffer() {
+        let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
+        let huge = "ab".repeat(200_000);
+        assert!(tokenizer.count(&huge) > 1000);
+        let kept = super::Scratch::KEPT_BYTES;
+        super::with_scratch(|s| {
+            assert!(s.tokens.capacity() * 4 <= kept);
+            assert!(s.dead_positions.capacity() * 8 <= kept);
+            assert!(s.merged.capacity() * 4 <= kept);
+        });
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]

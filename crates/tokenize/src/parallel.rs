@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use crate::bpe::Scratch;
+use crate::bpe::with_scratch;
 use crate::pretokenize::Pattern;
 use crate::tokenizer::Tokenizer;
 
@@ -65,7 +65,7 @@ pub fn count(tokenizer: &Tokenizer, text: &str) -> usize {
         .par_iter()
         .map(|part| {
             let mut n = 0;
-            tokenizer.for_each_ordinary(part, &mut Scratch::default(), &mut |_| n += 1);
+            with_scratch(|scratch| tokenizer.for_each_ordinary(part, scratch, &mut |_| n += 1));
             n
         })
         .sum()

@@ -7,10 +7,18 @@ use modelbin_format::bpe2::Bpe2;
 use modelbin_format::checksum::hex;
 use modelbin_format::source::MappedFile;
 
-use crate::bpe::{Scratch, encode_piece};
+use crate::bpe::{Scratch, encode_piece, with_scratch};
 use crate::pretokenize::Pattern;
 use crate::vocab::{LaidOut, Source, Vocab};
 use crate::{Error, Result};
+
+/// Empties the calling thread's cache of recent pieces' tokens and frees
+/// its memory. Encoding never needs this (entries of one tokenizer are
+/// never used by another); it is for benchmarks that time text the cache
+/// has already seen, and for a thread done with tokenizing.
+pub fn clear_piece_cache() {
+    with_scratch(|scratch| scratch.pieces = Default::default());
+}
 
 /// A set of special tokens, by name.
 #[derive(Debug, Clone, Copy)]
@@ -125,14 +133,14 @@ impl Tokenizer {
     /// (tiktoken's `encode_ordinary`).
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_ordinary(text, &mut Scratch::default(), &mut |id| ids.push(id));
+        with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |id| ids.push(id)));
         ids
     }
 
     /// Counts the tokens of `encode_ordinary(text)` without storing them.
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0;
-        self.for_each_ordinary(text, &mut Scratch::default(), &mut |_| n += 1);
+        with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |_| n += 1));
         n
     }
 
@@ -169,24 +177,23 @@ impl Tokenizer {
             });
         }
         let mut ids = Vec::with_capacity(text.len() / 3);
-        let mut scratch = Scratch::default();
         if allowed.is_empty() {
-            self.for_each_ordinary(text, &mut scratch, &mut |id| ids.push(id));
+            with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |id| ids.push(id)));
             return Ok(ids);
         }
         let finder = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(allowed.iter().map(|(t, _)| t.as_str()))
             .expect("a few literal special tokens always compile");
-        let mut start = 0;
-        for m in finder.find_iter(text) {
-            self.for_each_ordinary(&text[start..m.start()], &mut scratch, &mut |id| {
-                ids.push(id)
-            });
-            ids.push(allowed[m.pattern().as_usize()].1);
-            start = m.end();
-        }
-        self.for_each_ordinary(&text[start..], &mut scratch, &mut |id| ids.push(id));
+        with_scratch(|scratch| {
+            let mut start = 0;
+            for m in finder.find_iter(text) {
+                self.for_each_ordinary(&text[start..m.start()], scratch, &mut |id| ids.push(id));
+                ids.push(allowed[m.pattern().as_usize()].1);
+                start = m.end();
+            }
+            self.for_each_ordinary(&text[start..], scratch, &mut |id| ids.push(id));
+        });
         Ok(ids)
     }
 

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
@@ -75,7 +76,13 @@ pub struct Vocab {
     /// pieces), or `u32::MAX`: laid out at build time, or looked up when
     /// the vocabulary is made.
     direct: Cow<'static, [u32]>,
+    /// Distinguishes this vocabulary from every other one made in the
+    /// process (entries of the per-thread piece cache name theirs).
+    id: u64,
 }
+
+/// The next [`Vocab`]'s id; 0 is no vocabulary's.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl std::fmt::Debug for Vocab {
     /// A summary: the tables are megabytes.
@@ -148,6 +155,7 @@ impl Vocab {
             backtracker: OnceLock::new(),
             pairs,
             direct,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -168,6 +176,13 @@ impl Vocab {
     )]
     pub fn index(&self) -> (&[Slot], &[u64]) {
         (&self.slots, &self.filter)
+    }
+
+    /// This vocabulary's id, distinct from every other vocabulary's in the
+    /// process (and never 0).
+    #[inline]
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The BPE2 file.

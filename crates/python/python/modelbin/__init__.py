@@ -2,7 +2,7 @@
 
 - Tokenizer, as ``tiktoken``: :func:`get_encoding`, :func:`encoding_for_model`,
   :func:`list_encoding_names`, :class:`Encoding` (``Encoding.load`` for a
-  ``.bpe2`` or ``.tiktoken`` file).
+  ``.bpe2`` or ``.tiktoken`` file), :func:`clear_piece_cache`.
 - Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`.
 - Tensor files, as ``safetensors.numpy``: :mod:`modelbin.numpy` and
   :func:`safe_open`, over BinTensors, safetensors, EMBD and TLLM.
@@ -25,7 +25,13 @@ from typing import Any, Dict
 from . import numpy, sae, saev
 from ._native import FormatError
 from .embeddings import SentenceEmbedder
-from .encoding import Encoding, encoding_for_model, get_encoding, list_encoding_names
+from .encoding import (
+    Encoding,
+    clear_piece_cache,
+    encoding_for_model,
+    get_encoding,
+    list_encoding_names,
+)
 from .models import TLLM
 from .tensors import safe_open
 
@@ -34,6 +40,7 @@ __all__ = [
     "FormatError",
     "SentenceEmbedder",
     "TLLM",
+    "clear_piece_cache",
     "encoding_for_model",
     "get_encoding",
     "inspect",

@@ -203,3 +203,12 @@ def encoding_for_model(model_name: str) -> Encoding:
 def list_encoding_names() -> List[str]:
     """The built-in encodings."""
     return list(_BUILT_IN)
+
+
+def clear_piece_cache() -> None:
+    """Empties the calling thread's cache of recent pieces' tokens and frees
+    its memory. Encoding never needs this: each thread remembers the tokens
+    of the short pieces it merged, for whichever encoding, and a later piece
+    gets exactly the same ids either way. It is for benchmarks that time
+    text the cache has already seen, and for a thread done with tokenizing."""
+    _native.clear_piece_cache()
