@@ -274,9 +274,10 @@ impl Backtracker {
         None
     }
 
-    /// The longest ordinary token starting at `at`, or [`NONE`].
+    /// The longest ordinary token starting at `at` and its length, or
+    /// ([`NONE`], 0).
     #[inline]
-    fn longest_at(&self, text: &[u8], at: usize) -> u32 {
+    fn longest_at(&self, text: &[u8], at: usize) -> (u32, usize) {
         self.trie.longest_prefix(&text[at..])
     }
 
@@ -328,23 +329,24 @@ impl Backtracker {
         dead.resize(piece.len() / 64 + 1, 0);
         let is_dead = |dead: &[u64], at: usize| dead[at / 64] >> (at % 64) & 1 == 1;
         let mut pos = 0;
+        // The candidate to try first at `pos`, with its length.
         let mut next = self.longest_at(piece, 0);
-        while next != NONE {
+        while next.0 != NONE {
             let previous = if out.len() > base {
                 out.last().copied()
             } else {
                 None
             };
-            let mut token = next;
+            let (mut token, mut len) = next;
             loop {
-                let end = pos + self.token_len[token as usize] as usize;
+                let end = pos + len;
                 if !is_dead(dead, end)
                     && previous.is_none_or(|p| self.is_valid_pair_remembered(p, token))
                 {
                     out.push(token);
                     pos = end;
                     next = if pos == piece.len() {
-                        NONE
+                        (NONE, 0)
                     } else {
                         self.longest_at(piece, pos)
                     };
@@ -358,10 +360,12 @@ impl Backtracker {
                         return false;
                     }
                     let undone = out.pop().expect("checked above");
-                    pos -= self.token_len[undone as usize] as usize;
-                    next = undone;
+                    let undone_len = self.token_len[undone as usize] as usize;
+                    pos -= undone_len;
+                    next = (undone, undone_len);
                     break;
                 }
+                len = self.token_len[token as usize] as usize;
             }
         }
         if pos != piece.len() {

@@ -154,18 +154,19 @@ impl PrefixTrie {
         None
     }
 
-    /// The id of the longest token that is a prefix of `text`, or [`NONE`].
+    /// The id and length of the longest token that is a prefix of `text`,
+    /// or ([`NONE`], 0).
     #[inline]
-    pub fn longest_prefix(&self, text: &[u8]) -> u32 {
+    pub fn longest_prefix(&self, text: &[u8]) -> (u32, usize) {
         let (&first, rest) = match text.split_first() {
             Some(split) => split,
-            None => return NONE,
+            None => return (NONE, 0),
         };
         let one = self.root[usize::from(first)];
         if one == NONE {
-            return NONE;
+            return (NONE, 0);
         }
-        let mut best = self.ends[one as usize];
+        let mut best = (self.ends[one as usize], 1);
         let Some((&second, rest)) = rest.split_first() else {
             return best;
         };
@@ -174,20 +175,20 @@ impl PrefixTrie {
             return best;
         }
         if self.ends[node as usize] != NONE {
-            best = self.ends[node as usize];
+            best = (self.ends[node as usize], 2);
         }
-        for &byte in rest {
+        for (depth, &byte) in (3..).zip(rest) {
             match self.child(node, byte) {
                 Some(child) => {
                     node = child;
                     if self.ends[node as usize] != NONE {
-                        best = self.ends[node as usize];
+                        best = (self.ends[node as usize], depth);
                     }
                 }
                 None => break,
             }
         }
-        best
+        if best.0 == NONE { (NONE, 0) } else { best }
     }
 }
 
@@ -200,12 +201,12 @@ mod tests {
         let tokens: [(&[u8], u32); 5] =
             [(b"a", 0), (b"ab", 1), (b"abcd", 2), (b"b", 3), (b"ax", 4)];
         let trie = PrefixTrie::new(tokens).unwrap();
-        assert_eq!(trie.longest_prefix(b"abcde"), 2);
-        assert_eq!(trie.longest_prefix(b"abc"), 1);
-        assert_eq!(trie.longest_prefix(b"axe"), 4);
-        assert_eq!(trie.longest_prefix(b"ba"), 3);
-        assert_eq!(trie.longest_prefix(b"c"), NONE);
-        assert_eq!(trie.longest_prefix(b""), NONE);
-        assert_eq!(trie.longest_prefix(b"\xff"), NONE);
+        assert_eq!(trie.longest_prefix(b"abcde"), (2, 4));
+        assert_eq!(trie.longest_prefix(b"abc"), (1, 2));
+        assert_eq!(trie.longest_prefix(b"axe"), (4, 2));
+        assert_eq!(trie.longest_prefix(b"ba"), (3, 1));
+        assert_eq!(trie.longest_prefix(b"c"), (NONE, 0));
+        assert_eq!(trie.longest_prefix(b""), (NONE, 0));
+        assert_eq!(trie.longest_prefix(b"\xff"), (NONE, 0));
     }
 }
