@@ -32,7 +32,7 @@
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::index;
 use crate::layout::{Reader, Writer};
@@ -59,30 +59,45 @@ pub struct Backtracker {
 }
 
 /// Remembered answers of [`Backtracker::is_valid_pair`], a cache that never
-/// changes an answer: direct-mapped by the pair's hash, each slot holding
-/// `(left + 1) << 33 | right << 1 | valid` (0 when empty), so that threads
-/// share it with relaxed atomic loads and stores. Allocated after the first
+/// changes an answer: direct-mapped, one 32-bit word per slot, so that
+/// threads share it with relaxed atomic loads and stores. A pair's slot
+/// comes from the low bits of both ranks (mixed with their high bits), and
+/// the word holds the high bits and the answer, so slot and word together
+/// name the pair exactly (0 when empty). Allocated after the first
 /// [`PairMemo::UNREMEMBERED`] checks, as zeroed pages that cost nothing until
 /// touched: a short text (one CLI call on a line) is checked without it, as
 /// each slot's first touch is a page fault.
 #[derive(Debug, Default)]
 struct PairMemo {
-    slots: OnceLock<Box<[AtomicU64]>>,
+    slots: OnceLock<Box<[AtomicU32]>>,
     /// Checks made before the slots were allocated.
     checks_before: AtomicU32,
 }
 
 impl PairMemo {
-    /// Slots in the memo (2 MiB; 2^16 and 2^14 measured 10% and 20% slower
-    /// on CJK, Cyrillic and Indic text).
-    const SLOTS: usize = 1 << 18;
+    /// Bits of each rank that place a pair: `2 · LOW_BITS` bits of slot.
+    const LOW_BITS: u32 = 9;
+    /// Slots in the memo (1 MiB).
+    const SLOTS: usize = 1 << (2 * Self::LOW_BITS);
+    /// Pairs of ranks below this are remembered: the high bits of both
+    /// (14 each) fit a word with the answer and the mark of a used slot.
+    const RANKS: u32 = 1 << (Self::LOW_BITS + 14);
 
-    /// The slot's word for `pair`, or `None` when a rank is too large to
-    /// pack (2^31 − 1 and above on the left, whose `+ 1` must fit in 31
-    /// bits; 2^31 and above on the right).
-    fn tag(pair: [u32; 2]) -> Option<u64> {
-        let fits = pair[0] < (1 << 31) - 1 && pair[1] < 1 << 31;
-        fits.then(|| (u64::from(pair[0]) + 1) << 33 | u64::from(pair[1]) << 1)
+    /// The slot and word (answer bit clear) of `pair`, or `None` when a rank
+    /// is too large to be remembered.
+    #[inline]
+    fn place(pair: [u32; 2]) -> Option<(usize, u32)> {
+        let [left, right] = pair;
+        if left >= Self::RANKS || right >= Self::RANKS {
+            return None;
+        }
+        let low_mask = (1 << Self::LOW_BITS) - 1;
+        let high = (left >> Self::LOW_BITS) << 14 | right >> Self::LOW_BITS;
+        let low = (left & low_mask) << Self::LOW_BITS | (right & low_mask);
+        // The high bits, mixed, spread pairs that share their low bits; the
+        // word holds them, so the low bits are still known from the slot.
+        let mix = high.wrapping_mul(0x9E37_79B9) >> (32 - 2 * Self::LOW_BITS);
+        Some(((low ^ mix) as usize, 1 << 31 | high << 1))
     }
 
     /// Checks answered without the memo before it is allocated. A short
@@ -91,7 +106,7 @@ impl PairMemo {
     const UNREMEMBERED: u32 = 4096;
 
     /// The slots, or `None` for the first [`PairMemo::UNREMEMBERED`] checks.
-    fn slots(&self) -> Option<&[AtomicU64]> {
+    fn slots(&self) -> Option<&[AtomicU32]> {
         if let Some(slots) = self.slots.get() {
             return Some(slots);
         }
@@ -215,16 +230,17 @@ impl Backtracker {
     /// tables are complete: while they are built, answers change).
     #[inline]
     fn is_valid_pair_remembered(&self, left: u32, right: u32) -> bool {
-        let (Some(tag), Some(slots)) = (PairMemo::tag([left, right]), self.memo.slots()) else {
+        let (Some((at, word)), Some(slots)) = (PairMemo::place([left, right]), self.memo.slots())
+        else {
             return self.is_valid_pair(left, right);
         };
-        let slot = &slots[Self::pair_hash([left, right]) & (PairMemo::SLOTS - 1)];
+        let slot = &slots[at];
         let seen = slot.load(Ordering::Relaxed);
-        if seen & !1 == tag {
+        if seen & !1 == word {
             return seen & 1 == 1;
         }
         let valid = self.is_valid_pair(left, right);
-        slot.store(tag | u64::from(valid), Ordering::Relaxed);
+        slot.store(word | u32::from(valid), Ordering::Relaxed);
         valid
     }
 
@@ -373,5 +389,36 @@ impl Backtracker {
             return false;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::PairMemo;
+
+    /// A slot and word name one pair only, also among pairs that share
+    /// their low bits or their high bits; ranks too large have no place.
+    #[test]
+    fn memo_places_name_pairs_exactly() {
+        let low = 1u32 << PairMemo::LOW_BITS;
+        let ranks: Vec<u32> = (0..40)
+            .flat_map(|k| [k, k * low, k * low + 7, k * 9973 % PairMemo::RANKS])
+            .chain([PairMemo::RANKS - 1, PairMemo::RANKS - low])
+            .collect();
+        let mut seen = HashMap::new();
+        for &left in &ranks {
+            for &right in &ranks {
+                let (at, word) = PairMemo::place([left, right]).expect("small ranks");
+                assert!(at < PairMemo::SLOTS);
+                assert_eq!(word & 1, 0, "the answer bit starts clear");
+                assert_ne!(word, 0, "a used slot is never all zeros");
+                let other = seen.insert((at, word), [left, right]);
+                assert!(other.is_none_or(|p| p == [left, right]), "{other:?} {left} {right}");
+            }
+        }
+        assert_eq!(PairMemo::place([PairMemo::RANKS, 0]), None);
+        assert_eq!(PairMemo::place([0, PairMemo::RANKS]), None);
     }
 }
