@@ -415,7 +415,10 @@ mod tests {
                 assert_eq!(word & 1, 0, "the answer bit starts clear");
                 assert_ne!(word, 0, "a used slot is never all zeros");
                 let other = seen.insert((at, word), [left, right]);
-                assert!(other.is_none_or(|p| p == [left, right]), "{other:?} {left} {right}");
+                assert!(
+                    other.is_none_or(|p| p == [left, right]),
+                    "{other:?} {left} {right}"
+                );
             }
         }
         assert_eq!(PairMemo::place([PairMemo::RANKS, 0]), None);

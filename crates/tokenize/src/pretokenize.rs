@@ -182,6 +182,11 @@ fn whitespace(text: &str, i: usize, rules: SpaceRules) -> usize {
 
 /// One piece of cl100k_base from byte `i` (< `text.len()`); returns its end.
 fn cl100k(text: &str, i: usize) -> usize {
+    cl100k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| cl100k_general(text, i))
+}
+
+/// One piece of cl100k_base, by the general scanner.
+fn cl100k_general(text: &str, i: usize) -> usize {
     let (c, n) = char_at(text, i).expect("i is inside the text");
     let k = class(c);
     if c == '\''
@@ -212,6 +217,32 @@ fn cl100k(text: &str, i: usize) -> usize {
             newline: true,
         },
     )
+}
+
+/// cl100k_base's word alternative where ASCII alone decides it: an
+/// optional prefix (an ASCII byte that is no letter, digit, apostrophe,
+/// `\r` or `\n`; an apostrophe may start a contraction), then `[A-Za-z]+`,
+/// then the end or an ASCII byte. `None` where the general scanner must
+/// decide, for example before a non-ASCII char (it could be a letter).
+#[inline]
+fn cl100k_ascii_word(bytes: &[u8], i: usize) -> Option<usize> {
+    let first = *bytes.get(i)?;
+    let start = if first.is_ascii_alphabetic() {
+        i
+    } else if first.is_ascii() && !matches!(first, b'0'..=b'9' | b'\'' | b'\r' | b'\n') {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut end = start;
+    while bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
+        end += 1;
+    }
+    match bytes.get(end) {
+        _ if end == start => None,
+        Some(&b) if !b.is_ascii() => None,
+        _ => Some(end),
+    }
 }
 
 /// `\p{N}{1,3}` after its first char, which ends at `end`.
@@ -299,8 +330,44 @@ fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
     Some(contraction(text, end, true).unwrap_or(end))
 }
 
+/// o200k_base's first word alternative where ASCII alone decides it: an
+/// optional prefix (an ASCII byte that is no letter, digit, `\r` or `\n`),
+/// then `[A-Z]*[a-z]+`, then the end or an ASCII byte that is neither a
+/// lowercase letter nor an apostrophe (which could start a contraction).
+/// `None` where the general scanner must decide, for example before a
+/// non-ASCII char (a mark or letter could continue the word).
+#[inline]
+fn o200k_ascii_word(bytes: &[u8], i: usize) -> Option<usize> {
+    let first = *bytes.get(i)?;
+    let start = if first.is_ascii_alphabetic() {
+        i
+    } else if first.is_ascii() && !first.is_ascii_digit() && first != b'\r' && first != b'\n' {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut end = start;
+    while bytes.get(end).is_some_and(u8::is_ascii_uppercase) {
+        end += 1;
+    }
+    let lower_start = end;
+    while bytes.get(end).is_some_and(u8::is_ascii_lowercase) {
+        end += 1;
+    }
+    match bytes.get(end) {
+        _ if end == lower_start => None,
+        Some(&b) if !b.is_ascii() || b == b'\'' => None,
+        _ => Some(end),
+    }
+}
+
 /// One piece of o200k_base.
 fn o200k(text: &str, i: usize) -> usize {
+    o200k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| o200k_general(text, i))
+}
+
+/// One piece of o200k_base, by the general scanner.
+fn o200k_general(text: &str, i: usize) -> usize {
     let (c, n) = char_at(text, i).expect("i is inside the text");
     let k = class(c);
     // A word starts with an UPPERISH or LOWERISH character; where none
@@ -342,6 +409,27 @@ mod tests {
         let mut out = vec![];
         pattern.split(text, |a, b| out.push(text[a..b].to_owned()));
         out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Where the ASCII word scanners answer, at any char boundary, the
+        /// general scanners give the same end: on ASCII words next to
+        /// apostrophes, digits, line breaks, accents and combining marks.
+        #[test]
+        fn ascii_word_scanners_agree_with_the_general_ones(
+            text in "( |\t|\r|\n|'|'s|'T|'ll|'VE|\\.|!|[0-9]|[a-z]{1,6}|[A-Z]{1,3}|é|É|\u{0301}|ʰ|中|’){0,24}"
+        ) {
+            for i in (0..text.len()).filter(|&i| text.is_char_boundary(i)) {
+                if let Some(end) = cl100k_ascii_word(text.as_bytes(), i) {
+                    proptest::prop_assert_eq!(end, cl100k_general(&text, i), "cl100k {:?} at {}", text, i);
+                }
+                if let Some(end) = o200k_ascii_word(text.as_bytes(), i) {
+                    proptest::prop_assert_eq!(end, o200k_general(&text, i), "o200k {:?} at {}", text, i);
+                }
+            }
+        }
     }
 
     #[test]
