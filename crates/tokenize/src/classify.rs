@@ -41,6 +41,12 @@ const fn ascii_table() -> [u8; 128] {
     table
 }
 
+/// The class bits of the ASCII char `b` (< 0x80).
+#[inline]
+pub fn ascii_class(b: u8) -> u8 {
+    ASCII[usize::from(b & 0x7F)]
+}
+
 /// The class bits of `c`.
 #[inline]
 pub fn class(c: char) -> u8 {

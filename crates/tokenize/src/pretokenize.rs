@@ -12,7 +12,7 @@
 //! pieces tile the text. A custom pattern runs through `fancy-regex`, like
 //! tiktoken, and text between matches is dropped, as tiktoken drops it.
 
-use crate::classify::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, class, is_other};
+use crate::classify::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, ascii_class, class, is_other};
 
 /// A pre-tokenizer pattern.
 #[derive(Debug, Clone)]
@@ -82,26 +82,33 @@ fn char_at(text: &str, i: usize) -> Option<(char, usize)> {
 
 /// End of the run of chars from `i` whose class has any bit of `mask`.
 #[inline]
-fn run(text: &str, mut i: usize, mask: u8) -> usize {
-    while let Some((c, n)) = char_at(text, i) {
-        if class(c) & mask == 0 {
-            break;
-        }
-        i += n;
-    }
-    i
+fn run(text: &str, i: usize, mask: u8) -> usize {
+    run_where(text, i, |class| class & mask != 0)
 }
 
 /// End of the run of "other" chars (`[^\s\p{L}\p{N}]`) from `i`.
 #[inline]
-fn run_other(text: &str, mut i: usize) -> usize {
-    while let Some((c, n)) = char_at(text, i) {
-        if !is_other(class(c)) {
-            break;
+fn run_other(text: &str, i: usize) -> usize {
+    run_where(text, i, is_other)
+}
+
+/// End of the run of chars from `i` whose class passes `keep`.
+#[inline]
+fn run_where(text: &str, mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    let bytes = text.as_bytes();
+    loop {
+        // ASCII bytes by the table alone, then one other char.
+        while let Some(&b) = bytes.get(i).filter(|b| b.is_ascii()) {
+            if !keep(ascii_class(b)) {
+                return i;
+            }
+            i += 1;
         }
-        i += n;
+        match char_at(text, i) {
+            Some((c, n)) if keep(class(c)) => i += n,
+            _ => return i,
+        }
     }
-    i
 }
 
 /// End of a run of the given ASCII bytes from `i`.
@@ -169,7 +176,9 @@ fn whitespace(text: &str, i: usize, rules: SpaceRules) -> usize {
         return end;
     }
     if rules.newline
-        && let Some(p) = text[i..end].rfind(['\r', '\n'])
+        && let Some(p) = text.as_bytes()[i..end]
+            .iter()
+            .rposition(|&b| b == b'\r' || b == b'\n')
     {
         return i + p + 1;
     }
