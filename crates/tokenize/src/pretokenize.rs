@@ -113,11 +113,8 @@ fn run_where(text: &str, mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
 
 /// End of a run of the given ASCII bytes from `i`.
 #[inline]
-fn run_bytes(text: &str, mut i: usize, set: &[u8]) -> usize {
-    while text.as_bytes().get(i).is_some_and(|b| set.contains(b)) {
-        i += 1;
-    }
-    i
+fn run_bytes(text: &str, i: usize, set: &[u8]) -> usize {
+    ascii_run(text.as_bytes(), i, |b| set.contains(b))
 }
 
 /// `[^\r\n\p{L}\p{N}]`: may prefix a word.
@@ -228,6 +225,35 @@ fn cl100k_general(text: &str, i: usize) -> usize {
     )
 }
 
+/// Where the letters of an ASCII word at `i` would start: at `i` when it
+/// is a letter, after it when it is a prefix (an ASCII byte that is no
+/// letter, digit, `\r`, `\n` or one of `also_not`); `None` otherwise.
+#[inline]
+fn ascii_word_start(bytes: &[u8], i: usize, also_not: &[u8]) -> Option<usize> {
+    let first = *bytes.get(i)?;
+    if first.is_ascii_alphabetic() {
+        Some(i)
+    } else if first.is_ascii()
+        && !first.is_ascii_digit()
+        && first != b'\r'
+        && first != b'\n'
+        && !also_not.contains(&first)
+    {
+        Some(i + 1)
+    } else {
+        None
+    }
+}
+
+/// End of the run of bytes from `i` that pass `keep`.
+#[inline]
+fn ascii_run(bytes: &[u8], mut i: usize, keep: impl Fn(&u8) -> bool) -> usize {
+    while bytes.get(i).is_some_and(&keep) {
+        i += 1;
+    }
+    i
+}
+
 /// cl100k_base's word alternative where ASCII alone decides it: an
 /// optional prefix (an ASCII byte that is no letter, digit, apostrophe,
 /// `\r` or `\n`; an apostrophe may start a contraction), then `[A-Za-z]+`,
@@ -235,18 +261,8 @@ fn cl100k_general(text: &str, i: usize) -> usize {
 /// decide, for example before a non-ASCII char (it could be a letter).
 #[inline]
 fn cl100k_ascii_word(bytes: &[u8], i: usize) -> Option<usize> {
-    let first = *bytes.get(i)?;
-    let start = if first.is_ascii_alphabetic() {
-        i
-    } else if first.is_ascii() && !matches!(first, b'0'..=b'9' | b'\'' | b'\r' | b'\n') {
-        i + 1
-    } else {
-        return None;
-    };
-    let mut end = start;
-    while bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
-        end += 1;
-    }
+    let start = ascii_word_start(bytes, i, b"'")?;
+    let end = ascii_run(bytes, start, u8::is_ascii_alphabetic);
     match bytes.get(end) {
         _ if end == start => None,
         Some(&b) if !b.is_ascii() => None,
@@ -347,22 +363,12 @@ fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
 /// non-ASCII char (a mark or letter could continue the word).
 #[inline]
 fn o200k_ascii_word(bytes: &[u8], i: usize) -> Option<usize> {
-    let first = *bytes.get(i)?;
-    let start = if first.is_ascii_alphabetic() {
-        i
-    } else if first.is_ascii() && !first.is_ascii_digit() && first != b'\r' && first != b'\n' {
-        i + 1
-    } else {
-        return None;
-    };
-    let mut end = start;
-    while bytes.get(end).is_some_and(u8::is_ascii_uppercase) {
-        end += 1;
-    }
-    let lower_start = end;
-    while bytes.get(end).is_some_and(u8::is_ascii_lowercase) {
-        end += 1;
-    }
+    let lower_start = ascii_run(
+        bytes,
+        ascii_word_start(bytes, i, b"")?,
+        u8::is_ascii_uppercase,
+    );
+    let end = ascii_run(bytes, lower_start, u8::is_ascii_lowercase);
     match bytes.get(end) {
         _ if end == lower_start => None,
         Some(&b) if !b.is_ascii() || b == b'\'' => None,
