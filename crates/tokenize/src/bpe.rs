@@ -4,8 +4,8 @@
 //! A piece that is one token is one lookup. A short piece that is not is
 //! looked up in the thread's cache of recent pieces (`piece_cache`) before
 //! it is merged, and remembered after. Merging a short piece uses
-//! tiktoken's own scheme (a vector of parts, linear scan for the minimum), fastest when
-//! pieces are a few bytes. Longer pieces use the backtracking encoder
+//! tiktoken's own scheme (a vector of parts, linear scan for the minimum),
+//! fastest when pieces are a few bytes. Longer pieces use the backtracking encoder
 //! (`backtrack`), linear in the piece with memory of one bit per byte
 //! beyond the output: from 16 bytes of ASCII, or 8 bytes with other text,
 //! where its walk beats the scan's repeated lookups (measured per length on
@@ -50,7 +50,7 @@ pub struct Scratch {
     tokens: Vec<u32>,
     dead_positions: Vec<u64>,
     /// Recent pieces' tokens.
-    pub pieces: PieceCache,
+    pieces: PieceCache,
     /// The tokens of the piece being merged.
     merged: Vec<u32>,
 }
@@ -74,6 +74,11 @@ pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
 }
 
 impl Scratch {
+    /// Empties the piece cache and frees its memory.
+    pub fn forget_pieces(&mut self) {
+        self.pieces = PieceCache::default();
+    }
+
     /// Buffers up to this many bytes are kept between calls.
     const KEPT_BYTES: usize = 64 * 1024;
 

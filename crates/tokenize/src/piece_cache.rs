@@ -6,8 +6,8 @@
 //! Direct-mapped by the index hash of the piece. Only pieces of at most
 //! [`INLINE`] bytes are kept, whose key and length identify their bytes
 //! (`crate::index`), so a hit compares words and never the bytes. Each
-//! entry names the tokenizer it belongs to, so threads that switch between
-//! tokenizers never mix their answers.
+//! entry names the vocabulary it belongs to (`Vocab::id`), so threads that
+//! switch between tokenizers never mix their answers.
 
 use crate::index::{self, INLINE};
 
@@ -15,11 +15,11 @@ use crate::index::{self, INLINE};
 const MOST_TOKENS: usize = 5;
 
 /// One remembered piece (48 bytes). All zeros is an empty entry: no
-/// tokenizer has id 0.
+/// vocabulary has id 0.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     key: [u64; 2],
-    /// The tokenizer's id (see `Tokenizer`).
+    /// The vocabulary's id (`Vocab::id`).
     owner: u64,
     /// The piece's length in bytes.
     len: u16,
@@ -62,7 +62,7 @@ impl PieceCache {
         (key, (hash >> 40) as usize & (Self::ENTRIES - 1))
     }
 
-    /// The remembered tokens of `piece` under tokenizer `owner`.
+    /// The remembered tokens of `piece` in vocabulary `owner`.
     #[inline]
     pub fn get(&self, owner: u64, piece: &[u8]) -> Option<&[u32]> {
         let (key, at) = Self::slot(piece);
@@ -71,7 +71,7 @@ impl PieceCache {
             .then(|| &entry.tokens[..usize::from(entry.count)])
     }
 
-    /// Remembers that, under tokenizer `owner`, `piece` encodes to `tokens`.
+    /// Remembers that, in vocabulary `owner`, `piece` encodes to `tokens`.
     #[inline]
     pub fn put(&mut self, owner: u64, piece: &[u8], tokens: &[u32]) {
         if tokens.len() > MOST_TOKENS || !Self::keeps(piece) {
@@ -98,11 +98,11 @@ mod tests {
     use super::{MOST_TOKENS, PieceCache};
     use crate::index::INLINE;
 
-    /// A remembered piece comes back for its tokenizer only; pieces too
+    /// A remembered piece comes back for its vocabulary only; pieces too
     /// long, or with too many tokens, are not kept; a piece that lands in
     /// a taken entry replaces it.
     #[test]
-    fn remembers_per_tokenizer_within_limits() {
+    fn remembers_per_vocabulary_within_limits() {
         let mut cache = PieceCache::default();
         assert_eq!(cache.get(1, b"hello"), None);
         cache.put(1, b"hello", &[10, 11]);

@@ -17,7 +17,7 @@ use crate::{Error, Result};
 /// never used by another); it is for benchmarks that time text the cache
 /// has already seen, and for a thread done with tokenizing.
 pub fn clear_piece_cache() {
-    with_scratch(|scratch| scratch.pieces = Default::default());
+    with_scratch(Scratch::forget_pieces);
 }
 
 /// A set of special tokens, by name.
