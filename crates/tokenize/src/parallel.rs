@@ -8,7 +8,6 @@
 
 use rayon::prelude::*;
 
-use crate::bpe::with_scratch;
 use crate::pretokenize::Pattern;
 use crate::tokenizer::Tokenizer;
 
@@ -63,11 +62,7 @@ pub fn count(tokenizer: &Tokenizer, text: &str) -> usize {
     let chunk = (text.len() / (threads * 4)).max(MIN_CHUNK);
     chunks(text, chunk)
         .par_iter()
-        .map(|part| {
-            let mut n = 0;
-            with_scratch(|scratch| tokenizer.for_each_ordinary(part, scratch, &mut |_| n += 1));
-            n
-        })
+        .map(|part| tokenizer.count(part))
         .sum()
 }
 

@@ -13,9 +13,10 @@ use crate::vocab::{LaidOut, Source, Vocab};
 use crate::{Error, Result};
 
 /// Empties the calling thread's cache of recent pieces' tokens and frees
-/// its memory. Encoding never needs this (entries of one tokenizer are
-/// never used by another); it is for benchmarks that time text the cache
-/// has already seen, and for a thread done with tokenizing.
+/// its memory. Encoding never needs this (a remembered answer is the one
+/// merging gives, and entries of one vocabulary are never used by
+/// another); it is for benchmarks that time text the cache has already
+/// seen, and for a thread done with tokenizing.
 pub fn clear_piece_cache() {
     with_scratch(Scratch::forget_pieces);
 }
@@ -133,14 +134,14 @@ impl Tokenizer {
     /// (tiktoken's `encode_ordinary`).
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3);
-        with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |id| ids.push(id)));
+        self.for_each_ordinary(text, &mut |id| ids.push(id));
         ids
     }
 
     /// Counts the tokens of `encode_ordinary(text)` without storing them.
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0;
-        with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |_| n += 1));
+        self.for_each_ordinary(text, &mut |_| n += 1);
         n
     }
 
@@ -178,22 +179,20 @@ impl Tokenizer {
         }
         let mut ids = Vec::with_capacity(text.len() / 3);
         if allowed.is_empty() {
-            with_scratch(|scratch| self.for_each_ordinary(text, scratch, &mut |id| ids.push(id)));
+            self.for_each_ordinary(text, &mut |id| ids.push(id));
             return Ok(ids);
         }
         let finder = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(allowed.iter().map(|(t, _)| t.as_str()))
             .expect("a few literal special tokens always compile");
-        with_scratch(|scratch| {
-            let mut start = 0;
-            for m in finder.find_iter(text) {
-                self.for_each_ordinary(&text[start..m.start()], scratch, &mut |id| ids.push(id));
-                ids.push(allowed[m.pattern().as_usize()].1);
-                start = m.end();
-            }
-            self.for_each_ordinary(&text[start..], scratch, &mut |id| ids.push(id));
-        });
+        let mut start = 0;
+        for m in finder.find_iter(text) {
+            self.for_each_ordinary(&text[start..m.start()], &mut |id| ids.push(id));
+            ids.push(allowed[m.pattern().as_usize()].1);
+            start = m.end();
+        }
+        self.for_each_ordinary(&text[start..], &mut |id| ids.push(id));
         Ok(ids)
     }
 
@@ -240,16 +239,14 @@ impl Tokenizer {
         }
     }
 
-    /// Encodes ordinary text piece by piece, calling `emit` per id.
-    pub(crate) fn for_each_ordinary(
-        &self,
-        text: &str,
-        scratch: &mut Scratch,
-        emit: &mut impl FnMut(u32),
-    ) {
+    /// Encodes ordinary text piece by piece, calling `emit` per id, with
+    /// this thread's merge buffers and piece cache.
+    pub(crate) fn for_each_ordinary(&self, text: &str, emit: &mut impl FnMut(u32)) {
         let bytes = text.as_bytes();
-        self.pattern.split(text, |start, end| {
-            encode_piece(&self.vocab, &bytes[start..end], scratch, emit);
+        with_scratch(|scratch| {
+            self.pattern.split(text, |start, end| {
+                encode_piece(&self.vocab, &bytes[start..end], scratch, emit);
+            });
         });
     }
 }
