@@ -13,6 +13,7 @@ use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
 use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
+use crate::encode_jsonl::encode_jsonl;
 use crate::{Failure, at, invalid, print_json};
 
 /// The default encoding when none is chosen: the one current models use.
@@ -192,7 +193,11 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
         } => {
             let tokenizer = vocab.tokenizer()?;
             if jsonl {
-                encode_jsonl(&tokenizer)
+                encode_jsonl(
+                    &tokenizer,
+                    std::io::stdin().lock(),
+                    std::io::BufWriter::new(std::io::stdout().lock()),
+                )
             } else {
                 encode(&tokenizer, special.as_deref(), &inputs, json)
             }
@@ -304,50 +309,6 @@ impl TextInputs {
             self.files.clone()
         };
         crate::for_each_path(&files, |path, _| each(&Input::read(path)?))
-    }
-}
-
-/// Bytes of stdin lines `encode --jsonl` encodes together: enough for every
-/// thread to have lines, few enough that output keeps streaming.
-const JSONL_BATCH_BYTES: usize = 1 << 20;
-
-/// `encode --jsonl`: batches of lines parsed, encoded and serialised in
-/// parallel, written in input order.
-fn encode_jsonl(tokenizer: &Tokenizer) -> Result<(), Failure> {
-    use rayon::prelude::*;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut lines = std::io::stdin().lock().lines().enumerate();
-    let mut batch: Vec<(usize, String)> = Vec::new();
-    loop {
-        batch.clear();
-        let mut bytes = 0;
-        while bytes < JSONL_BATCH_BYTES {
-            let Some((index, line)) = lines.next() else {
-                break;
-            };
-            let line = line.map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-            bytes += line.len() + 1;
-            batch.push((index, line));
-        }
-        if batch.is_empty() {
-            return flush(out);
-        }
-        let encoded: Vec<Result<Vec<u8>, Failure>> = batch
-            .par_iter()
-            .map(|(index, line)| {
-                let text: String = serde_json::from_str(line).map_err(|e| {
-                    Failure::Invalid(format!("stdin line {}: not a JSON string: {e}", index + 1))
-                })?;
-                let mut json = Vec::new();
-                write_json_line(&mut json, &tokenizer.encode_ordinary(&text))?;
-                Ok(json)
-            })
-            .collect();
-        for json in encoded {
-            let json = json?;
-            out.write_all(&json)
-                .map_err(|e| Failure::Invalid(format!("stdout: {e}")))?;
-        }
     }
 }
 

@@ -134,8 +134,23 @@ impl Tokenizer {
     /// (tiktoken's `encode_ordinary`).
     pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3);
-        self.for_each_ordinary(text, &mut |id| ids.push(id));
+        self.encode_ordinary_into(text, &mut ids);
         ids
+    }
+
+    /// Appends the ids of [`Tokenizer::encode_ordinary`]`(text)` to `ids`,
+    /// so a caller encoding many texts can reuse one buffer.
+    ///
+    /// ```
+    /// let tokenizer = modelbin_tokenize::Tokenizer::embedded("cl100k_base")?;
+    /// let mut ids = Vec::new();
+    /// tokenizer.encode_ordinary_into("hello", &mut ids);
+    /// tokenizer.encode_ordinary_into(" world", &mut ids);
+    /// assert_eq!(ids, [15339, 1917]);
+    /// # Ok::<(), modelbin_tokenize::Error>(())
+    /// ```
+    pub fn encode_ordinary_into(&self, text: &str, ids: &mut Vec<u32>) {
+        self.for_each_ordinary(text, &mut |id| ids.push(id));
     }
 
     /// Counts the tokens of `encode_ordinary(text)` without storing them.

@@ -1,0 +1,271 @@
+//! `tokens encode --jsonl`: one JSON string per input line in, one JSON
+//! array of token ids per output line out.
+//!
+//! Input is read in batches of whole lines (about [`BATCH_BYTES`]); each
+//! batch is cut into runs of lines (about [`RUN_BYTES`]) that the thread
+//! pool parses, encodes and serialises, and the runs' output is written in
+//! input order. A run does each step over all its lines before the next, so
+//! each step keeps its own tables in cache (the tokenizer's especially), and
+//! its buffers are kept from batch to batch, so nothing is allocated per
+//! line or per batch once the first batches have sized them.
+
+use std::io::{BufRead, Write};
+use std::ops::Range;
+
+use modelbin_tokenize::Tokenizer;
+use rayon::prelude::*;
+
+use crate::Failure;
+use crate::json_line::{push_json_line, push_json_string};
+
+/// Bytes of input lines read and encoded together: enough for every thread
+/// to have runs, few enough that output keeps streaming.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Bytes of input lines one task parses and encodes.
+const RUN_BYTES: usize = 64 << 10;
+
+/// Encodes every line of `input`, writing the ids to `out`. Stops at the
+/// first line that is not a JSON string of UTF-8 text, after writing the
+/// lines before it.
+pub fn encode_jsonl(
+    tokenizer: &Tokenizer,
+    mut input: impl BufRead,
+    mut out: impl Write,
+) -> Result<(), Failure> {
+    let write_error = |e: std::io::Error| Failure::Invalid(format!("stdout: {e}"));
+    let mut batch = Batch::default();
+    let mut runs: Vec<Run> = Vec::new();
+    loop {
+        batch.read(&mut input)?;
+        if batch.line_ends.is_empty() {
+            return out.flush().map_err(write_error);
+        }
+        let lines = batch.runs();
+        if runs.len() < lines.len() {
+            runs.resize_with(lines.len(), Run::default);
+        }
+        let runs = &mut runs[..lines.len()];
+        runs.par_iter_mut()
+            .zip(lines)
+            .for_each(|(run, lines)| run.encode(&batch, tokenizer, lines));
+        for run in runs {
+            out.write_all(&run.json).map_err(write_error)?;
+            if let Some(failure) = run.failure.take() {
+                return Err(failure);
+            }
+        }
+    }
+}
+
+/// Whole input lines, and where each ends.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    line_ends: Vec<usize>,
+    /// Lines read before this batch.
+    first_line: usize,
+}
+
+impl Batch {
+    /// Replaces the batch with the next lines of `input` (none at its end).
+    fn read(&mut self, input: &mut impl BufRead) -> Result<(), Failure> {
+        self.first_line += self.line_ends.len();
+        self.bytes.clear();
+        self.line_ends.clear();
+        while self.bytes.len() < BATCH_BYTES {
+            let read = input
+                .read_until(b'\n', &mut self.bytes)
+                .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
+            if read == 0 {
+                break;
+            }
+            self.line_ends.push(self.bytes.len());
+        }
+        Ok(())
+    }
+
+    /// The batch's lines cut into runs of about [`RUN_BYTES`].
+    fn runs(&self) -> Vec<Range<usize>> {
+        let mut runs = Vec::new();
+        let (mut first, mut start) = (0, 0);
+        for (index, &end) in self.line_ends.iter().enumerate() {
+            if end - start >= RUN_BYTES || index + 1 == self.line_ends.len() {
+                runs.push(first..index + 1);
+                (first, start) = (index + 1, end);
+            }
+        }
+        runs
+    }
+
+    /// Line `index` of the batch, with its line break.
+    fn line(&self, index: usize) -> &[u8] {
+        let start = if index == 0 {
+            0
+        } else {
+            self.line_ends[index - 1]
+        };
+        &self.bytes[start..self.line_ends[index]]
+    }
+
+    /// The failure of line `index` of the batch, which is not a JSON string
+    /// of UTF-8 text.
+    fn not_a_string(&self, index: usize, why: &dyn std::fmt::Display) -> Failure {
+        let number = self.first_line + index + 1;
+        Failure::Invalid(format!("stdin line {number}: not a JSON string: {why}"))
+    }
+}
+
+/// One task's buffers: a run of lines' texts, ids and output.
+#[derive(Default)]
+struct Run {
+    /// The lines' texts, one after another, and where each ends.
+    texts: Vec<u8>,
+    text_ends: Vec<usize>,
+    /// The texts' ids, one after another, and where each text's end.
+    ids: Vec<u32>,
+    id_ends: Vec<usize>,
+    /// The JSON lines of the lines before the first that failed.
+    json: Vec<u8>,
+    /// The failure of that line.
+    failure: Option<Failure>,
+}
+
+impl Run {
+    /// Parses, encodes and serialises the batch's `lines`, up to the first
+    /// that is not a JSON string of UTF-8 text.
+    fn encode(&mut self, batch: &Batch, tokenizer: &Tokenizer, lines: Range<usize>) {
+        self.texts.clear();
+        self.text_ends.clear();
+        self.failure = None;
+        for index in lines.clone() {
+            if let Err(e) = push_json_string(batch.line(index), &mut self.texts) {
+                self.failure = Some(batch.not_a_string(index, &e));
+                break;
+            }
+            self.text_ends.push(self.texts.len());
+        }
+        let texts = match std::str::from_utf8(&self.texts) {
+            Ok(texts) => texts,
+            Err(e) => {
+                // An earlier line than the one that failed to parse, if any.
+                let bad = self
+                    .text_ends
+                    .partition_point(|&end| end <= e.valid_up_to());
+                self.failure =
+                    Some(batch.not_a_string(lines.start + bad, &"its text is not UTF-8"));
+                self.text_ends.truncate(bad);
+                let valid = self.text_ends.last().map_or(0, |&end| end);
+                std::str::from_utf8(&self.texts[..valid]).expect("UTF-8 up to the bad line")
+            }
+        };
+
+        self.ids.clear();
+        self.id_ends.clear();
+        let mut start = 0;
+        for &end in &self.text_ends {
+            tokenizer.encode_ordinary_into(&texts[start..end], &mut self.ids);
+            self.id_ends.push(self.ids.len());
+            start = end;
+        }
+
+        self.json.clear();
+        let mut start = 0;
+        for &end in &self.id_ends {
+            push_json_line(&mut self.json, &self.ids[start..end]);
+            start = end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of several batches: plain, escaped and non-ASCII texts, some
+    /// with CRLF line ends, the last without a line end.
+    fn many_lines() -> (Vec<String>, Vec<u8>) {
+        let texts: Vec<String> = (0..4_000)
+            .map(|i| match i % 4 {
+                0 => format!("line {i}: plain words and numbers {}", i * 7919),
+                1 => format!("ligne {i} : « échappée » \"quoted\"\n\tand tabbed"),
+                2 => format!("{i} 漢字とかな 🙂{}", " word".repeat(i % 1000)),
+                _ => String::new(),
+            })
+            .collect();
+        let mut input = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            input.extend_from_slice(serde_json::to_string(text).unwrap().as_bytes());
+            if i + 1 < texts.len() {
+                input.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+            }
+        }
+        (texts, input)
+    }
+
+    fn encode(input: &[u8]) -> (String, Result<(), Failure>) {
+        let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
+        let mut out = Vec::new();
+        let result = encode_jsonl(tokenizer, input, &mut out);
+        (String::from_utf8(out).unwrap(), result)
+    }
+
+    /// What the output of `texts` must be: encode_ordinary's ids.
+    fn expected(texts: &[String]) -> String {
+        let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
+        texts
+            .iter()
+            .map(|text| serde_json::to_string(&tokenizer.encode_ordinary(text)).unwrap() + "\n")
+            .collect()
+    }
+
+    #[test]
+    fn every_line_is_encoded_in_order_across_batches() {
+        let (texts, input) = many_lines();
+        assert!(input.len() > 2 * BATCH_BYTES, "{} bytes", input.len());
+        let (out, result) = encode(&input);
+        result.unwrap();
+        assert_eq!(out, expected(&texts));
+    }
+
+    /// A bad line in the second batch: the lines before it are written and
+    /// the error names it by its number in the whole input.
+    #[test]
+    fn output_stops_at_the_first_bad_line() {
+        let (texts, input) = many_lines();
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(
+                input
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        let bad = line_starts
+            .iter()
+            .position(|&start| start > BATCH_BYTES + 1000)
+            .unwrap()
+            + 5;
+        let (start, end) = (line_starts[bad], line_starts[bad + 1]);
+        for replacement in [&b"not json\n"[..], b"\"bad UTF-8 \xff\"\n", b"\"\xc3\"\n"] {
+            let input = [&input[..start], replacement, &input[end..]].concat();
+            let (out, result) = encode(&input);
+            assert_eq!(out, expected(&texts[..bad]));
+            match result {
+                Err(Failure::Invalid(message)) => assert!(
+                    message.starts_with(&format!("stdin line {}: not a JSON string: ", bad + 1)),
+                    "{message}"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn no_input_no_output() {
+        let (out, result) = encode(b"");
+        result.unwrap();
+        assert_eq!(out, "");
+    }
+}
