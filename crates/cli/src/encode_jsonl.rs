@@ -14,9 +14,10 @@ use std::ops::Range;
 
 use modelbin_tokenize::Tokenizer;
 use rayon::prelude::*;
+use serde::de::{DeserializeSeed, Visitor};
 
 use crate::Failure;
-use crate::json_line::{push_json_line, push_json_string};
+use crate::id_lines::push_json_line;
 
 /// Bytes of input lines read and encoded together: enough for every thread
 /// to have runs, few enough that output keeps streaming.
@@ -120,9 +121,9 @@ impl Batch {
 #[derive(Default)]
 struct Run {
     /// The lines' texts, one after another, and where each ends.
-    texts: Vec<u8>,
+    texts: String,
     text_ends: Vec<usize>,
-    /// The texts' ids, one after another, and where each text's end.
+    /// The texts' ids, one after another, and where each text's ids end.
     ids: Vec<u32>,
     id_ends: Vec<usize>,
     /// The JSON lines of the lines before the first that failed.
@@ -145,26 +146,12 @@ impl Run {
             }
             self.text_ends.push(self.texts.len());
         }
-        let texts = match std::str::from_utf8(&self.texts) {
-            Ok(texts) => texts,
-            Err(e) => {
-                // An earlier line than the one that failed to parse, if any.
-                let bad = self
-                    .text_ends
-                    .partition_point(|&end| end <= e.valid_up_to());
-                self.failure =
-                    Some(batch.not_a_string(lines.start + bad, &"its text is not UTF-8"));
-                self.text_ends.truncate(bad);
-                let valid = self.text_ends.last().map_or(0, |&end| end);
-                std::str::from_utf8(&self.texts[..valid]).expect("UTF-8 up to the bad line")
-            }
-        };
 
         self.ids.clear();
         self.id_ends.clear();
         let mut start = 0;
         for &end in &self.text_ends {
-            tokenizer.encode_ordinary_into(&texts[start..end], &mut self.ids);
+            tokenizer.encode_ordinary_into(&self.texts[start..end], &mut self.ids);
             self.id_ends.push(self.ids.len());
             start = end;
         }
@@ -175,6 +162,40 @@ impl Run {
             push_json_line(&mut self.json, &self.ids[start..end]);
             start = end;
         }
+    }
+}
+
+/// Appends the text of `line`, which must hold one JSON string and nothing
+/// but JSON whitespace around it (its line break included), to `texts`.
+fn push_json_string(line: &[u8], texts: &mut String) -> serde_json::Result<()> {
+    let mut parser = serde_json::Deserializer::from_slice(line);
+    AppendTo(texts).deserialize(&mut parser)?;
+    parser.end()
+}
+
+/// Parses a JSON string and appends it to the given string, whether the
+/// parser lends it from the input (no escapes) or from its own buffer, so
+/// no string is allocated per line.
+struct AppendTo<'b>(&'b mut String);
+
+impl<'de> DeserializeSeed<'de> for AppendTo<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, parser: D) -> Result<(), D::Error> {
+        parser.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for AppendTo<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON string")
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<(), E> {
+        self.0.push_str(text);
+        Ok(())
     }
 }
 
@@ -259,6 +280,28 @@ mod tests {
                 ),
                 other => panic!("{other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn strings_are_unescaped_and_appended() {
+        let mut texts = String::from("kept ");
+        push_json_string(b"\"plain\"\n", &mut texts).unwrap();
+        push_json_string(b" \"a\\n\\u00e9\\ud83d\\ude00\" \r\n", &mut texts).unwrap();
+        assert_eq!(texts, "kept plaina\n\u{e9}\u{1f600}");
+        use serde_json::error::Category::{Data, Eof, Syntax};
+        for (line, category) in [
+            (&b"\n"[..], Eof),
+            (b"42\n", Data),
+            (b"[\"a\"]\n", Data),
+            (b"\"a\" \"b\"\n", Syntax),
+            (b"\"unterminated\n", Syntax),
+            (b"\"unterminated", Eof),
+            (b"\"\xff\"\n", Syntax),
+            (b"\"a\"\xff\n", Syntax),
+        ] {
+            let error = push_json_string(line, &mut texts).unwrap_err();
+            assert_eq!(error.classify(), category, "{error}");
         }
     }
 
