@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::f32_tensor::{F32Tensor, decoded};
 use crate::int8_kernels::Int8Kernel;
-use crate::kernels::{gelu_erf, gemm_strided, layer_norm, scaled_softmax};
+use crate::kernels::{gelu_erf, gemm_strided, layer_norm, shifted_exp};
 use crate::linear::LinearWeights;
 use crate::{Error, Result};
 
@@ -319,9 +319,12 @@ impl Bert {
                         false,
                     );
                 }
-                for row in scores.chunks_exact_mut(len) {
-                    scaled_softmax(row, scale);
-                }
+                // Softmax's division waits for the output rows, which are
+                // d wide where the scores are len wide.
+                let sums: Vec<f32> = scores
+                    .chunks_exact_mut(len)
+                    .map(|row| shifted_exp(row, scale))
+                    .collect();
                 let mut out = vec![0.0f32; len * d];
                 // SAFETY: `scores` is len × len, v is len × d with row stride
                 // 3h inside `qkv`, `out` is len × d.
@@ -333,6 +336,10 @@ impl Bert {
                         (&mut out, d),
                         false,
                     );
+                }
+                for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
+                    let inverse = 1.0 / sum;
+                    row.iter_mut().for_each(|v| *v *= inverse);
                 }
                 out
             })

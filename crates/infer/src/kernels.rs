@@ -73,13 +73,23 @@ pub unsafe fn gemm_strided<T: num_traits::One + Copy + 'static>(
 }
 
 /// Runs `$body` compiled for AVX2 + FMA when the CPU has them (so that its
-/// loops vectorise eight lanes wide), else as plain code.
+/// loops vectorise eight lanes wide), else as plain code. In the body,
+/// `Madd` is the [`MulAdd`] to use: [`Fused`] in the AVX2 + FMA build,
+/// [`Separate`] in the plain one (where a fused multiply-add would be a
+/// library call).
 macro_rules! simd_dispatch {
     ($name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        simd_dispatch!($name($($arg: $ty),*) -> () $body)
+    };
+    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {{
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx2,fma")]
-            fn $name($($arg: $ty),*) $body
+            fn $name($($arg: $ty),*) -> $ret {
+                #[allow(dead_code)]
+                type Madd = Fused;
+                $body
+            }
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
@@ -88,8 +98,36 @@ macro_rules! simd_dispatch {
                 return unsafe { $name($($arg),*) };
             }
         }
+        #[allow(dead_code)]
+        type Madd = Separate;
         $body
-    };
+    }};
+}
+
+/// `a · b + c`, as the element-wise kernels compute it.
+pub trait MulAdd {
+    /// `a · b + c`.
+    fn mul_add(a: f32, b: f32, c: f32) -> f32;
+}
+
+/// One instruction and one rounding: for code compiled with FMA.
+pub struct Fused;
+
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+/// A product and a sum: for code compiled without FMA.
+pub struct Separate;
+
+impl MulAdd for Separate {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
 }
 
 /// Lanes of the element-wise loops (one AVX2 register of f32).
@@ -132,27 +170,26 @@ fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 }
 
 /// `e^x` in f32 to within 2 ulp (Cephes' `expf`: reduction by ln 2 and a
-/// degree-6 polynomial), written so that loops over it vectorise. Results
-/// below `e^-87.3` flush to the smallest normal, above `e^88` saturate there;
-/// NaN stays NaN.
+/// degree-6 polynomial), written so that loops over it vectorise, with
+/// `M`'s multiply-adds. Results below `e^-87.3` flush to the smallest
+/// normal, above `e^88` saturate there; NaN stays NaN.
 #[inline(always)]
-pub fn exp(x: f32) -> f32 {
+pub fn exp<M: MulAdd>(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     let x = x.clamp(-87.336_54, 88.0);
     // Adding 1.5·2^23 rounds x·log2(e) to the nearest integer n (no
     // rounding instruction needed, so this vectorises even on baseline
     // x86-64) and leaves n in the low mantissa bits, for building 2^n.
-    let shifted = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let shifted = M::mul_add(x, std::f32::consts::LOG2_E, 12_582_912.0);
     let n = shifted - 12_582_912.0;
-    let r = x - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.987_569_1e-4;
-    p = p * r + 1.398_2e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    let e = p * r * r + r + 1.0;
+    let r = M::mul_add(-n, LN2_LO, M::mul_add(-n, LN2_HI, x));
+    let p = M::mul_add(1.987_569_1e-4, r, 1.398_2e-3);
+    let p = M::mul_add(p, r, 8.333_452e-3);
+    let p = M::mul_add(p, r, 4.166_579_6e-2);
+    let p = M::mul_add(p, r, 1.666_666_5e-1);
+    let p = M::mul_add(p, r, 0.5);
+    let e = M::mul_add(p * r, r, r) + 1.0;
     let n_bits = shifted.to_bits().wrapping_sub(0x4B40_0000);
     e * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
@@ -160,21 +197,22 @@ pub fn exp(x: f32) -> f32 {
 /// The error function to within 3e-7 (Abramowitz & Stegun 7.1.26 with
 /// [`exp`]), vectorisable.
 #[inline(always)]
-pub fn erf(x: f32) -> f32 {
+pub fn erf<M: MulAdd>(x: f32) -> f32 {
     let z = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * z);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_8 + t * (-1.453_152 + t * 1.061_405_4))));
-    let value = 1.0 - poly * exp(-z * z);
+    let t = 1.0 / M::mul_add(0.327_591_1, z, 1.0);
+    let poly = M::mul_add(1.061_405_4, t, -1.453_152);
+    let poly = M::mul_add(poly, t, 1.421_413_8);
+    let poly = M::mul_add(poly, t, -0.284_496_74);
+    let poly = M::mul_add(poly, t, 0.254_829_6);
+    let value = M::mul_add(-poly * t, exp::<M>(-z * z), 1.0);
     value.copysign(x)
 }
 
 /// `tanh(x)` from [`exp`], to within 2e-7 absolute, vectorisable.
 #[inline(always)]
-pub fn tanh(x: f32) -> f32 {
+pub fn tanh<M: MulAdd>(x: f32) -> f32 {
     // tanh saturates to ±1 in f32 beyond |x| = 9.
-    let e = exp(2.0 * x.clamp(-9.0, 9.0));
+    let e = exp::<M>(2.0 * x.clamp(-9.0, 9.0));
     (e - 1.0) / (e + 1.0)
 }
 
@@ -191,7 +229,7 @@ pub fn gelu_tanh(x: &mut [f32]) {
         const CUBIC: f32 = GELU_TANH_CUBIC as f32;
         for v in x.iter_mut() {
             let u = *v;
-            *v = 0.5 * u * (1.0 + tanh(C * (u + CUBIC * u * u * u)));
+            *v = 0.5 * u * (1.0 + tanh::<Madd>(C * Madd::mul_add(CUBIC * u * u, u, u)));
         }
     });
 }
@@ -201,7 +239,7 @@ pub fn gelu_erf(x: &mut [f32]) {
     simd_dispatch!(gelu_erf_simd(x: &mut [f32]) {
         for v in x.iter_mut() {
             let u = *v;
-            *v = 0.5 * u * (1.0 + erf(u * std::f32::consts::FRAC_1_SQRT_2));
+            *v = 0.5 * u * (1.0 + erf::<Madd>(u * std::f32::consts::FRAC_1_SQRT_2));
         }
     });
 }
@@ -211,10 +249,20 @@ pub fn softmax(x: &mut [f32]) {
     scaled_softmax(x, 1.0);
 }
 
-/// Softmax of `scale · x` in place, for `scale > 0` (attention's
-/// `1/√d` folded into the one pass that subtracts the maximum).
+/// Softmax of `scale · x` in place, for `scale > 0`.
 pub fn scaled_softmax(x: &mut [f32], scale: f32) {
-    simd_dispatch!(softmax_simd(x: &mut [f32], scale: f32) {
+    let inverse = 1.0 / shifted_exp(x, scale);
+    for v in x.iter_mut() {
+        *v *= inverse;
+    }
+}
+
+/// `e^(scale · (v − max))` in place of each value `v` of `x`, `max` the
+/// largest, for `scale > 0`; returns their sum. That is softmax before its
+/// division, for a caller that divides fewer values later (attention
+/// divides each output row rather than each row of scores).
+pub fn shifted_exp(x: &mut [f32], scale: f32) -> f32 {
+    simd_dispatch!(shifted_exp_simd(x: &mut [f32], scale: f32) -> f32 {
         let mut max = [f32::NEG_INFINITY; LANES];
         let mut chunks = x.chunks_exact(LANES);
         for chunk in &mut chunks {
@@ -228,24 +276,13 @@ pub fn scaled_softmax(x: &mut [f32], scale: f32) {
             .chain(&max)
             .copied()
             .fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = [0.0f32; LANES];
-        let mut chunks = x.chunks_exact_mut(LANES);
-        for chunk in &mut chunks {
-            for (s, v) in sum.iter_mut().zip(chunk) {
-                *v = exp((*v - max) * scale);
-                *s += *v;
-            }
-        }
-        let mut total: f32 = sum.iter().sum();
-        for v in chunks.into_remainder() {
-            *v = exp((*v - max) * scale);
-            total += *v;
-        }
-        let inv = 1.0 / total;
+        // The exponentials apart from their sum: with the sum in the same
+        // loop, the fused multiply-adds kept it from vectorising.
         for v in x.iter_mut() {
-            *v *= inv;
+            *v = exp::<Madd>((*v - max) * scale);
         }
-    });
+        lane_sum(x, |v| v)
+    })
 }
 
 #[cfg(test)]
@@ -291,33 +328,43 @@ mod tests {
             (2.0, 0.995_322_3),
             (-1.5, -0.966_105_15),
         ] {
-            assert!((erf(x) - want).abs() < 3e-7, "erf({x})");
+            assert!((erf::<Separate>(x) - want).abs() < 3e-7, "erf({x})");
+            assert!((erf::<Fused>(x) - want).abs() < 3e-7, "erf({x}), fused");
         }
         let mut g = [1.0f32, -1.0];
         gelu_erf(&mut g);
         assert!((g[0] - 0.841_344_7).abs() < 1e-6 && (g[1] + 0.158_655_3).abs() < 1e-6);
     }
 
-    #[test]
-    fn exp_is_within_two_ulp() {
+    fn exp_is_within_two_ulp_with<M: MulAdd>() {
         let mut x = -87.0f32;
         while x < 88.0 {
-            let (ours, want) = (exp(x), x.exp());
+            let (ours, want) = (exp::<M>(x), x.exp());
             assert!(
                 (ours - want).abs() <= 2.5e-7 * want,
                 "exp({x}) = {ours}, expected {want}"
             );
             x += 0.0137;
         }
-        assert!(exp(f32::NAN).is_nan());
-        assert!(exp(-1000.0) < 1e-37 && exp(f32::NEG_INFINITY) >= 0.0);
+        assert!(exp::<M>(f32::NAN).is_nan());
+        assert!(exp::<M>(-1000.0) < 1e-37 && exp::<M>(f32::NEG_INFINITY) >= 0.0);
+    }
+
+    #[test]
+    fn exp_is_within_two_ulp() {
+        exp_is_within_two_ulp_with::<Separate>();
+        exp_is_within_two_ulp_with::<Fused>();
     }
 
     #[test]
     fn tanh_is_within_2e7() {
         let mut x = -12.0f32;
         while x < 12.0 {
-            assert!((tanh(x) - x.tanh()).abs() <= 2e-7, "tanh({x})");
+            assert!((tanh::<Separate>(x) - x.tanh()).abs() <= 2e-7, "tanh({x})");
+            assert!(
+                (tanh::<Fused>(x) - x.tanh()).abs() <= 2e-7,
+                "tanh({x}), fused"
+            );
             x += 0.00731;
         }
     }

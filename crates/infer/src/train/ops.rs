@@ -35,7 +35,7 @@ pub trait Real:
 impl Real for f32 {
     /// The vectorisable `tanh` of the inference kernels (within 2e-7).
     fn fast_tanh(self) -> Self {
-        crate::kernels::tanh(self)
+        crate::kernels::tanh::<crate::kernels::Separate>(self)
     }
 }
 
