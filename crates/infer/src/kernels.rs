@@ -369,6 +369,37 @@ mod tests {
         }
     }
 
+    /// The dispatched kernels (AVX2 + FMA here when the CPU has them)
+    /// against plain scalar references, on lengths around the vector width.
+    #[test]
+    fn vector_kernels_match_scalar_references() {
+        for len in 1..40 {
+            let x: Vec<f32> = (0..len)
+                .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.7)
+                .collect();
+            let mut ours = x.clone();
+            scaled_softmax(&mut ours, 0.35);
+            let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let e: Vec<f64> = x
+                .iter()
+                .map(|&v| (f64::from(v - max) * 0.35).exp())
+                .collect();
+            let sum: f64 = e.iter().sum();
+            for (o, e) in ours.iter().zip(&e) {
+                assert!(
+                    (f64::from(*o) - e / sum).abs() <= 1e-6 * (e / sum).max(1e-3),
+                    "{len}"
+                );
+            }
+            let mut ours = x.clone();
+            gelu_erf(&mut ours);
+            for (o, &u) in ours.iter().zip(&x) {
+                let want = 0.5 * u * (1.0 + erf::<Separate>(u * std::f32::consts::FRAC_1_SQRT_2));
+                assert!((o - want).abs() <= 1e-6 * want.abs().max(1.0), "gelu({u})");
+            }
+        }
+    }
+
     #[test]
     fn norms_and_activations() {
         let mut out = [0.0; 4];
