@@ -396,18 +396,9 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
     let least = largest(&maxima, count);
     let (mut lo, mut hi) = ([0.0f32; RUN], [0.0f32; RUN]);
     candidates.clear();
-    let mut collect = |first: usize, run: &[f32]| {
-        for (l, &v) in run.iter().enumerate() {
-            if v.abs() >= least || v.is_nan() {
-                candidates.push(Outlier {
-                    channel: (first + l) as u32,
-                    value: v,
-                });
-            }
-        }
-    };
     for (r, run) in runs.clone().enumerate() {
-        let mut reaches = false;
+        // The lanes that reach `least` (or hold a NaN), as bits.
+        let mut reaching = 0u32;
         for l in 0..RUN {
             let v = run[l];
             // False for a NaN.
@@ -415,10 +406,15 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
             let kept = if below { v } else { 0.0 };
             lo[l] = if kept < lo[l] { kept } else { lo[l] };
             hi[l] = if kept > hi[l] { kept } else { hi[l] };
-            reaches |= !below;
+            reaching |= u32::from(!below) << l;
         }
-        if reaches {
-            collect(RUN * r, run);
+        while reaching != 0 {
+            let l = reaching.trailing_zeros() as usize;
+            candidates.push(Outlier {
+                channel: (RUN * r + l) as u32,
+                value: run[l],
+            });
+            reaching &= reaching - 1;
         }
     }
     let tail = runs.remainder();
@@ -427,7 +423,15 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
             (lo[l], hi[l]) = (lo[l].min(v), hi[l].max(v));
         }
     }
-    collect(row.len() - tail.len(), tail);
+    let first = row.len() - tail.len();
+    for (l, &v) in tail.iter().enumerate() {
+        if v.abs() >= least || v.is_nan() {
+            candidates.push(Outlier {
+                channel: (first + l) as u32,
+                value: v,
+            });
+        }
+    }
     // The `count` largest candidates, largest first, ties in channel order:
     // one pass, so a row of many equal values stays linear.
     let mut top = [0usize; RUN];
