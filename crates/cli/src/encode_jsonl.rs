@@ -111,7 +111,7 @@ impl Batch {
 
     /// The failure of line `index` of the batch, which is not a JSON string
     /// of UTF-8 text.
-    fn not_a_string(&self, index: usize, why: &dyn std::fmt::Display) -> Failure {
+    fn not_a_string(&self, index: usize, why: &serde_json::Error) -> Failure {
         let number = self.first_line + index + 1;
         Failure::Invalid(format!("stdin line {number}: not a JSON string: {why}"))
     }
@@ -139,7 +139,7 @@ impl Run {
         self.texts.clear();
         self.text_ends.clear();
         self.failure = None;
-        for index in lines.clone() {
+        for index in lines {
             if let Err(e) = push_json_string(batch.line(index), &mut self.texts) {
                 self.failure = Some(batch.not_a_string(index, &e));
                 break;
@@ -167,6 +167,8 @@ impl Run {
 
 /// Appends the text of `line`, which must hold one JSON string and nothing
 /// but JSON whitespace around it (its line break included), to `texts`.
+/// (After an error, `texts` may hold the string that was read: the caller
+/// goes by the ends of the texts that were.)
 fn push_json_string(line: &[u8], texts: &mut String) -> serde_json::Result<()> {
     let mut parser = serde_json::Deserializer::from_slice(line);
     AppendTo(texts).deserialize(&mut parser)?;
