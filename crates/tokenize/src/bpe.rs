@@ -407,7 +407,9 @@ mod tests {
             let vocab = Tokenizer::embedded(name).unwrap().vocab();
             for pattern in &patterns {
                 let huge = (pattern.len() == 1).then_some(super::HUGE_PIECE + 1);
-                for len in [7, 8, 9, 15, 16, 17, 127, 128, 129, 200, 1000]
+                // Past where the backtracker remembers its searches.
+                let remembering = crate::backtrack::REMEMBER_SEARCHES_FROM + 7;
+                for len in [7, 8, 9, 15, 16, 17, 127, 128, 129, 200, 1000, remembering]
                     .into_iter()
                     .chain(huge)
                 {

@@ -158,38 +158,80 @@ impl PrefixTrie {
     /// or ([`NONE`], 0).
     #[inline]
     pub fn longest_prefix(&self, text: &[u8]) -> (u32, usize) {
+        let (token, len, _) = self.search::<false>(text);
+        (token, len)
+    }
+
+    /// [`PrefixTrie::longest_prefix`], with the bytes that decided it.
+    pub fn longest_prefix_deciding(&self, text: &[u8]) -> Prefix {
+        let (token, len, decided_by) = self.search::<true>(text);
+        Prefix {
+            token,
+            len,
+            decided_by,
+        }
+    }
+
+    /// The search of both: with `DECIDED`, it also counts the bytes read
+    /// when it stops before the text's end (without, it compiles to the
+    /// search alone).
+    #[inline(always)]
+    fn search<const DECIDED: bool>(&self, text: &[u8]) -> (u32, usize, Option<usize>) {
+        let decided = |read: usize| DECIDED.then_some(read);
         let (&first, rest) = match text.split_first() {
             Some(split) => split,
-            None => return (NONE, 0),
+            None => return (NONE, 0, None),
         };
         let one = self.root[usize::from(first)];
         if one == NONE {
-            return (NONE, 0);
+            return (NONE, 0, decided(1));
         }
         let mut best = (self.ends[one as usize], 1);
-        let Some((&second, rest)) = rest.split_first() else {
-            return best;
-        };
-        let mut node = self.two[usize::from(first) << 8 | usize::from(second)];
-        if node == NONE {
-            return best;
-        }
-        if self.ends[node as usize] != NONE {
-            best = (self.ends[node as usize], 2);
-        }
-        for (depth, &byte) in (3..).zip(rest) {
-            match self.child(node, byte) {
-                Some(child) => {
-                    node = child;
-                    if self.ends[node as usize] != NONE {
-                        best = (self.ends[node as usize], depth);
+        let mut read = None;
+        if let Some((&second, rest)) = rest.split_first() {
+            let mut node = self.two[usize::from(first) << 8 | usize::from(second)];
+            if node == NONE {
+                read = decided(2);
+            } else {
+                if self.ends[node as usize] != NONE {
+                    best = (self.ends[node as usize], 2);
+                }
+                for (depth, &byte) in (3..).zip(rest) {
+                    match self.child(node, byte) {
+                        Some(child) => {
+                            node = child;
+                            if self.ends[node as usize] != NONE {
+                                best = (self.ends[node as usize], depth);
+                            }
+                        }
+                        None => {
+                            read = decided(depth);
+                            break;
+                        }
                     }
                 }
-                None => break,
             }
         }
-        if best.0 == NONE { (NONE, 0) } else { best }
+        if best.0 == NONE {
+            (NONE, 0, read)
+        } else {
+            (best.0, best.1, read)
+        }
     }
+}
+
+/// What [`PrefixTrie::longest_prefix_deciding`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// The longest token that is a prefix of the text, or [`NONE`].
+    pub token: u32,
+    /// Its length in bytes (0 for [`NONE`]).
+    pub len: usize,
+    /// How many leading bytes of the text decided the answer (the search
+    /// read them and stopped before the text's end): every text that starts
+    /// with those bytes has the same answer. `None` when the text ran out
+    /// first (a longer text could hold a longer token).
+    pub decided_by: Option<usize>,
 }
 
 #[cfg(test)]
@@ -201,12 +243,20 @@ mod tests {
         let tokens: [(&[u8], u32); 5] =
             [(b"a", 0), (b"ab", 1), (b"abcd", 2), (b"b", 3), (b"ax", 4)];
         let trie = PrefixTrie::new(tokens).unwrap();
-        assert_eq!(trie.longest_prefix(b"abcde"), (2, 4));
-        assert_eq!(trie.longest_prefix(b"abc"), (1, 2));
-        assert_eq!(trie.longest_prefix(b"axe"), (4, 2));
-        assert_eq!(trie.longest_prefix(b"ba"), (3, 1));
-        assert_eq!(trie.longest_prefix(b"c"), (NONE, 0));
-        assert_eq!(trie.longest_prefix(b""), (NONE, 0));
-        assert_eq!(trie.longest_prefix(b"\xff"), (NONE, 0));
+        let found = |text: &[u8]| {
+            let p = trie.longest_prefix_deciding(text);
+            assert_eq!(trie.longest_prefix(text), (p.token, p.len));
+            (p.token, p.len, p.decided_by)
+        };
+        assert_eq!(found(b"abcde"), (2, 4, Some(5)));
+        assert_eq!(found(b"abcd"), (2, 4, None));
+        assert_eq!(found(b"abc"), (1, 2, None));
+        assert_eq!(found(b"abce"), (1, 2, Some(4)));
+        assert_eq!(found(b"axe"), (4, 2, Some(3)));
+        assert_eq!(found(b"ba"), (3, 1, Some(2)));
+        assert_eq!(found(b"b"), (3, 1, None));
+        assert_eq!(found(b"c"), (NONE, 0, Some(1)));
+        assert_eq!(found(b""), (NONE, 0, None));
+        assert_eq!(found(b"\xff"), (NONE, 0, Some(1)));
     }
 }
