@@ -7,7 +7,7 @@
 //! input order. A run does each step over all its lines before the next, so
 //! each step keeps its own tables in cache (the tokenizer's especially), and
 //! its buffers are kept from batch to batch, so nothing is allocated per
-//! line or per batch once the first batches have sized them.
+//! line once the first batches have sized them.
 
 use std::io::{BufRead, Write};
 use std::ops::Range;
@@ -19,8 +19,8 @@ use serde::de::{DeserializeSeed, Visitor};
 use crate::Failure;
 use crate::id_lines::push_json_line;
 
-/// Bytes of input lines read and encoded together: enough for every thread
-/// to have runs, few enough that output keeps streaming.
+/// Bytes of input lines read and encoded together: about 16 runs, so work
+/// for up to 16 threads, while output keeps streaming.
 const BATCH_BYTES: usize = 1 << 20;
 
 /// Bytes of input lines one task parses and encodes.
@@ -42,13 +42,13 @@ pub fn encode_jsonl(
         if batch.line_ends.is_empty() {
             return out.flush().map_err(write_error);
         }
-        let lines = batch.runs();
-        if runs.len() < lines.len() {
-            runs.resize_with(lines.len(), Run::default);
+        let run_lines = batch.runs();
+        if runs.len() < run_lines.len() {
+            runs.resize_with(run_lines.len(), Run::default);
         }
-        let runs = &mut runs[..lines.len()];
+        let runs = &mut runs[..run_lines.len()];
         runs.par_iter_mut()
-            .zip(lines)
+            .zip(run_lines)
             .for_each(|(run, lines)| run.encode(&batch, tokenizer, lines));
         for run in runs {
             out.write_all(&run.json).map_err(write_error)?;
@@ -99,14 +99,17 @@ impl Batch {
         runs
     }
 
-    /// Line `index` of the batch, with its line break.
+    /// Line `index` of the batch, without its line break (`\n` or
+    /// `\r\n`), so that the parser's error positions are on its line 1.
     fn line(&self, index: usize) -> &[u8] {
         let start = if index == 0 {
             0
         } else {
             self.line_ends[index - 1]
         };
-        &self.bytes[start..self.line_ends[index]]
+        let line = &self.bytes[start..self.line_ends[index]];
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        line.strip_suffix(b"\r").unwrap_or(line)
     }
 
     /// The failure of line `index` of the batch, which is not a JSON string
@@ -126,7 +129,8 @@ struct Run {
     /// The texts' ids, one after another, and where each text's ids end.
     ids: Vec<u32>,
     id_ends: Vec<usize>,
-    /// The JSON lines of the lines before the first that failed.
+    /// The JSON lines of the lines before the first that failed (all of
+    /// them if none did).
     json: Vec<u8>,
     /// The failure of that line.
     failure: Option<Failure>,
@@ -166,7 +170,7 @@ impl Run {
 }
 
 /// Appends the text of `line`, which must hold one JSON string and nothing
-/// but JSON whitespace around it (its line break included), to `texts`.
+/// but JSON whitespace around it, to `texts`.
 /// (After an error, `texts` may hold the string that was read: the caller
 /// goes by the ends of the texts that were.)
 fn push_json_string(line: &[u8], texts: &mut String) -> serde_json::Result<()> {
@@ -271,13 +275,22 @@ mod tests {
             .unwrap()
             + 5;
         let (start, end) = (line_starts[bad], line_starts[bad + 1]);
-        for replacement in [&b"not json\n"[..], b"\"bad UTF-8 \xff\"\n", b"\"\xc3\"\n"] {
+        let replacements = [
+            &b"not json\n"[..],
+            b"\"bad UTF-8 \xff\"\n",
+            b"\"\xc3\"\r\n",
+            b"\n",
+            b"\"unterminated\n",
+        ];
+        for replacement in replacements {
             let input = [&input[..start], replacement, &input[end..]].concat();
             let (out, result) = encode(&input);
             assert_eq!(out, expected(&texts[..bad]));
             match result {
+                // The parser sees the line alone, without its line break.
                 Err(Failure::Invalid(message)) => assert!(
-                    message.starts_with(&format!("stdin line {}: not a JSON string: ", bad + 1)),
+                    message.starts_with(&format!("stdin line {}: not a JSON string: ", bad + 1))
+                        && message.contains(" at line 1 column "),
                     "{message}"
                 ),
                 other => panic!("{other:?}"),
@@ -289,18 +302,19 @@ mod tests {
     fn strings_are_unescaped_and_appended() {
         let mut texts = String::from("kept ");
         push_json_string(b"\"plain\"\n", &mut texts).unwrap();
-        push_json_string(b" \"a\\n\\u00e9\\ud83d\\ude00\" \r\n", &mut texts).unwrap();
+        push_json_string(b" \"a\\n\\u00e9\\ud83d\\ude00\" \t", &mut texts).unwrap();
         assert_eq!(texts, "kept plaina\n\u{e9}\u{1f600}");
         use serde_json::error::Category::{Data, Eof, Syntax};
         for (line, category) in [
-            (&b"\n"[..], Eof),
-            (b"42\n", Data),
-            (b"[\"a\"]\n", Data),
-            (b"\"a\" \"b\"\n", Syntax),
-            (b"\"unterminated\n", Syntax),
+            (&b""[..], Eof),
+            (b"42", Data),
+            (b"[\"a\"]", Data),
+            (b"\"a\" \"b\"", Syntax),
+            (b"\"a\ttab\"", Syntax),
             (b"\"unterminated", Eof),
-            (b"\"\xff\"\n", Syntax),
-            (b"\"a\"\xff\n", Syntax),
+            (b"\"\\ud800\"", Syntax),
+            (b"\"\xff\"", Syntax),
+            (b"\"a\"\xff", Syntax),
         ] {
             let error = push_json_string(line, &mut texts).unwrap_err();
             assert_eq!(error.classify(), category, "{error}");

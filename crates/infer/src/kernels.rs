@@ -75,8 +75,9 @@ pub unsafe fn gemm_strided<T: num_traits::One + Copy + 'static>(
 /// Runs `$body` compiled for AVX2 + FMA when the CPU has them (so that its
 /// loops vectorise eight lanes wide), else as plain code. In the body,
 /// `Madd` is the [`MulAdd`] to use: [`Fused`] in the AVX2 + FMA build,
-/// [`Separate`] in the plain one (where a fused multiply-add would be a
-/// library call).
+/// [`Separate`] in the plain one (compiled without FMA, a fused
+/// multiply-add is a slow library call). So results can differ in the last
+/// bits between CPUs with and without FMA.
 macro_rules! simd_dispatch {
     ($name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         simd_dispatch!($name($($arg: $ty),*) -> () $body)

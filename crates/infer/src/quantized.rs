@@ -349,7 +349,8 @@ fn magnitude(v: f32) -> f32 {
 /// keeping the `count` largest in order: a sort cost a tenth of the
 /// quantization.
 #[inline(always)]
-fn largest(values: &[f32; RUN], count: usize) -> f32 {
+fn nth_largest(values: &[f32; RUN], count: usize) -> f32 {
+    debug_assert!((1..=RUN).contains(&count) && !values.iter().any(|v| v.is_nan()));
     let mut top = [f32::NEG_INFINITY; RUN];
     for &v in values {
         if v > top[count - 1] {
@@ -381,7 +382,8 @@ const RUN: usize = 16;
 ///   one; those that are not outliers join the range.
 #[inline(always)]
 fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split {
-    const { assert!(OUTLIERS <= RUN) };
+    // A run's lanes fit the bits of a u32 (the reaching lanes below).
+    const { assert!(OUTLIERS <= RUN && RUN <= 32) };
     let mut maxima = [0.0f32; RUN];
     let runs = row.chunks_exact(RUN);
     for run in runs.clone() {
@@ -393,7 +395,7 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
     for (max, &v) in maxima.iter_mut().zip(runs.remainder()) {
         *max = if v.abs() > *max { v.abs() } else { *max };
     }
-    let least = largest(&maxima, count);
+    let least = nth_largest(&maxima, count);
     let (mut lo, mut hi) = ([0.0f32; RUN], [0.0f32; RUN]);
     candidates.clear();
     for (r, run) in runs.clone().enumerate() {

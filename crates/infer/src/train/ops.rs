@@ -33,7 +33,9 @@ pub trait Real:
 }
 
 impl Real for f32 {
-    /// The vectorisable `tanh` of the inference kernels (within 2e-7).
+    /// The vectorisable `tanh` of the inference kernels (within 2e-7),
+    /// with separate multiplies and adds: the inference GELU fuses them
+    /// where the CPU has FMA, so the two can differ in the last bits.
     fn fast_tanh(self) -> Self {
         crate::kernels::tanh::<crate::kernels::Separate>(self)
     }
