@@ -5,7 +5,8 @@
 //! time. Here each id's digits are formed two per table lookup in a
 //! register, with no branch on the id's width, and stored at once into a
 //! stack buffer that is copied out when nearly full: 18 ms against
-//! serde_json's 26 ms for the 3.5 million ids of the benchmark corpus.
+//! serde_json's 26 ms for the 3.5 million ids of the benchmark corpus, in
+//! process (throwaway timing code; see docs/benchmarks.md).
 
 /// Appends `ids` as a JSON array (serde_json's compact form) and a line
 /// break. Digits are formed in a stack buffer copied out when nearly full.

@@ -420,14 +420,12 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
         }
     }
     let tail = runs.remainder();
-    for (l, &v) in tail.iter().enumerate() {
-        if v.abs() < least {
-            (lo[l], hi[l]) = (lo[l].min(v), hi[l].max(v));
-        }
-    }
     let first = row.len() - tail.len();
     for (l, &v) in tail.iter().enumerate() {
-        if v.abs() >= least || v.is_nan() {
+        // As in the runs: a NaN is no value below `least`.
+        if v.abs() < least {
+            (lo[l], hi[l]) = (lo[l].min(v), hi[l].max(v));
+        } else {
             candidates.push(Outlier {
                 channel: (first + l) as u32,
                 value: v,
