@@ -185,12 +185,15 @@ pub fn exp<M: MulAdd>(x: f32) -> f32 {
     let shifted = M::mul_add(x, std::f32::consts::LOG2_E, 12_582_912.0);
     let n = shifted - 12_582_912.0;
     let r = M::mul_add(-n, LN2_LO, M::mul_add(-n, LN2_HI, x));
-    let p = M::mul_add(1.987_569_1e-4, r, 1.398_2e-3);
-    let p = M::mul_add(p, r, 8.333_452e-3);
-    let p = M::mul_add(p, r, 4.166_579_6e-2);
-    let p = M::mul_add(p, r, 1.666_666_5e-1);
-    let p = M::mul_add(p, r, 0.5);
-    let e = M::mul_add(p * r, r, r) + 1.0;
+    // Estrin's scheme: three independent pairs, then two levels, where
+    // Horner's rule chained five multiply-adds (the loops were bound by
+    // that latency).
+    let r2 = r * r;
+    let high = M::mul_add(1.987_569_1e-4, r, 1.398_2e-3);
+    let middle = M::mul_add(8.333_452e-3, r, 4.166_579_6e-2);
+    let low = M::mul_add(1.666_666_5e-1, r, 0.5);
+    let p = M::mul_add(M::mul_add(high, r2, middle), r2, low);
+    let e = M::mul_add(p, r2, r) + 1.0;
     let n_bits = shifted.to_bits().wrapping_sub(0x4B40_0000);
     e * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
@@ -268,7 +271,10 @@ pub fn shifted_exp(x: &mut [f32], scale: f32) -> f32 {
         let mut chunks = x.chunks_exact(LANES);
         for chunk in &mut chunks {
             for (m, &v) in max.iter_mut().zip(chunk) {
-                *m = m.max(v);
+                // Not `f32::max`, whose NaN handling is three instructions
+                // in a chain: a NaN is skipped either way (and then turns
+                // every exponential into NaN).
+                *m = if v > *m { v } else { *m };
             }
         }
         let max = chunks
