@@ -185,6 +185,10 @@ fn main() {
         None => println!("peak f32 FMA rate: not measured (needs x86-64 AVX2 + FMA)"),
     }
     println!(
+        "element-wise kernels (LayerNorm, GELU, softmax, int8 input quantization): {}",
+        modelbin_infer::elementwise_kernels()
+    );
+    println!(
         "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  % peak  onnxruntime sent/s  ratio"
     );
     let int8_model = bench_dir.join("all-MiniLM-L6-v2-int8.embd");

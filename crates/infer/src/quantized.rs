@@ -19,6 +19,7 @@
 use rayon::prelude::*;
 
 use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
+use crate::kernels::Tier;
 use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// The widest input an int8 product accepts: beyond it the i32 sums of a
@@ -222,9 +223,15 @@ impl QuantizedRows {
             .max(QUANTIZE_TASK_VALUES.div_ceil(k));
         let run = |x: &[f32], out: RowsOut<'_>| {
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 was detected.
-                return unsafe { quantize_avx2(x, k, k4, per_row, out) };
+            {
+                if Tier::Avx512.usable() {
+                    // SAFETY: AVX-512F was detected.
+                    return unsafe { quantize_avx512(x, k, k4, per_row, out) };
+                }
+                if Tier::Avx2.usable() {
+                    // SAFETY: AVX2 was detected.
+                    return unsafe { quantize_avx2(x, k, k4, per_row, out) };
+                }
             }
             quantize(x, k, k4, per_row, out);
         };
@@ -281,6 +288,16 @@ struct RowsOut<'a> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
+    quantize(x, k, k4, per_row, out)
+}
+
+/// [`quantize`] compiled for AVX-512F, likewise.
+///
+/// # Safety
+/// AVX-512F must be available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn quantize_avx512(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
     quantize(x, k, k4, per_row, out)
 }
 
@@ -531,6 +548,46 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Quantization gives the same bytes, scales, zero points and outliers
+    /// in every tier this CPU runs.
+    #[test]
+    fn quantization_is_the_same_in_every_tier() {
+        let mut rng = Rng::new(11);
+        for (m, k) in [(3, 37), (40, 384), (10, 1539)] {
+            // One task, so on this thread, where the tier is capped.
+            assert!(m * k <= QUANTIZE_TASK_VALUES);
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| {
+                    let v = rng.uniform() as f32 * 4.0 - 2.0;
+                    if i % 29 == 3 { v * 40.0 } else { v }
+                })
+                .collect();
+            let quantized = |tier| {
+                let rows = Tier::capped(tier, || {
+                    QuantizedRows::new(&x, k, k.next_multiple_of(4), false)
+                });
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                let outliers: Vec<(u32, u32)> = rows
+                    .outliers
+                    .iter()
+                    .map(|o| (o.channel, o.value.to_bits()))
+                    .collect();
+                (
+                    rows.values,
+                    bits(&rows.scales),
+                    bits(&rows.zero_points),
+                    outliers,
+                )
+            };
+            let portable = quantized(Tier::Portable);
+            for tier in [Tier::Avx2, Tier::Avx512] {
+                if tier.usable() {
+                    assert!(quantized(tier) == portable, "{tier:?}, {m}×{k}");
+                }
+            }
+        }
     }
 
     #[test]
