@@ -54,15 +54,20 @@ pub mod train;
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result, TrainingError};
 pub use int8_kernels::Int8Kernel;
+/// The seed-stable random number generator (from modelbin-format).
+pub use modelbin_format::rng;
+
 /// The instruction set the element-wise kernels (LayerNorm, GELU,
 /// softmax, and the quantization of int8 layers' inputs) use on this CPU:
 /// `avx512`, `avx2` or `portable`, chosen at run time.
+///
+/// ```
+/// let tier = modelbin_infer::elementwise_kernels();
+/// assert!(["avx512", "avx2", "portable"].contains(&tier));
+/// ```
 pub fn elementwise_kernels() -> &'static str {
     kernels::Tier::widest().name()
 }
-
-/// The seed-stable random number generator (from modelbin-format).
-pub use modelbin_format::rng;
 
 /// The README's Rust examples, compiled as doc tests.
 #[cfg(doctest)]
