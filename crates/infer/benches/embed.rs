@@ -186,7 +186,7 @@ fn main() {
     }
     println!(
         "element-wise kernels (LayerNorm, GELU, softmax, int8 input quantization): {}",
-        modelbin_infer::elementwise_kernels()
+        modelbin_infer::elementwise_instruction_set()
     );
     println!(
         "case                  threads batch  tokens/sent  ours sent/s  GFLOP/s  % peak  onnxruntime sent/s  ratio"

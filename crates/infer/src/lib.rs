@@ -62,10 +62,10 @@ pub use modelbin_format::rng;
 /// `avx512`, `avx2` or `portable`, chosen at run time.
 ///
 /// ```
-/// let tier = modelbin_infer::elementwise_kernels();
+/// let tier = modelbin_infer::elementwise_instruction_set();
 /// assert!(["avx512", "avx2", "portable"].contains(&tier));
 /// ```
-pub fn elementwise_kernels() -> &'static str {
+pub fn elementwise_instruction_set() -> &'static str {
     kernels::Tier::widest().name()
 }
 

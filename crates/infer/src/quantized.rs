@@ -221,19 +221,16 @@ impl QuantizedRows {
         let per_task = m
             .div_ceil(rayon::current_num_threads())
             .max(QUANTIZE_TASK_VALUES.div_ceil(k));
-        let run = |x: &[f32], out: RowsOut<'_>| {
+        // Chosen once, here: every task then runs the same build.
+        let tier = Tier::widest();
+        let run = |x: &[f32], out: RowsOut<'_>| match tier {
             #[cfg(target_arch = "x86_64")]
-            {
-                if Tier::Avx512.usable() {
-                    // SAFETY: AVX-512F was detected.
-                    return unsafe { quantize_avx512(x, k, k4, per_row, out) };
-                }
-                if Tier::Avx2.usable() {
-                    // SAFETY: AVX2 was detected.
-                    return unsafe { quantize_avx2(x, k, k4, per_row, out) };
-                }
-            }
-            quantize(x, k, k4, per_row, out);
+            // SAFETY: `widest` detected the tier's features.
+            Tier::Avx512 => unsafe { quantize_avx512(x, k, k4, per_row, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Tier::Avx2 => unsafe { quantize_avx2(x, k, k4, per_row, out) },
+            _ => quantize(x, k, k4, per_row, out),
         };
         if per_task >= m {
             run(x, rows.out());
@@ -280,23 +277,23 @@ struct RowsOut<'a> {
     outliers: &'a mut [Outlier],
 }
 
-/// [`quantize`] compiled for AVX2: the same operations on wider vectors, so
-/// the same values.
+/// [`quantize`] compiled for [`Tier::Avx2`]: the same operations on wider
+/// vectors (no multiply-add is fused), so the same values.
 ///
 /// # Safety
-/// AVX2 must be available.
+/// The features [`Tier::Avx2`] checks must be available.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
     quantize(x, k, k4, per_row, out)
 }
 
-/// [`quantize`] compiled for AVX-512F, likewise.
+/// [`quantize`] compiled for [`Tier::Avx512`], likewise.
 ///
 /// # Safety
-/// AVX-512F must be available.
+/// The features [`Tier::Avx512`] checks must be available.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2")]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
 unsafe fn quantize_avx512(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
     quantize(x, k, k4, per_row, out)
 }
@@ -363,9 +360,8 @@ fn magnitude(v: f32) -> f32 {
 }
 
 /// The `count`-th largest of `values` (`1 <= count <= RUN`; no NaN),
-/// without branches: the value with fewer than `count` values above it and
-/// at least `count` at or above it. A sort, then a ranking by insertion,
-/// each cost about a tenth of the quantization (mispredicted branches).
+/// without branches (they would be mispredicted): the value with fewer
+/// than `count` values above it and at least `count` at or above it.
 #[inline(always)]
 fn nth_largest(values: &[f32; RUN], count: usize) -> f32 {
     debug_assert!((1..=RUN).contains(&count) && !values.iter().any(|v| v.is_nan()));
@@ -555,9 +551,9 @@ mod tests {
     #[test]
     fn quantization_is_the_same_in_every_tier() {
         let mut rng = Rng::new(11);
-        for (m, k) in [(3, 37), (40, 384), (10, 1539)] {
-            // One task, so on this thread, where the tier is capped.
-            assert!(m * k <= QUANTIZE_TASK_VALUES);
+        // Up to three groups of runs per row, and enough rows for several
+        // tasks (the tier is chosen on the capped thread).
+        for (m, k) in [(3, 37), (40, 384), (10, 1539), (64, 1539)] {
             let x: Vec<f32> = (0..m * k)
                 .map(|i| {
                     let v = rng.uniform() as f32 * 4.0 - 2.0;
@@ -728,11 +724,13 @@ mod tests {
         let mut candidates = Vec::new();
         for case in 0..3000 {
             // Short rows, and some around the end of the first group of
-            // runs whose reaching lanes are gathered together.
-            let len = if case % 10 == 9 {
-                RUN * REACHING_GROUP - 20 + case % 60
-            } else {
-                1 + case % 40
+            // runs whose reaching lanes are gathered together or reaching
+            // into a fourth.
+            let group = RUN * REACHING_GROUP;
+            let len = match case % 20 {
+                9 => group - 20 + case % 60,
+                19 => 3 * group + case % 60,
+                _ => 1 + case % 40,
             };
             // Specials are rarer in long rows, where the first infinities
             // would otherwise always be the outliers.
