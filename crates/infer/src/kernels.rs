@@ -223,7 +223,9 @@ impl MulAdd for Separate {
     }
 }
 
-/// Lanes of the element-wise loops (one AVX2 register of f32).
+/// Partial results of the element-wise reductions (sums, maxima): one
+/// AVX2 register of f32 in every tier, so that all tiers reduce in the same
+/// order.
 const LANES: usize = 8;
 
 /// LayerNorm of each `dim`-wide row of `x` into `out`: biased variance.

@@ -723,9 +723,9 @@ mod tests {
         ];
         let mut candidates = Vec::new();
         for case in 0..3000 {
-            // Short rows, and some around the end of the first group of
-            // runs whose reaching lanes are gathered together or reaching
-            // into a fourth.
+            // Short rows; rows around the end of the first group of runs
+            // (whose reaching lanes are gathered together); rows reaching
+            // into a fourth group.
             let group = RUN * REACHING_GROUP;
             let len = match case % 20 {
                 9 => group - 20 + case % 60,
