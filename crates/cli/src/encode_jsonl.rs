@@ -14,10 +14,10 @@ use std::ops::Range;
 
 use modelbin_tokenize::Tokenizer;
 use rayon::prelude::*;
-use serde::de::{DeserializeSeed, Visitor};
 
 use crate::Failure;
 use crate::id_lines::push_json_line;
+use crate::json_string::push_json_string;
 
 /// Bytes of input lines read and encoded together: about 16 runs, so work
 /// for up to 16 threads, while output keeps streaming.
@@ -169,42 +169,6 @@ impl Run {
     }
 }
 
-/// Appends the text of `line`, which must hold one JSON string and nothing
-/// but JSON whitespace around it, to `texts`.
-/// (After an error, `texts` may hold the string that was read: the caller
-/// goes by the ends of the texts that were.)
-fn push_json_string(line: &[u8], texts: &mut String) -> serde_json::Result<()> {
-    let mut parser = serde_json::Deserializer::from_slice(line);
-    AppendTo(texts).deserialize(&mut parser)?;
-    parser.end()
-}
-
-/// Parses a JSON string and appends it to the given string, whether the
-/// parser lends it from the input (no escapes) or from its own buffer, so
-/// no string is allocated per line.
-struct AppendTo<'b>(&'b mut String);
-
-impl<'de> DeserializeSeed<'de> for AppendTo<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, parser: D) -> Result<(), D::Error> {
-        parser.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for AppendTo<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON string")
-    }
-
-    fn visit_str<E>(self, text: &str) -> Result<(), E> {
-        self.0.push_str(text);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,29 +259,6 @@ mod tests {
                 ),
                 other => panic!("{other:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn strings_are_unescaped_and_appended() {
-        let mut texts = String::from("kept ");
-        push_json_string(b"\"plain\"\n", &mut texts).unwrap();
-        push_json_string(b" \"a\\n\\u00e9\\ud83d\\ude00\" \t", &mut texts).unwrap();
-        assert_eq!(texts, "kept plaina\n\u{e9}\u{1f600}");
-        use serde_json::error::Category::{Data, Eof, Syntax};
-        for (line, category) in [
-            (&b""[..], Eof),
-            (b"42", Data),
-            (b"[\"a\"]", Data),
-            (b"\"a\" \"b\"", Syntax),
-            (b"\"a\ttab\"", Syntax),
-            (b"\"unterminated", Eof),
-            (b"\"\\ud800\"", Syntax),
-            (b"\"\xff\"", Syntax),
-            (b"\"a\"\xff", Syntax),
-        ] {
-            let error = push_json_string(line, &mut texts).unwrap_err();
-            assert_eq!(error.classify(), category, "{error}");
         }
     }
 

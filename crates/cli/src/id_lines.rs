@@ -2,11 +2,13 @@
 //! form), fast: for `tokens encode --jsonl`.
 //!
 //! Through serde_json, writing the ids took about a tenth of the command's
-//! time. Here each id's digits are formed two per table lookup in a
-//! register, with no branch on the id's width, and stored at once into a
-//! stack buffer that is copied out when nearly full: 18 ms against
-//! serde_json's 26 ms for the 3.5 million ids of the benchmark corpus, in
-//! process (throwaway timing code; see docs/benchmarks.md).
+//! time. Here each id's digits come from a table of the 10,000 four-digit
+//! groups, two lookups per id, put together in a register with no branch
+//! on the id's width, and stored at once into a stack buffer that is copied
+//! out when nearly full. On the benchmark corpus's 3.5 million ids this
+//! step took 26 ms through serde_json, 18–19 ms with two digits per lookup
+//! and 12.7–13.6 ms with four (timed inside the command; see
+//! docs/benchmarks.md).
 
 /// Appends `ids` as a JSON array (serde_json's compact form) and a line
 /// break. Digits are formed in a stack buffer copied out when nearly full.
@@ -30,13 +32,23 @@ pub fn push_json_line(json: &mut Vec<u8>, ids: &[u32]) {
     json.extend_from_slice(b"]\n");
 }
 
-/// "00", "01", …, "99": two digits per step.
-const DIGIT_PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
+/// The four ASCII digits of every number below 10,000 (zero-padded), the
+/// most significant in the lowest byte: 40 KB, built at compile time.
+static FOUR_DIGITS: [u32; 10_000] = {
+    let mut table = [0u32; 10_000];
+    let mut value = 0;
+    while value < 10_000 {
+        let digits = [value / 1000, value / 100 % 10, value / 10 % 10, value % 10];
+        table[value as usize] = u32::from_le_bytes([
+            b'0' + digits[0] as u8,
+            b'0' + digits[1] as u8,
+            b'0' + digits[2] as u8,
+            b'0' + digits[3] as u8,
+        ]);
+        value += 1;
+    }
+    table
+};
 
 /// The smallest number of each decimal width from two digits up, with 0
 /// first: `value < POWERS_OF_TEN[k]` tells whether a number whose bit length
@@ -85,12 +97,8 @@ fn write_short_decimal(out: &mut [u8], value: u32) -> usize {
 /// The eight decimal digits of `value` (below 10^8, zero-padded) as ASCII,
 /// the most significant in the lowest byte.
 fn eight_digits(value: u32) -> u64 {
-    let pair = |two_digits: u32| {
-        let at = two_digits as usize * 2;
-        u64::from(u16::from_le_bytes([DIGIT_PAIRS[at], DIGIT_PAIRS[at + 1]]))
-    };
     let (high, low) = (value / 10_000, value % 10_000);
-    pair(high / 100) | pair(high % 100) << 16 | pair(low / 100) << 32 | pair(low % 100) << 48
+    u64::from(FOUR_DIGITS[high as usize]) | u64::from(FOUR_DIGITS[low as usize]) << 32
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod embed;
 mod encode_jsonl;
 mod id_lines;
 mod inspect;
+mod json_string;
 mod npy;
 mod progress;
 mod record;
