@@ -61,15 +61,18 @@ impl NativeEncoding {
                 .collect()
         });
         // Taking a reference writes to the int's object, wherever Python
-        // put it: the object a few ids ahead is asked into the cache first.
+        // put it. The object a few ids ahead is asked into the cache first,
+        // and before that the table slot that holds its address (the table
+        // is 8 bytes per id, too large to stay in the core's cache).
+        let shared = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
         PyList::new(
             py,
             ids.iter().enumerate().map(|(at, &id)| {
-                if let Some(ahead) = ids
-                    .get(at + PREFETCH_AHEAD)
-                    .and_then(|&a| ints.get(a as usize))
-                {
-                    prefetch(ahead.as_ptr());
+                if let Some(slot) = shared(at + 2 * PREFETCH_AHEAD) {
+                    prefetch(slot);
+                }
+                if let Some(int) = shared(at + PREFETCH_AHEAD) {
+                    prefetch(int.as_ptr());
                 }
                 match ints.get(id as usize) {
                     Some(int) => int.bind(py).clone(),
@@ -80,7 +83,8 @@ impl NativeEncoding {
     }
 }
 
-/// How many ids ahead [`NativeEncoding::id_list`] prefetches ints.
+/// How many ids ahead [`NativeEncoding::id_list`] prefetches ints (and
+/// twice as many, the slots of their addresses).
 const PREFETCH_AHEAD: usize = 8;
 
 /// Asks the CPU to bring the cache line at `object` in, for writing soon;
