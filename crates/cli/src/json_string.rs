@@ -8,8 +8,9 @@
 //! escape, a lone surrogate) goes to serde_json, which decides and words
 //! the error, so both give the same texts and the same errors (tested on
 //! generated lines). On the benchmark corpus's 12.7 MB of lines, parsing
-//! took 21.5–25 ms through serde_json alone and 15.5–18 ms this way (timed
-//! inside the command, one core; see docs/benchmarks.md).
+//! took 21.5–31.5 ms (median 22.2) through serde_json alone and 15.6–17.4
+//! ms this way (timed inside the command, one core, five alternating
+//! rounds; see docs/benchmarks.md).
 
 use serde::de::{DeserializeSeed, Visitor};
 
