@@ -1,13 +1,14 @@
 //! `tokens encode --jsonl`: one JSON string per input line in, one JSON
 //! array of token ids per output line out.
 //!
-//! Input is read in batches of whole lines ([`RUNS_PER_THREAD`] runs for
-//! each thread of the pool); each batch is cut into runs of lines (about
-//! [`RUN_BYTES`]) that the thread pool parses, encodes and serialises, and
-//! the runs' output is written in input order. A run does each step over all its lines before the next, so
-//! each step keeps its own tables in cache (the tokenizer's especially), and
-//! its buffers are kept from batch to batch, so nothing is allocated per
-//! line once the first batches have sized them.
+//! Input is read in batches of whole lines (see [`batch_bytes`]); each
+//! batch is cut into runs of lines of at least [`RUN_BYTES`] (or to its
+//! end) that the thread pool parses, encodes and serialises, and the runs'
+//! output is written in input order. A run does each step over all its
+//! lines before the next, so each step keeps its own tables in cache (the
+//! tokenizer's especially), and its buffers are kept from batch to batch,
+//! so nothing is allocated per line once the first batches have sized
+//! them.
 
 use std::io::{BufRead, Write};
 use std::ops::Range;
@@ -21,8 +22,8 @@ use crate::json_string::push_json_string;
 
 /// Runs of lines read and encoded together, per thread of the pool: enough
 /// that the threads finish a batch close together, few enough that a
-/// batch's input and output (twice its size) stay small beside the core's
-/// cache (1 MiB L2 here). At one thread, 1 MB batches instead of 128 KB
+/// batch's input, texts and output (about three times its size) stay small
+/// beside the core's cache (1 MiB L2 here). At one thread, 1 MB batches instead of 128 KB
 /// cost the encoding 3% and the parsing and writing 5–15% more time, in
 /// cache misses; at two, eight runs of 16 KB per thread took 4.5% less
 /// time than two of 64 KB, and the same at one thread.
@@ -31,9 +32,15 @@ const RUNS_PER_THREAD: usize = 8;
 /// Bytes of input lines one task parses and encodes.
 const RUN_BYTES: usize = 16 << 10;
 
-/// Bytes of input lines read and encoded together by the current pool.
+/// Threads a batch has work for, at most: beyond, batches stop growing, so
+/// output keeps streaming and memory stays bounded (2 MB of input).
+const BATCH_THREADS: usize = 16;
+
+/// Bytes of input lines read and encoded together by the current pool:
+/// about [`RUNS_PER_THREAD`] runs per thread (fewer when lines do not fill
+/// runs evenly: a batch ends after the line that reaches its size).
 fn batch_bytes() -> usize {
-    RUN_BYTES * RUNS_PER_THREAD * rayon::current_num_threads()
+    RUN_BYTES * RUNS_PER_THREAD * rayon::current_num_threads().min(BATCH_THREADS)
 }
 
 /// Encodes every line of `input`, writing the ids to `out`. Stops at the
@@ -254,9 +261,10 @@ mod tests {
                     .map(|(i, _)| i + 1),
             )
             .collect();
+        let batch_bytes = two_threads(batch_bytes);
         let bad = line_starts
             .iter()
-            .position(|&start| start > two_threads(batch_bytes) + 1000)
+            .position(|&start| start > batch_bytes + 1000)
             .unwrap()
             + 5;
         let (start, end) = (line_starts[bad], line_starts[bad + 1]);
