@@ -193,11 +193,16 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
         } => {
             let tokenizer = vocab.tokenizer()?;
             if jsonl {
-                encode_jsonl(
-                    &tokenizer,
-                    std::io::stdin().lock(),
-                    std::io::BufWriter::new(std::io::stdout().lock()),
-                )
+                // The whole loop runs on a thread of the pool, so that
+                // handing a batch's runs to the pool wakes no thread and
+                // leaves none waiting.
+                crate::work::thread_pool(None)?.install(|| {
+                    encode_jsonl(
+                        &tokenizer,
+                        std::io::stdin().lock(),
+                        std::io::BufWriter::new(std::io::stdout().lock()),
+                    )
+                })
             } else {
                 encode(&tokenizer, special.as_deref(), &inputs, json)
             }
