@@ -22,6 +22,13 @@ impl Writer {
         self.pad();
     }
 
+    /// Appends an array of `u64`.
+    pub fn u64s(&mut self, values: &[u64]) {
+        self.header(values.len());
+        self.bytes
+            .extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    }
+
     /// The blob.
     pub fn finish(self) -> Vec<u8> {
         self.bytes
@@ -61,6 +68,17 @@ impl<'a> Reader<'a> {
         self.rest = rest.get(len.next_multiple_of(8)..).unwrap_or_default();
         bytemuck::try_cast_slice(data).ok()
     }
+
+    /// The next array, as `u64`.
+    pub fn u64s(&mut self) -> Option<&'a [u64]> {
+        let (count, rest) = self.rest.split_first_chunk::<8>()?;
+        let len = usize::try_from(u64::from_le_bytes(*count))
+            .ok()?
+            .checked_mul(8)?;
+        let data = rest.get(..len)?;
+        self.rest = &rest[len..];
+        bytemuck::try_cast_slice(data).ok()
+    }
 }
 
 #[cfg(test)]
@@ -80,11 +98,15 @@ mod tests {
         w.u32s(&[1, 2, 3]);
         w.u32s(&[]);
         w.u32s(&[u32::MAX]);
+        w.u64s(&[u64::MAX, 5]);
+        w.u32s(&[4]);
         let words = aligned(&w.finish());
         let mut r = Reader::new(bytemuck::cast_slice(&words)).unwrap();
         assert_eq!(r.u32s(), Some(&[1, 2, 3][..]));
         assert_eq!(r.u32s(), Some(&[][..]));
         assert_eq!(r.u32s(), Some(&[u32::MAX][..]));
+        assert_eq!(r.u64s(), Some(&[u64::MAX, 5][..]));
+        assert_eq!(r.u32s(), Some(&[4][..]));
         assert_eq!(r.u32s(), None);
     }
 

@@ -4,10 +4,13 @@
 //! whose construction for 200,000 tokens takes half a second.)
 //!
 //! The trie is built from the tokens in byte order, so that its nodes are
-//! made in one sequential pass, and stored compactly: each node's children
-//! are a contiguous run of (byte, node) in byte order, searched one at a
-//! time when there are a few and sixteen at a time when there are more;
-//! the root's are a 256-entry table, and the nodes two
+//! made in one sequential pass, and stored compactly: each node is one
+//! 64-bit [`Node`] word holding the byte that leads to it, the token that
+//! ends there, and where its children's words are. A node's children are
+//! a contiguous run of such words in byte order, searched one at a time
+//! when there are a few and sixteen at a time when there are more, so a
+//! search steps from node to node with one load: the child found is the
+//! next node. The root's children are a 256-entry table, and the nodes two
 //! bytes deep a 65,536-entry one (the first two steps are where nodes have
 //! the most children).
 
@@ -21,32 +24,80 @@ pub const NONE: u32 = u32::MAX;
 /// Nodes with at most this many children are searched one child at a time.
 const SCANNED: usize = 8;
 
+/// A node of the trie in one word: from the lowest bit, the byte that
+/// leads to it (8 bits), its number of children (9 bits), where they start
+/// among the child words (24 bits), and the token that ends at it (23
+/// bits, all ones for none). All ones in every bit is no node (no node has
+/// 511 children).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Node(u64);
+
+impl Node {
+    /// No node.
+    const ABSENT: Node = Node(u64::MAX);
+    /// The token field of a node where no token ends.
+    const NO_TOKEN: u64 = (1 << 23) - 1;
+
+    /// A node's word; `None` when a field does not fit.
+    fn new(byte: u8, children: usize, first_child: usize, token: u32) -> Option<Node> {
+        let token = if token == NONE {
+            Self::NO_TOKEN
+        } else {
+            Some(u64::from(token)).filter(|&t| t < Self::NO_TOKEN)?
+        };
+        (children < 1 << 9 && first_child < 1 << 24).then(|| {
+            Node(
+                u64::from(byte) | (children as u64) << 8 | (first_child as u64) << 17 | token << 41,
+            )
+        })
+    }
+
+    /// The byte that leads to the node.
+    #[inline]
+    fn byte(self) -> u8 {
+        self.0 as u8
+    }
+
+    /// Where the node's children are among the child words.
+    #[inline]
+    fn children(self) -> std::ops::Range<usize> {
+        let first = (self.0 >> 17) as usize & ((1 << 24) - 1);
+        first..first + ((self.0 >> 8) as usize & ((1 << 9) - 1))
+    }
+
+    /// The token that ends at the node, or [`NONE`].
+    #[inline]
+    fn token(self) -> u32 {
+        match self.0 >> 41 {
+            Self::NO_TOKEN => NONE,
+            token => token as u32,
+        }
+    }
+}
+
 /// Tokens by their bytes, as a trie.
 #[derive(Debug, Default, PartialEq)]
 pub struct PrefixTrie {
-    /// The root's child for each byte, or [`NONE`].
-    root: Cow<'static, [u32]>,
-    /// The node two bytes down, at `first << 8 | second`, or [`NONE`].
-    two: Cow<'static, [u32]>,
-    /// Node `n`'s children are entries `starts[n]..starts[n + 1]`.
-    starts: Cow<'static, [u32]>,
-    /// Each child entry, `node << 8 | byte`, in byte order within a node
-    /// (one load finds both, and a search steps node to node through two
-    /// loads).
-    edges: Cow<'static, [u32]>,
-    /// The token ending at each node, or [`NONE`]; node 0 is the root.
-    ends: Cow<'static, [u32]>,
+    /// The root's child for each byte, or [`Node::ABSENT`] (as words).
+    root: Cow<'static, [u64]>,
+    /// The node two bytes down, at `first << 8 | second`, or
+    /// [`Node::ABSENT`].
+    two: Cow<'static, [u64]>,
+    /// Every node below the root, each node's children together in byte
+    /// order.
+    children: Cow<'static, [u64]>,
 }
 
 impl PrefixTrie {
     /// A trie of `tokens` (bytes, id); the bytes are distinct. `None` when
-    /// it would have 2^24 nodes or more (far beyond any vocabulary's).
+    /// it would have 2^24 nodes or more, or an id of 2^23 - 1 or more (far
+    /// beyond any vocabulary's).
     pub fn new<'a>(tokens: impl IntoIterator<Item = (&'a [u8], u32)>) -> Option<Self> {
         let mut tokens: Vec<(&[u8], u32)> =
             tokens.into_iter().filter(|(t, _)| !t.is_empty()).collect();
         tokens.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        // Nodes in depth-first order, each with its parent and byte; a
-        // node's children come in byte order because the tokens do.
+        // Nodes in depth-first order, each with its parent, byte and token;
+        // a node's children come in byte order because the tokens do.
         let mut parent = vec![NONE];
         let mut label = vec![0u8];
         let mut ends = vec![NONE];
@@ -69,101 +120,93 @@ impl PrefixTrie {
             ends[*path.last().expect("a node") as usize] = id;
             previous = bytes;
         }
-        // Children grouped by parent (a stable counting sort keeps byte order).
         let nodes = ends.len();
         if nodes >= 1 << 24 {
             return None;
         }
-        let mut starts = vec![0u32; nodes + 1];
+        // Children grouped by parent (a stable counting sort keeps byte
+        // order): each node's word goes to its slot among its parent's.
+        let mut first_child = vec![0usize; nodes + 1];
         for &p in &parent[1..] {
-            starts[p as usize + 1] += 1;
+            first_child[p as usize + 1] += 1;
         }
         for n in 0..nodes {
-            starts[n + 1] += starts[n];
+            first_child[n + 1] += first_child[n];
         }
-        let mut next = starts.clone();
-        let mut edges = vec![0u32; nodes - 1];
+        let mut next = first_child.clone();
+        let mut slot = vec![0usize; nodes];
         for node in 1..nodes {
             let p = parent[node] as usize;
-            edges[next[p] as usize] = (node as u32) << 8 | u32::from(label[node]);
+            slot[node] = next[p];
             next[p] += 1;
         }
-        let children = |node: usize| &edges[starts[node] as usize..starts[node + 1] as usize];
-        let mut root = vec![NONE; 256];
-        for &edge in children(0) {
-            root[edge as usize & 0xFF] = edge >> 8;
+        let mut children = vec![Node::ABSENT.0; nodes - 1];
+        for node in 1..nodes {
+            let count = first_child[node + 1] - first_child[node];
+            let word = Node::new(label[node], count, first_child[node], ends[node])?;
+            children[slot[node]] = word.0;
         }
-        let mut two = vec![NONE; 1 << 16];
-        for (first, &node) in root.iter().enumerate().filter(|(_, n)| **n != NONE) {
-            for &edge in children(node as usize) {
-                two[first << 8 | edge as usize & 0xFF] = edge >> 8;
+        let of = |node: usize| &children[first_child[node]..first_child[node + 1]];
+        let mut root = vec![Node::ABSENT.0; 256];
+        for &word in of(0) {
+            root[usize::from(Node(word).byte())] = word;
+        }
+        let mut two = vec![Node::ABSENT.0; 1 << 16];
+        for &first in of(0) {
+            let first = Node(first);
+            for &word in &children[first.children()] {
+                two[usize::from(first.byte()) << 8 | usize::from(Node(word).byte())] = word;
             }
         }
         Some(PrefixTrie {
             root: root.into(),
             two: two.into(),
-            starts: starts.into(),
-            edges: edges.into(),
-            ends: ends.into(),
+            children: children.into(),
         })
     }
 
     /// Appends the trie to a laid-out blob.
     #[allow(dead_code, reason = "build.rs lays out the tables with it")]
     pub fn write(&self, w: &mut Writer) {
-        w.u32s(&self.root);
-        w.u32s(&self.two);
-        w.u32s(&self.starts);
-        w.u32s(&self.edges);
-        w.u32s(&self.ends);
+        w.u64s(&self.root);
+        w.u64s(&self.two);
+        w.u64s(&self.children);
     }
 
     /// The trie [`PrefixTrie::write`] laid out, read in place; `None` when
-    /// the arrays' sizes do not fit together. Only the sizes are checked:
-    /// the contents are trusted, as they come from `build.rs`.
+    /// the tables' sizes are not a trie's. Only the sizes are checked: the
+    /// contents are trusted, as they come from `build.rs`.
     pub fn read(r: &mut Reader<'static>) -> Option<Self> {
         let trie = PrefixTrie {
-            root: r.u32s()?.into(),
-            two: r.u32s()?.into(),
-            starts: r.u32s()?.into(),
-            edges: r.u32s()?.into(),
-            ends: r.u32s()?.into(),
+            root: r.u64s()?.into(),
+            two: r.u64s()?.into(),
+            children: r.u64s()?.into(),
         };
-        let nodes = trie.ends.len();
-        let consistent = trie.root.len() == 256
-            && trie.two.len() == 1 << 16
-            && trie.starts.len() == nodes + 1
-            && trie
-                .starts
-                .last()
-                .is_some_and(|&e| e as usize == trie.edges.len());
+        let consistent = trie.root.len() == 256 && trie.two.len() == 1 << 16;
         consistent.then_some(trie)
     }
 
     /// The child of `node` along `byte`, if any.
     #[inline]
-    fn child(&self, node: u32, byte: u8) -> Option<u32> {
-        let edges = &self.edges
-            [self.starts[node as usize] as usize..self.starts[node as usize + 1] as usize];
+    fn child(&self, node: Node, byte: u8) -> Option<Node> {
+        let children = &self.children[node.children()];
         // Of the nodes two or more bytes down, 57% have one child and 99%
         // at most eight (both encodings): a loop that stops at the match
         // beats comparing a whole chunk.
-        if edges.len() <= SCANNED {
-            for &e in edges {
-                if e as u8 == byte {
-                    return Some(e >> 8);
-                }
-            }
-            return None;
+        if children.len() <= SCANNED {
+            return children
+                .iter()
+                .find(|&&word| Node(word).byte() == byte)
+                .map(|&word| Node(word));
         }
-        for chunk in edges.chunks(16) {
+        for chunk in children.chunks(16) {
             // Compares all of a chunk without branching (vectorised).
             let hits = chunk
                 .iter()
                 .enumerate()
-                .fold(0u32, |m, (i, &e)| m | u32::from(e as u8 == byte) << i);
+                .fold(0u32, |m, (i, &word)| m | u32::from(word as u8 == byte) << i);
             if hits != 0 {
-                return Some(chunk[hits.trailing_zeros() as usize] >> 8);
+                return Some(Node(chunk[hits.trailing_zeros() as usize]));
             }
         }
         None
@@ -197,26 +240,26 @@ impl PrefixTrie {
             Some(split) => split,
             None => return (NONE, 0, None),
         };
-        let one = self.root[usize::from(first)];
-        if one == NONE {
+        let one = Node(self.root[usize::from(first)]);
+        if one == Node::ABSENT {
             return (NONE, 0, decided(1));
         }
-        let mut best = (self.ends[one as usize], 1);
+        let mut best = (one.token(), 1);
         let mut read = None;
         if let Some((&second, rest)) = rest.split_first() {
-            let mut node = self.two[usize::from(first) << 8 | usize::from(second)];
-            if node == NONE {
+            let mut node = Node(self.two[usize::from(first) << 8 | usize::from(second)]);
+            if node == Node::ABSENT {
                 read = decided(2);
             } else {
-                if self.ends[node as usize] != NONE {
-                    best = (self.ends[node as usize], 2);
+                if node.token() != NONE {
+                    best = (node.token(), 2);
                 }
                 for (depth, &byte) in (3..).zip(rest) {
                     match self.child(node, byte) {
                         Some(child) => {
                             node = child;
-                            if self.ends[node as usize] != NONE {
-                                best = (self.ends[node as usize], depth);
+                            if node.token() != NONE {
+                                best = (node.token(), depth);
                             }
                         }
                         None => {
@@ -273,6 +316,26 @@ mod tests {
         assert_eq!(found(b"c"), (NONE, 0, Some(1)));
         assert_eq!(found(b""), (NONE, 0, None));
         assert_eq!(found(b"\xff"), (NONE, 0, Some(1)));
+    }
+
+    /// A node's word gives back its fields; fields too wide give no word.
+    #[test]
+    fn node_words_hold_their_fields() {
+        for (byte, children, first, token) in [
+            (0u8, 0usize, 0usize, 0u32),
+            (b'a', 1, 12_345, 199_997),
+            (0xFF, 256, (1 << 24) - 1, (1 << 23) - 2),
+            (7, 3, 9, NONE),
+        ] {
+            let node = Node::new(byte, children, first, token).unwrap();
+            assert_eq!(node.byte(), byte);
+            assert_eq!(node.children(), first..first + children);
+            assert_eq!(node.token(), token);
+            assert_ne!(node, Node::ABSENT);
+        }
+        assert_eq!(Node::new(0, 512, 0, 0), None);
+        assert_eq!(Node::new(0, 0, 1 << 24, 0), None);
+        assert_eq!(Node::new(0, 0, 0, (1 << 23) - 1), None);
     }
 
     /// Nodes with a few children (searched one at a time) and with more
