@@ -2,13 +2,16 @@
 //! binary uses them in place instead of building them at run time: the hash
 //! index, its filter, the two-byte pair table and the direct tables of single
 //! bytes and three digits (see `src/index.rs`) and the backtracking
-//! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`). The
+//! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`); and the
+//! table of every char's pre-tokenizer class (`src/class_table.rs`). The
 //! modules are the crate's own, compiled into this script.
 
 #![allow(dead_code)]
 
 #[path = "src/backtrack.rs"]
 mod backtrack;
+#[path = "src/class_table.rs"]
+mod class_table;
 #[path = "src/index.rs"]
 mod index;
 #[path = "src/layout.rs"]
@@ -47,7 +50,15 @@ fn main() {
             .write(&mut tables);
         write(name, "backtrack", tables.finish());
     }
-    for module in ["backtrack", "index", "layout", "prefix_trie", "vocab"] {
+    write("classes", "bin", class_table::table());
+    for module in [
+        "backtrack",
+        "class_table",
+        "index",
+        "layout",
+        "prefix_trie",
+        "vocab",
+    ] {
         println!("cargo::rerun-if-changed=src/{module}.rs");
     }
 }

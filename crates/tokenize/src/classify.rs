@@ -1,22 +1,12 @@
-//! Character classes of the tiktoken pre-tokenizer patterns.
-//!
-//! `\p{L}`, `\p{N}` and the o200k letter groups come from the Unicode General
-//! Category (Unicode 16, the version of the regex tables tiktoken-rs uses);
-//! `\s` is the White_Space property (`char::is_whitespace`). ASCII is a table
-//! lookup.
+//! Character classes of the tiktoken pre-tokenizer patterns, by char: a
+//! table lookup for ASCII, and for other chars two loads from the table
+//! `build.rs` lays out from their Unicode categories (`class_table.rs`).
 
-use unicode_general_category::{GeneralCategory as G, get_general_category};
+use crate::class_table::{BLOCK, BLOCKS};
+pub use crate::class_table::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
 
-/// `\p{L}`.
-pub const LETTER: u8 = 1;
-/// `\p{N}`.
-pub const NUMBER: u8 = 2;
-/// `\s`.
-pub const SPACE: u8 = 4;
-/// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
-pub const UPPERISH: u8 = 8;
-/// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
-pub const LOWERISH: u8 = 16;
+/// Every char's class (see `class_table.rs`), laid out by `build.rs`.
+static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classes.bin"));
 
 const ASCII: [u8; 128] = ascii_table();
 
@@ -50,22 +40,12 @@ pub fn ascii_class(b: u8) -> u8 {
 /// The class bits of `c`.
 #[inline]
 pub fn class(c: char) -> u8 {
-    if c.is_ascii() {
-        return ASCII[c as usize];
+    let code = c as usize;
+    if code < 0x80 {
+        return ASCII[code];
     }
-    let category = match get_general_category(c) {
-        G::UppercaseLetter | G::TitlecaseLetter => LETTER | UPPERISH,
-        G::LowercaseLetter => LETTER | LOWERISH,
-        G::ModifierLetter | G::OtherLetter => LETTER | UPPERISH | LOWERISH,
-        G::NonspacingMark | G::SpacingMark | G::EnclosingMark => UPPERISH | LOWERISH,
-        G::DecimalNumber | G::LetterNumber | G::OtherNumber => NUMBER,
-        _ => 0,
-    };
-    if c.is_whitespace() {
-        category | SPACE
-    } else {
-        category
-    }
+    let block = usize::from(TABLE[code / BLOCK]);
+    TABLE[BLOCKS + block * BLOCK + code % BLOCK]
 }
 
 /// `[^\s\p{L}\p{N}]`: neither space, letter nor number.
@@ -98,5 +78,15 @@ mod tests {
             let c = b as char;
             assert_eq!(class(c) & SPACE != 0, c.is_whitespace(), "{b}");
         }
+    }
+
+    /// The laid-out table (and the ASCII table) give every char the class
+    /// its category gives it, and the table is the one `table` builds.
+    #[test]
+    fn every_char_has_its_category_class() {
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            assert_eq!(class(c), crate::class_table::by_category(c), "{c:?}");
+        }
+        assert_eq!(TABLE, crate::class_table::table());
     }
 }

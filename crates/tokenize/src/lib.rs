@@ -36,6 +36,7 @@
 
 mod backtrack;
 mod bpe;
+mod class_table;
 mod classify;
 pub mod cost;
 mod embedded;
