@@ -193,9 +193,10 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
         } => {
             let tokenizer = vocab.tokenizer()?;
             if jsonl {
-                // The whole loop runs on a thread of the pool, so that
-                // handing a batch's runs to the pool wakes no thread and
-                // leaves none waiting.
+                // The whole loop runs on a thread of the pool: a thread
+                // outside it would hand each batch to the pool and sleep
+                // until the batch is done (at one thread, a wake-up per
+                // batch on each side).
                 crate::work::thread_pool(None)?.install(|| {
                     encode_jsonl(
                         &tokenizer,

@@ -61,10 +61,10 @@ impl NativeEncoding {
                 .collect()
         });
         // Taking a reference writes to the int's object, wherever Python
-        // put it. The object a few ids ahead is asked into the cache first,
-        // and before that the table slot that holds its address (the table
-        // is 8 bytes per id, 0.8–1.6 MB: beyond L1, and L2 holds the
-        // tokenizer's tables too).
+        // put it. The object PREFETCH_AHEAD ids ahead is asked into the
+        // cache first, and before that the table slot that holds its
+        // address (the table is 8 bytes per id, 0.8–1.6 MB: beyond L1, and
+        // L2 holds the tokenizer's tables too).
         let shared = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
         PyList::new(
             py,

@@ -139,7 +139,8 @@ impl Backtracker {
     /// Builds the tables for `vocab` (about 40 ms for cl100k_base and 100
     /// ms for o200k_base), or `None` when a multi-byte token is
     /// not the merge of two lower-ranked tokens (the encoder would not be
-    /// exact for such a vocabulary).
+    /// exact for such a vocabulary), or when an ordinary token's rank is
+    /// 2^23 - 1 or more (beyond what the trie's node words hold).
     pub fn new(vocab: &Vocab) -> Option<Backtracker> {
         let count = vocab.file().token_count();
         // Each ordinary token's bytes, looked up once.

@@ -16,17 +16,19 @@ pub struct Writer {
 impl Writer {
     /// Appends an array of `u32`.
     pub fn u32s(&mut self, values: &[u32]) {
-        self.header(values.len());
-        self.bytes
-            .extend(values.iter().flat_map(|v| v.to_le_bytes()));
-        self.pad();
+        self.array(values.len(), values.iter().flat_map(|v| v.to_le_bytes()));
     }
 
     /// Appends an array of `u64`.
     pub fn u64s(&mut self, values: &[u64]) {
-        self.header(values.len());
-        self.bytes
-            .extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        self.array(values.len(), values.iter().flat_map(|v| v.to_le_bytes()));
+    }
+
+    /// Appends an array of `count` elements, given as their bytes.
+    fn array(&mut self, count: usize, bytes: impl Iterator<Item = u8>) {
+        self.header(count);
+        self.bytes.extend(bytes);
+        self.pad();
     }
 
     /// The blob.
@@ -60,23 +62,22 @@ impl<'a> Reader<'a> {
 
     /// The next array, as `u32`; advances past its padding.
     pub fn u32s(&mut self) -> Option<&'a [u32]> {
-        let (count, rest) = self.rest.split_first_chunk::<8>()?;
-        let len = usize::try_from(u64::from_le_bytes(*count))
-            .ok()?
-            .checked_mul(4)?;
-        let data = rest.get(..len)?;
-        self.rest = rest.get(len.next_multiple_of(8)..).unwrap_or_default();
-        bytemuck::try_cast_slice(data).ok()
+        self.array()
     }
 
     /// The next array, as `u64`.
     pub fn u64s(&mut self) -> Option<&'a [u64]> {
+        self.array()
+    }
+
+    /// The next array, of `T`; advances past its padding.
+    fn array<T: bytemuck::Pod>(&mut self) -> Option<&'a [T]> {
         let (count, rest) = self.rest.split_first_chunk::<8>()?;
         let len = usize::try_from(u64::from_le_bytes(*count))
             .ok()?
-            .checked_mul(8)?;
+            .checked_mul(size_of::<T>())?;
         let data = rest.get(..len)?;
-        self.rest = &rest[len..];
+        self.rest = rest.get(len.next_multiple_of(8)..).unwrap_or_default();
         bytemuck::try_cast_slice(data).ok()
     }
 }

@@ -9,8 +9,9 @@
 //! ends there, and where its children's words are. A node's children are
 //! a contiguous run of such words in byte order, searched one at a time
 //! when there are a few and sixteen at a time when there are more, so a
-//! search steps from node to node with one load: the child found is the
-//! next node. The root's children are a 256-entry table, and the nodes two
+//! step from a node to its child searches one run of words, and the word
+//! found is the next node. The root's children are a 256-entry table, and
+//! the nodes two
 //! bytes deep a 65,536-entry one (the first two steps are where nodes have
 //! the most children).
 
@@ -22,13 +23,13 @@ use crate::layout::{Reader, Writer};
 pub const NONE: u32 = u32::MAX;
 
 /// Nodes with at most this many children are searched one child at a time.
-const SCANNED: usize = 8;
+const SCANNED_CHILDREN: usize = 8;
 
 /// A node of the trie in one word: from the lowest bit, the byte that
-/// leads to it (8 bits), its number of children (9 bits), where they start
-/// among the child words (24 bits), and the token that ends at it (23
-/// bits, all ones for none). All ones in every bit is no node (no node has
-/// 511 children).
+/// leads to it (8 bits), its number of children (9 bits, at most 256),
+/// where they start among the trie's nodes (24 bits), and the token that
+/// ends at it (23 bits, all ones for none). All ones in every bit is no
+/// node (no node has 511 children).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Node(u64);
 
@@ -38,14 +39,15 @@ impl Node {
     /// The token field of a node where no token ends.
     const NO_TOKEN: u64 = (1 << 23) - 1;
 
-    /// A node's word; `None` when a field does not fit.
+    /// A node's word; `None` when a field does not fit (a token of
+    /// 2^23 - 1 or more, a first child at 2^24 or beyond).
     fn new(byte: u8, children: usize, first_child: usize, token: u32) -> Option<Node> {
-        let token = if token == NONE {
-            Self::NO_TOKEN
-        } else {
-            Some(u64::from(token)).filter(|&t| t < Self::NO_TOKEN)?
+        let token = match u64::from(token) {
+            _ if token == NONE => Self::NO_TOKEN,
+            token if token < Self::NO_TOKEN => token,
+            _ => return None,
         };
-        (children < 1 << 9 && first_child < 1 << 24).then(|| {
+        (children <= 256 && first_child < 1 << 24).then(|| {
             Node(
                 u64::from(byte) | (children as u64) << 8 | (first_child as u64) << 17 | token << 41,
             )
@@ -58,7 +60,7 @@ impl Node {
         self.0 as u8
     }
 
-    /// Where the node's children are among the child words.
+    /// Where the node's children are among the trie's nodes.
     #[inline]
     fn children(self) -> std::ops::Range<usize> {
         let first = (self.0 >> 17) as usize & ((1 << 24) - 1);
@@ -83,9 +85,9 @@ pub struct PrefixTrie {
     /// The node two bytes down, at `first << 8 | second`, or
     /// [`Node::ABSENT`].
     two: Cow<'static, [u64]>,
-    /// Every node below the root, each node's children together in byte
-    /// order.
-    children: Cow<'static, [u64]>,
+    /// Every node but the root, grouped by parent, each parent's children
+    /// in byte order (where a node's children are, its word says).
+    nodes: Cow<'static, [u64]>,
 }
 
 impl PrefixTrie {
@@ -120,48 +122,44 @@ impl PrefixTrie {
             ends[*path.last().expect("a node") as usize] = id;
             previous = bytes;
         }
-        let nodes = ends.len();
-        if nodes >= 1 << 24 {
+        let count = ends.len();
+        if count >= 1 << 24 {
             return None;
         }
-        // Children grouped by parent (a stable counting sort keeps byte
-        // order): each node's word goes to its slot among its parent's.
-        let mut first_child = vec![0usize; nodes + 1];
+        // Nodes grouped by parent (a stable counting sort keeps byte order):
+        // each node's word goes to the next place among its parent's.
+        let mut first_child = vec![0usize; count + 1];
         for &p in &parent[1..] {
             first_child[p as usize + 1] += 1;
         }
-        for n in 0..nodes {
+        for n in 0..count {
             first_child[n + 1] += first_child[n];
         }
         let mut next = first_child.clone();
-        let mut slot = vec![0usize; nodes];
-        for node in 1..nodes {
+        let mut nodes = vec![Node::ABSENT.0; count - 1];
+        for node in 1..count {
+            let children = first_child[node + 1] - first_child[node];
+            let word = Node::new(label[node], children, first_child[node], ends[node])?;
             let p = parent[node] as usize;
-            slot[node] = next[p];
+            nodes[next[p]] = word.0;
             next[p] += 1;
         }
-        let mut children = vec![Node::ABSENT.0; nodes - 1];
-        for node in 1..nodes {
-            let count = first_child[node + 1] - first_child[node];
-            let word = Node::new(label[node], count, first_child[node], ends[node])?;
-            children[slot[node]] = word.0;
-        }
-        let of = |node: usize| &children[first_child[node]..first_child[node + 1]];
+        let children_of = |node: Node| &nodes[node.children()];
         let mut root = vec![Node::ABSENT.0; 256];
-        for &word in of(0) {
+        for &word in &nodes[..first_child[1]] {
             root[usize::from(Node(word).byte())] = word;
         }
         let mut two = vec![Node::ABSENT.0; 1 << 16];
-        for &first in of(0) {
+        for &first in &nodes[..first_child[1]] {
             let first = Node(first);
-            for &word in &children[first.children()] {
+            for &word in children_of(first) {
                 two[usize::from(first.byte()) << 8 | usize::from(Node(word).byte())] = word;
             }
         }
         Some(PrefixTrie {
             root: root.into(),
             two: two.into(),
-            children: children.into(),
+            nodes: nodes.into(),
         })
     }
 
@@ -170,30 +168,32 @@ impl PrefixTrie {
     pub fn write(&self, w: &mut Writer) {
         w.u64s(&self.root);
         w.u64s(&self.two);
-        w.u64s(&self.children);
+        w.u64s(&self.nodes);
     }
 
     /// The trie [`PrefixTrie::write`] laid out, read in place; `None` when
     /// the tables' sizes are not a trie's. Only the sizes are checked: the
-    /// contents are trusted, as they come from `build.rs`.
+    /// node words are trusted, as they come from `build.rs` (a test
+    /// compares them with a fresh build).
     pub fn read(r: &mut Reader<'static>) -> Option<Self> {
         let trie = PrefixTrie {
             root: r.u64s()?.into(),
             two: r.u64s()?.into(),
-            children: r.u64s()?.into(),
+            nodes: r.u64s()?.into(),
         };
-        let consistent = trie.root.len() == 256 && trie.two.len() == 1 << 16;
+        let consistent =
+            trie.root.len() == 256 && trie.two.len() == 1 << 16 && trie.nodes.len() < 1 << 24;
         consistent.then_some(trie)
     }
 
     /// The child of `node` along `byte`, if any.
     #[inline]
     fn child(&self, node: Node, byte: u8) -> Option<Node> {
-        let children = &self.children[node.children()];
+        let children = &self.nodes[node.children()];
         // Of the nodes two or more bytes down, 57% have one child and 99%
         // at most eight (both encodings): a loop that stops at the match
         // beats comparing a whole chunk.
-        if children.len() <= SCANNED {
+        if children.len() <= SCANNED_CHILDREN {
             return children
                 .iter()
                 .find(|&&word| Node(word).byte() == byte)
@@ -201,10 +201,9 @@ impl PrefixTrie {
         }
         for chunk in children.chunks(16) {
             // Compares all of a chunk without branching (vectorised).
-            let hits = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |m, (i, &word)| m | u32::from(word as u8 == byte) << i);
+            let hits = chunk.iter().enumerate().fold(0u32, |m, (i, &word)| {
+                m | u32::from(Node(word).byte() == byte) << i
+            });
             if hits != 0 {
                 return Some(Node(chunk[hits.trailing_zeros() as usize]));
             }
@@ -333,7 +332,8 @@ mod tests {
             assert_eq!(node.token(), token);
             assert_ne!(node, Node::ABSENT);
         }
-        assert_eq!(Node::new(0, 512, 0, 0), None);
+        assert_eq!(Node::new(0, 257, 0, 0), None);
+        assert_eq!(Node::new(0xFF, 511, (1 << 24) - 1, NONE), None);
         assert_eq!(Node::new(0, 0, 1 << 24, 0), None);
         assert_eq!(Node::new(0, 0, 0, (1 << 23) - 1), None);
     }
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn finds_children_of_small_and_wide_nodes() {
         let mut tokens: Vec<(Vec<u8>, u32)> = Vec::new();
-        for (prefix, children) in [(&b"ab"[..], SCANNED as u8), (b"cd", 40)] {
+        for (prefix, children) in [(&b"ab"[..], SCANNED_CHILDREN as u8), (b"cd", 40)] {
             for i in 0..children {
                 let id = tokens.len() as u32;
                 tokens.push(([prefix, &[b'A' + 2 * i]].concat(), id));
