@@ -11,9 +11,8 @@
 //! when there are a few and sixteen at a time when there are more, so a
 //! step from a node to its child searches one run of words, and the word
 //! found is the next node. The root's children are a 256-entry table, and
-//! the nodes two
-//! bytes deep a 65,536-entry one (the first two steps are where nodes have
-//! the most children).
+//! the nodes two bytes deep a 65,536-entry one (the first two steps are
+//! where nodes have the most children).
 
 use std::borrow::Cow;
 
@@ -40,12 +39,15 @@ impl Node {
     const NO_TOKEN: u64 = (1 << 23) - 1;
 
     /// A node's word; `None` when a field does not fit (a token of
-    /// 2^23 - 1 or more, a first child at 2^24 or beyond).
+    /// 2^23 - 1 or more, more than 256 children, a first child at 2^24 or
+    /// beyond).
     fn new(byte: u8, children: usize, first_child: usize, token: u32) -> Option<Node> {
-        let token = match u64::from(token) {
-            _ if token == NONE => Self::NO_TOKEN,
-            token if token < Self::NO_TOKEN => token,
-            _ => return None,
+        let token = if token == NONE {
+            Self::NO_TOKEN
+        } else if u64::from(token) < Self::NO_TOKEN {
+            u64::from(token)
+        } else {
+            return None;
         };
         (children <= 256 && first_child < 1 << 24).then(|| {
             Node(
