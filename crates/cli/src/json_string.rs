@@ -1,19 +1,18 @@
 //! The text of an input line of `tokens encode --jsonl`: one JSON string,
 //! with nothing but JSON whitespace around it.
 //!
-//! Lines are unescaped here first: once the whole line is known to be
-//! UTF-8, one pass finds runs of plain bytes eight at a time and copies
-//! them whole, and decodes escapes where they stand. Anything this pass
-//! does not accept (a line
-//! that is not one string, bad UTF-8, a control character, an unknown
-//! escape, a lone surrogate) goes to serde_json, which decides and words
-//! the error, so both give the same texts and the same errors (tested on
-//! generated lines). On the benchmark corpus's 12.7 MB of lines, parsing
-//! took 21.5–31.5 ms (median 22.2) through serde_json alone and 15.6–17.4
-//! ms this way (timed inside the command, one core, five alternating
-//! rounds; see docs/benchmarks.md); hex digits read from a table, and runs
-//! of escapes decoded without looking for plain bytes between them, took
-//! it from a median of 15.75 to 13.6 ms (six alternating rounds).
+//! Lines are unescaped here first: once the whole line is known to be UTF-8,
+//! one pass finds runs of plain bytes eight at a time and copies them whole,
+//! and decodes escapes where they stand. Anything this pass does not accept (a
+//! line that is not one string, bad UTF-8, a control character, an unknown
+//! escape, a lone surrogate) goes to serde_json, which decides and words the
+//! error, so both give the same texts and the same errors (tested on generated
+//! lines). On the benchmark corpus's 12.7 MB of lines, parsing took 21.5–31.5
+//! ms (median 22.2) through serde_json alone and 15.6–17.4 ms this way (timed
+//! inside the command, one core, five alternating rounds; see
+//! docs/benchmarks.md); hex digits read from a table, and runs of escapes
+//! decoded without looking for plain bytes between them, took it from a median
+//! of 15.75 to 13.6 ms (six alternating rounds).
 
 use serde::de::{DeserializeSeed, Visitor};
 
