@@ -38,9 +38,16 @@ const BATCH_THREADS: usize = 16;
 
 /// Bytes of input lines read and encoded together by the current pool:
 /// about [`RUNS_PER_THREAD`] runs per thread (fewer when lines do not fill
-/// runs evenly: a batch ends after the line that reaches its size).
+/// runs evenly: a batch ends after the line that reaches its size), or one
+/// run on one thread, which has no work to share. One run's buffers are an
+/// eighth of eight runs', and the tokenizer keeps more of its tables in
+/// cache: on one core, encoding took 1.4% less time (158.8 against 161.05
+/// ms, medians of 40 alternating rounds), and parsing and writing 5% less.
 fn batch_bytes() -> usize {
-    RUN_BYTES * RUNS_PER_THREAD * rayon::current_num_threads().min(BATCH_THREADS)
+    match rayon::current_num_threads().min(BATCH_THREADS) {
+        1 => RUN_BYTES,
+        threads => RUN_BYTES * RUNS_PER_THREAD * threads,
+    }
 }
 
 /// Encodes every line of `input`, writing the ids to `out`. Stops at the
@@ -212,19 +219,22 @@ mod tests {
         (texts, input)
     }
 
-    /// Two threads, whatever the machine, so batches are the same size.
-    fn two_threads<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    /// Pools of one thread (one run per batch) and of two (several runs),
+    /// whatever the machine, so batches are the same size.
+    const THREADS: [usize; 2] = [1, 2];
+
+    fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
+            .num_threads(threads)
             .build()
             .unwrap();
         pool.install(f)
     }
 
-    fn encode(input: &[u8]) -> (String, Result<(), Failure>) {
+    fn encode(threads: usize, input: &[u8]) -> (String, Result<(), Failure>) {
         let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
         let mut out = Vec::new();
-        let result = two_threads(|| encode_jsonl(tokenizer, input, &mut out));
+        let result = on_threads(threads, || encode_jsonl(tokenizer, input, &mut out));
         (String::from_utf8(out).unwrap(), result)
     }
 
@@ -240,11 +250,13 @@ mod tests {
     #[test]
     fn every_line_is_encoded_in_order_across_batches() {
         let (texts, input) = many_lines();
-        let batch_bytes = two_threads(batch_bytes);
-        assert!(input.len() > 4 * batch_bytes, "{} bytes", input.len());
-        let (out, result) = encode(&input);
-        result.unwrap();
-        assert_eq!(out, expected(&texts));
+        for threads in THREADS {
+            let batch_bytes = on_threads(threads, batch_bytes);
+            assert!(input.len() > 4 * batch_bytes, "{} bytes", input.len());
+            let (out, result) = encode(threads, &input);
+            result.unwrap();
+            assert_eq!(out, expected(&texts), "{threads} threads");
+        }
     }
 
     /// A bad line in the second batch: the lines before it are written and
@@ -261,40 +273,45 @@ mod tests {
                     .map(|(i, _)| i + 1),
             )
             .collect();
-        let batch_bytes = two_threads(batch_bytes);
-        let bad = line_starts
-            .iter()
-            .position(|&start| start > batch_bytes + 1000)
-            .unwrap()
-            + 5;
-        let (start, end) = (line_starts[bad], line_starts[bad + 1]);
-        let replacements = [
-            &b"not json\n"[..],
-            b"\"bad UTF-8 \xff\"\n",
-            b"\"\xc3\"\r\n",
-            b"\n",
-            b"\"unterminated\n",
-        ];
-        for replacement in replacements {
-            let input = [&input[..start], replacement, &input[end..]].concat();
-            let (out, result) = encode(&input);
-            assert_eq!(out, expected(&texts[..bad]));
-            match result {
-                // The parser sees the line alone, without its line break.
-                Err(Failure::Invalid(message)) => assert!(
-                    message.starts_with(&format!("stdin line {}: not a JSON string: ", bad + 1))
-                        && message.contains(" at line 1 column "),
-                    "{message}"
-                ),
-                other => panic!("{other:?}"),
+        for threads in THREADS {
+            let batch_bytes = on_threads(threads, batch_bytes);
+            let bad = line_starts
+                .iter()
+                .position(|&start| start > batch_bytes + 1000)
+                .unwrap()
+                + 5;
+            let (start, end) = (line_starts[bad], line_starts[bad + 1]);
+            let replacements = [
+                &b"not json\n"[..],
+                b"\"bad UTF-8 \xff\"\n",
+                b"\"\xc3\"\r\n",
+                b"\n",
+                b"\"unterminated\n",
+            ];
+            for replacement in replacements {
+                let input = [&input[..start], replacement, &input[end..]].concat();
+                let (out, result) = encode(threads, &input);
+                assert_eq!(out, expected(&texts[..bad]), "{threads} threads");
+                match result {
+                    // The parser sees the line alone, without its line break.
+                    Err(Failure::Invalid(message)) => assert!(
+                        message
+                            .starts_with(&format!("stdin line {}: not a JSON string: ", bad + 1))
+                            && message.contains(" at line 1 column "),
+                        "{message}"
+                    ),
+                    other => panic!("{other:?}"),
+                }
             }
         }
     }
 
     #[test]
     fn no_input_no_output() {
-        let (out, result) = encode(b"");
-        result.unwrap();
-        assert_eq!(out, "");
+        for threads in THREADS {
+            let (out, result) = encode(threads, b"");
+            result.unwrap();
+            assert_eq!(out, "");
+        }
     }
 }
