@@ -20,13 +20,14 @@ use crate::Failure;
 use crate::id_lines::push_json_line;
 use crate::json_string::push_json_string;
 
-/// Runs of lines read and encoded together, per thread of the pool: enough that
-/// the threads finish a batch close together, few enough that a batch's input,
-/// texts and output (about three times its size) stay small beside the core's
-/// cache (1 MiB L2 here). At one thread, 1 MB batches instead of 128 KB cost
-/// the encoding 3% and the parsing and writing 5–15% more time, in cache
-/// misses; at two, eight runs of 16 KB per thread took 4.5% less time than two
-/// of 64 KB, and the same at one thread.
+/// Runs of lines read and encoded together, per thread of a pool of two or
+/// more: enough that the threads finish a batch close together, few enough
+/// that a batch's input, texts and output (about three times its size) stay
+/// small beside the core's cache (1 MiB L2 here). At two threads, eight runs
+/// of 16 KB per thread took 4.5% less time than two of 64 KB; at one, 1 MB
+/// batches instead of 128 KB cost the encoding 3% and the parsing and
+/// writing 5–15% more time, in cache misses (one thread now has batches of
+/// one run: [`batch_bytes`]).
 const RUNS_PER_THREAD: usize = 8;
 
 /// Bytes of input lines one task parses and encodes.
