@@ -21,9 +21,9 @@ use crate::id_lines::push_json_line;
 use crate::json_string::push_json_string;
 
 /// Runs of lines read and encoded together, per thread of a pool of two or
-/// more: enough that the threads finish a batch close together, few enough
-/// that a batch's input, texts and output (about three times its size) stay
-/// small beside the core's cache (1 MiB L2 here). At two threads, eight runs
+/// more: a trade between threads that finish a batch close together and a
+/// batch whose input, texts, ids and output (about four times its size)
+/// leave room in the core's cache (1 MiB L2 here). At two threads, eight runs
 /// of 16 KB per thread took 4.5% less time than two of 64 KB; at one, 1 MB
 /// batches instead of 128 KB cost the encoding 3% and the parsing and
 /// writing 5–15% more time, in cache misses (one thread now has batches of

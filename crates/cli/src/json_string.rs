@@ -9,9 +9,9 @@
 //! error, so both give the same texts and the same errors (tested on generated
 //! lines). Two-byte escapes are read from a table, and escaped non-ASCII text
 //! (runs of `\u` escapes) is decoded in a loop of its own. On the benchmark
-//! corpus's 12.7 MB of lines, at one core, parsing takes about 13 ms this way
-//! and about 22 ms through serde_json alone; docs/benchmarks.md has each
-//! step's measurements.
+//! corpus's 12.7 MB of lines, at one core, parsing takes 11–13 ms this way;
+//! serde_json alone took about 22 ms when last compared. docs/benchmarks.md
+//! has each step's measurements.
 
 use serde::de::{DeserializeSeed, Visitor};
 
@@ -129,7 +129,8 @@ fn plain_len(bytes: &[u8]) -> usize {
 }
 
 /// Appends the character of the escape whose letter is at `at` (just after
-/// the backslash) and returns where the escape ends.
+/// the backslash; for `\u`, the characters of the run of `\u` escapes it
+/// starts) and returns where it ends.
 #[inline]
 fn push_escape(bytes: &[u8], at: usize, texts: &mut String) -> Option<usize> {
     let letter = *bytes.get(at)?;
