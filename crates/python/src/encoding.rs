@@ -2,17 +2,18 @@
 //! argument handling lives in Python).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use modelbin_format::{Format, bpe2, detect};
 use modelbin_tokenize::{Pattern, Source, Specials, Tokenizer};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyInt, PyList};
+use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
 use crate::errors::{format_error, tokenize_error};
+use crate::id_list::SharedInts;
 
 /// A tokenizer: a built-in encoding or one loaded from a file.
 enum Vocabulary {
@@ -25,21 +26,15 @@ enum Vocabulary {
 #[pyclass(frozen, module = "modelbin._native")]
 pub struct NativeEncoding {
     vocabulary: Vocabulary,
-    /// A Python int for every id below the vocabulary's size, made on the
-    /// first long output: a list of ids then takes a reference to each
-    /// instead of allocating an int per id (ids above 256 are not among
-    /// Python's shared small ints).
-    ints: PyOnceLock<Box<[Py<PyInt>]>>,
+    /// The ints that lists of ids are made of, set up on the first list.
+    ints: OnceLock<SharedInts>,
 }
-
-/// Outputs at least this long are built from the shared ints.
-const SHARED_INTS_FROM: usize = 64;
 
 impl NativeEncoding {
     fn new(vocabulary: Vocabulary) -> Self {
         NativeEncoding {
             vocabulary,
-            ints: PyOnceLock::new(),
+            ints: OnceLock::new(),
         }
     }
 
@@ -52,57 +47,10 @@ impl NativeEncoding {
 
     /// `ids` as a Python list of ints.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        if ids.len() < SHARED_INTS_FROM {
-            return PyList::new(py, ids);
-        }
-        let ints = self.ints.get_or_init(py, || {
-            (0..self.tokenizer().vocab_size())
-                .map(|id| id.into_pyobject(py).expect("u32 converts").unbind())
-                .collect()
-        });
-        // Taking a reference writes to the int's object, wherever Python
-        // put it. The object PREFETCH_AHEAD ids ahead is asked into the
-        // cache first, and before that the table slot that holds its
-        // address (the table is 8 bytes per id, 0.8–1.6 MB: beyond L1, and
-        // L2 holds the tokenizer's tables too).
-        let shared = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
-        PyList::new(
-            py,
-            ids.iter().enumerate().map(|(at, &id)| {
-                if let Some(slot) = shared(at + 2 * PREFETCH_AHEAD) {
-                    prefetch(slot);
-                }
-                if let Some(int) = shared(at + PREFETCH_AHEAD) {
-                    prefetch(int.as_ptr());
-                }
-                match ints.get(id as usize) {
-                    Some(int) => int.bind(py).clone(),
-                    None => id.into_pyobject(py).expect("u32 converts"),
-                }
-            }),
-        )
+        self.ints
+            .get_or_init(|| SharedInts::new(self.tokenizer().vocab_size()))
+            .list(py, ids)
     }
-}
-
-/// How many ids ahead [`NativeEncoding::id_list`] prefetches ints (and
-/// twice as many, the slots of their addresses). Through Python on the
-/// benchmark corpus, 32 took 5–7% less time than 8 (both encodings, eight
-/// alternating rounds each); 16 fell between, and 64 was no better.
-const PREFETCH_AHEAD: usize = 32;
-
-/// Asks the CPU to bring the cache line at `object` into every level of
-/// its cache (a read hint: x86 has no baseline hint for writing, and the
-/// line is written soon after); a hint that never faults.
-#[inline]
-fn prefetch<T>(object: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing architecturally and never faults;
-    // SSE is part of x86_64's baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(object.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = object;
 }
 
 /// `names` as special-token selection for the core encoder.

@@ -7,6 +7,7 @@
 mod embedder;
 mod encoding;
 mod errors;
+mod id_list;
 mod saev;
 mod tensors;
 mod tllm;

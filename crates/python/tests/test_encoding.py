@@ -1,6 +1,7 @@
 """modelbin.Encoding against tiktoken (the oracle) on both built-in
 encodings: ids, special-token handling and its errors, batches, decoding."""
 
+import concurrent.futures
 import pickle
 import random
 
@@ -46,6 +47,23 @@ def test_ids_equal_tiktoken_on_random_text(name):
         ids = ref.encode(text, allowed_special="all")
         assert ours.decode(ids) == ref.decode(ids)
         assert ours.decode_bytes(ids) == ref.decode_bytes(ids)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_long_outputs_from_many_threads(name):
+    # Lists of 64 ids or more are made of ints kept per id, each made on its
+    # first use: from four threads at once they are tiktoken's ids, and an id
+    # is the same int object in every list.
+    ours, ref = modelbin.get_encoding(name), tiktoken.get_encoding(name)
+    texts = [" ".join(random_texts(seed=100 + i, n=40)) for i in range(16)] * 2
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        lists = list(pool.map(ours.encode_ordinary, texts))
+    assert lists == [ref.encode_ordinary(text) for text in texts]
+    first = {}
+    for ids in lists:
+        assert len(ids) >= 64
+        for i in ids:
+            assert first.setdefault(i, i) is i
 
 
 def test_piece_cache_never_changes_ids():
