@@ -2,7 +2,6 @@
 //! argument handling lives in Python).
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use modelbin_format::{Format, bpe2, detect};
 use modelbin_tokenize::{Pattern, Source, Specials, Tokenizer};
@@ -21,35 +20,40 @@ enum Vocabulary {
     Loaded(Box<Tokenizer>),
 }
 
+impl Vocabulary {
+    /// The tokenizer, built in or loaded.
+    fn tokenizer(&self) -> &Tokenizer {
+        match self {
+            Vocabulary::BuiltIn(t) => t,
+            Vocabulary::Loaded(t) => t,
+        }
+    }
+}
+
 /// The Rust tokenizer of one encoding. Thread-safe; the GIL is released
 /// around every encode and decode.
 #[pyclass(frozen, module = "modelbin._native")]
 pub struct NativeEncoding {
     vocabulary: Vocabulary,
-    /// The ints that lists of ids are made of, set up on the first list.
-    ints: OnceLock<SharedInts>,
+    /// The ints that lists of ids are made of.
+    ints: SharedInts,
 }
 
 impl NativeEncoding {
     fn new(vocabulary: Vocabulary) -> Self {
         NativeEncoding {
+            ints: SharedInts::new(vocabulary.tokenizer().vocab_size()),
             vocabulary,
-            ints: OnceLock::new(),
         }
     }
 
     fn tokenizer(&self) -> &Tokenizer {
-        match &self.vocabulary {
-            Vocabulary::BuiltIn(t) => t,
-            Vocabulary::Loaded(t) => t,
-        }
+        self.vocabulary.tokenizer()
     }
 
     /// `ids` as a Python list of ints.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        self.ints
-            .get_or_init(|| SharedInts::new(self.tokenizer().vocab_size()))
-            .list(py, ids)
+        self.ints.list(py, ids)
     }
 }
 

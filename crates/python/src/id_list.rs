@@ -4,16 +4,16 @@
 //!
 //! An id's int is made the first time a list needs it, not all at once
 //! for the whole vocabulary. The ids a text uses most are then among the
-//! first made, so their ints lie close together in Python's memory, and the
-//! reference counts a list writes fall on fewer cache lines. Made in id
-//! order, frequent ids were spread over all of the ints (6.4 MB for
+//! first made, so their ints should lie close together in Python's memory
+//! and the reference counts a list writes fall on fewer cache lines; made in
+//! id order, frequent ids are spread over all of the ints (6.4 MB for
 //! o200k_base). On the benchmark corpus through Python, `encode_ordinary`
-//! took 3–5% less time this way (docs/benchmarks.md), about what ints made
+//! took 2–5% less time this way (docs/benchmarks.md), about what ints made
 //! in order of their frequency on the corpus itself gave.
 
 use std::ptr::null_mut;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -21,9 +21,11 @@ use pyo3::{IntoPyObjectExt, ffi};
 
 /// The ints of one vocabulary's ids, made on first use.
 pub struct SharedInts {
-    /// Each id's int, or null before its first use. The pointers are
-    /// borrowed from `owned`.
-    ints: Box<[AtomicPtr<ffi::PyObject>]>,
+    /// Ids below this have a slot in `ints`.
+    count: u32,
+    /// Each id's int, or null before its first use, set up on the first
+    /// long list. The pointers are borrowed from `owned`.
+    ints: OnceLock<Box<[AtomicPtr<ffi::PyObject>]>>,
     /// The ints made so far, which keep them alive.
     owned: Mutex<Vec<Py<PyAny>>>,
 }
@@ -39,10 +41,11 @@ const SHARED_FROM: usize = 64;
 const PREFETCH_AHEAD: usize = 32;
 
 impl SharedInts {
-    /// Room for the ints of ids below `count`, none made yet.
+    /// The ints of ids below `count`, none made yet.
     pub fn new(count: u32) -> Self {
         SharedInts {
-            ints: (0..count).map(|_| AtomicPtr::new(null_mut())).collect(),
+            count,
+            ints: OnceLock::new(),
             owned: Mutex::new(Vec::new()),
         }
     }
@@ -52,12 +55,17 @@ impl SharedInts {
         if ids.len() < SHARED_FROM {
             return PyList::new(py, ids);
         }
+        let ints = self.ints.get_or_init(|| {
+            (0..self.count)
+                .map(|_| AtomicPtr::new(null_mut()))
+                .collect()
+        });
         // Taking a reference writes to the int's object, wherever Python
         // put it. The object PREFETCH_AHEAD ids ahead is asked into the
         // cache first, and before that the slot that holds its address (8
         // bytes per id, 0.8–1.6 MB: beyond L1, and L2 holds the
         // tokenizer's tables too).
-        let slot = |at: usize| ids.get(at).and_then(|&id| self.ints.get(id as usize));
+        let slot = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
         PyList::new(
             py,
             ids.iter().enumerate().map(|(at, &id)| {
@@ -67,15 +75,20 @@ impl SharedInts {
                 if let Some(slot) = slot(at + PREFETCH_AHEAD) {
                     prefetch(slot.load(Ordering::Relaxed));
                 }
-                self.int(py, id)
+                self.int(py, ints, id)
             }),
         )
     }
 
     /// The int of `id`, made now if this is its first use.
     #[inline]
-    fn int<'py>(&self, py: Python<'py>, id: u32) -> Bound<'py, PyAny> {
-        let Some(slot) = self.ints.get(id as usize) else {
+    fn int<'py>(
+        &self,
+        py: Python<'py>,
+        ints: &[AtomicPtr<ffi::PyObject>],
+        id: u32,
+    ) -> Bound<'py, PyAny> {
+        let Some(slot) = ints.get(id as usize) else {
             return id.into_bound_py_any(py).expect("u32 converts");
         };
         let int = slot.load(Ordering::Acquire);
@@ -106,8 +119,8 @@ impl SharedInts {
             return unsafe { Bound::from_borrowed_ptr(py, made) };
         }
         let int = id.into_bound_py_any(py).expect("u32 converts");
-        slot.store(int.as_ptr(), Ordering::Release);
         owned.push(int.clone().unbind());
+        slot.store(int.as_ptr(), Ordering::Release);
         int
     }
 }

@@ -52,8 +52,9 @@ def test_ids_equal_tiktoken_on_random_text(name):
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_long_outputs_from_many_threads(name):
     # Lists of 64 ids or more are made of ints kept per id, each made on its
-    # first use: from four threads at once they are tiktoken's ids, and an id
-    # is the same int object in every list.
+    # first use. Four threads encode at once (they take turns building the
+    # lists, which needs the GIL): the lists are tiktoken's ids, and an id is
+    # the same int object in every list, whichever thread made it.
     ours, ref = modelbin.get_encoding(name), tiktoken.get_encoding(name)
     texts = [" ".join(random_texts(seed=100 + i, n=40)) for i in range(16)] * 2
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
