@@ -5,10 +5,10 @@
 //! time. Here each id's digits come from a table of the 10,000 four-digit
 //! groups, two lookups per id below 10^8, put together in a register with
 //! no branch on the id's width, and stored at once into a stack buffer that
-//! is copied out when nearly full. On the benchmark corpus's 3.5 million ids this
-//! step took 26 ms through serde_json (in process), and, timed inside the
-//! command, 18.4–20.7 ms with two digits per lookup and 12.7–15.0 ms with
-//! four (see docs/benchmarks.md).
+//! is copied out when nearly full. On the benchmark corpus's 3.5 million
+//! ids this step took 26 ms through serde_json (in process), and, timed
+//! inside the command, 18.4–20.7 ms with two digits per lookup and
+//! 12.7–15.0 ms with four (see docs/benchmarks.md).
 
 /// Appends `ids` as a JSON array (serde_json's compact form) and a line
 /// break. Digits are formed in a stack buffer copied out when nearly full.
