@@ -104,7 +104,7 @@ impl Scratch {
 
 /// Calls `emit` with the ranks `piece` encodes to. Every byte must have a
 /// rank (checked when the tokenizer is built).
-#[inline]
+#[inline(always)]
 pub fn encode_piece(
     vocab: &Vocab,
     piece: &[u8],

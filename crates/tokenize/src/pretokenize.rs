@@ -45,27 +45,47 @@ impl Pattern {
             .map_err(|e| crate::Error::BadPattern(e.to_string()))
     }
 
-    /// Calls `piece` with the byte range of every piece of `text`, in order.
-    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
-        let scan = match self {
-            Pattern::Cl100k => cl100k,
-            Pattern::O200k => o200k,
-            Pattern::Gpt2 => gpt2,
+    /// Gives `sink` the byte range of every piece of `text`, in order. A
+    /// closure `|start, end| ...` is a sink.
+    pub fn split(&self, text: &str, mut sink: impl PieceSink) {
+        match self {
+            Pattern::Cl100k => split_with(text, cl100k, &mut sink),
+            Pattern::O200k => split_with(text, o200k, &mut sink),
+            Pattern::Gpt2 => split_with(text, gpt2, &mut sink),
             Pattern::Custom(regex) => {
                 // A regex runtime error (its backtrack limit) ends the
                 // matches; tiktoken-rs panics there instead.
                 for m in regex.find_iter(text).map_while(Result::ok) {
-                    piece(m.start(), m.end());
+                    sink.piece(m.start(), m.end());
                 }
-                return;
             }
-        };
-        let mut start = 0;
-        while start < text.len() {
-            let end = scan(text, start);
-            piece(start, end);
-            start = end;
         }
+    }
+}
+
+/// What [`Pattern::split`] gives each piece to.
+pub trait PieceSink {
+    /// Takes the piece at bytes `start..end` of the text.
+    fn piece(&mut self, start: usize, end: usize);
+}
+
+impl<F: FnMut(usize, usize)> PieceSink for F {
+    fn piece(&mut self, start: usize, end: usize) {
+        self(start, end);
+    }
+}
+
+/// Gives `sink` the range of every piece `scan` finds in `text`. Generic
+/// over the scanner, so that each pattern's loop calls its scanner
+/// directly rather than through a pointer; with the built-in scanners and
+/// a sink that are inlined, the loop is one function.
+#[inline(always)]
+fn split_with(text: &str, scan: impl Fn(&str, usize) -> usize, sink: &mut impl PieceSink) {
+    let mut start = 0;
+    while start < text.len() {
+        let end = scan(text, start);
+        sink.piece(start, end);
+        start = end;
     }
 }
 
@@ -187,6 +207,7 @@ fn whitespace(text: &str, i: usize, rules: SpaceRules) -> usize {
 }
 
 /// One piece of cl100k_base from byte `i` (< `text.len()`); returns its end.
+#[inline(always)]
 fn cl100k(text: &str, i: usize) -> usize {
     cl100k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| cl100k_general(text, i))
 }
@@ -377,6 +398,7 @@ fn o200k_ascii_word(bytes: &[u8], i: usize) -> Option<usize> {
 }
 
 /// One piece of o200k_base.
+#[inline(always)]
 fn o200k(text: &str, i: usize) -> usize {
     o200k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| o200k_general(text, i))
 }

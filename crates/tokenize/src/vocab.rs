@@ -275,7 +275,7 @@ impl Vocab {
     }
 
     /// The rank of `bytes` among non-special tokens.
-    #[inline]
+    #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
         let key = index::key(bytes);
         let hash = index::hash(key, bytes.len());
