@@ -306,7 +306,7 @@ impl Backtracker {
     /// backtracking can alternate between two phases) searches after the
     /// first ones are then a comparison of those bytes instead of a walk
     /// over as many trie nodes.
-    #[inline]
+    #[inline(always)]
     fn longest_at<const REMEMBER: bool>(
         &self,
         text: &[u8],

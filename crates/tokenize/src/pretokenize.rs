@@ -348,6 +348,7 @@ fn gpt2(text: &str, i: usize) -> usize {
 
 /// o200k's word alternatives from `s`: `U*W+` (first) or `U+W*` (second),
 /// then an optional contraction.
+#[inline(always)]
 fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
     // The maximal U run, and the end of the last W char inside it.
     let mut u_end = s;
