@@ -66,18 +66,20 @@ impl SharedInts {
         // bytes per id, 0.8–1.6 MB: beyond L1, and L2 holds the
         // tokenizer's tables too).
         let slot = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
-        PyList::new(
-            py,
-            ids.iter().enumerate().map(|(at, &id)| {
-                if let Some(slot) = slot(at + 2 * PREFETCH_AHEAD) {
-                    prefetch(slot.as_ptr());
-                }
-                if let Some(slot) = slot(at + PREFETCH_AHEAD) {
-                    prefetch(slot.load(Ordering::Relaxed));
-                }
-                self.int(py, ints, id)
-            }),
-        )
+        let (list, items) = new_list(py, ids.len())?;
+        for (at, &id) in ids.iter().enumerate() {
+            if let Some(slot) = slot(at + 2 * PREFETCH_AHEAD) {
+                prefetch(slot.as_ptr());
+            }
+            if let Some(slot) = slot(at + PREFETCH_AHEAD) {
+                prefetch(slot.load(Ordering::Relaxed));
+            }
+            let int = self.int(py, ints, id).into_ptr();
+            // SAFETY: `at` < the list's length, and the list is new and not
+            // yet shared: its item `at` is empty, and takes the reference.
+            unsafe { items.add(at).write(int) };
+        }
+        Ok(list)
     }
 
     /// The int of `id`, made now if this is its first use.
@@ -123,6 +125,22 @@ impl SharedInts {
         slot.store(int.as_ptr(), Ordering::Release);
         int
     }
+}
+
+/// A new list of `len` empty items (null, for the caller to fill before
+/// anything else sees the list) and its item array. Filled through the
+/// array, items cost a store each; through `PyList::new` from an iterator,
+/// Python lists of ids took 5–6% longer (docs/benchmarks.md).
+fn new_list(py: Python<'_>, len: usize) -> PyResult<(Bound<'_, PyList>, *mut *mut ffi::PyObject)> {
+    let len = ffi::Py_ssize_t::try_from(len)?;
+    // SAFETY: `PyList_New` returns a new reference to a list, or null with
+    // an exception set; the list's items are null until set.
+    let list =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked() };
+    // SAFETY: a CPython list (the only Python this package builds for) is
+    // a `PyListObject`, whose `ob_item` holds `len` items.
+    let items = unsafe { (*list.as_ptr().cast::<ffi::PyListObject>()).ob_item };
+    Ok((list, items))
 }
 
 /// Asks the CPU to bring the cache line at `object` into every level of
