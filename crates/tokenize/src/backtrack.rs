@@ -52,7 +52,7 @@ pub struct Backtracker {
     split: Cow<'static, [[u32; 2]]>,
     /// The ranks with a split, by the hash of the split (open addressing,
     /// a power of two long, [`NONE`] for an empty slot): finds the rank
-    /// `(left, right)` merge into.
+    /// `(left, right)` merge into. Each slot is a [`MergeSlot`].
     merges: Cow<'static, [u32]>,
     /// Answers of [`Backtracker::is_valid_pair`] already computed.
     memo: PairMemo,
@@ -132,6 +132,37 @@ impl PartialEq for PairMemo {
     /// A cache: any two are interchangeable.
     fn eq(&self, _: &Self) -> bool {
         true
+    }
+}
+
+/// A slot of the merges table: the rank in the low [`MergeSlot::RANK_BITS`]
+/// bits, and above them a tag from the high bits of the pair's hash. A
+/// search passes over the slots of other pairs by their tag (all but one
+/// in 512), without reading their splits: each such read is one more
+/// cache miss in a table of megabytes. Ranks in the table are below
+/// 2^23 - 1, as the trie requires, so no slot's word is [`NONE`].
+struct MergeSlot;
+
+impl MergeSlot {
+    /// Bits of the rank.
+    const RANK_BITS: u32 = 23;
+
+    /// The word of `rank`, whose pair has the hash `hash`.
+    #[inline]
+    fn word(hash: u64, rank: u32) -> u32 {
+        ((hash >> (u64::BITS - (u32::BITS - Self::RANK_BITS))) as u32) << Self::RANK_BITS | rank
+    }
+
+    /// The tag of a word (its rank bits clear).
+    #[inline]
+    fn tag(word: u32) -> u32 {
+        word >> Self::RANK_BITS << Self::RANK_BITS
+    }
+
+    /// The rank of a word.
+    #[inline]
+    fn rank(word: u32) -> u32 {
+        word & ((1 << Self::RANK_BITS) - 1)
     }
 }
 
@@ -223,15 +254,13 @@ impl Backtracker {
         consistent.then_some(tables)
     }
 
-    /// The hash of a pair of ranks.
+    /// Where the search for the merge of `pair` starts, and the word its
+    /// slot holds for `rank`.
     #[inline]
-    fn pair_hash(pair: [u32; 2]) -> usize {
-        index::hash([u64::from(pair[0]) << 32 | u64::from(pair[1]), 0], 8) as usize
-    }
-
-    /// The slot where the search for the merge of `pair` starts.
-    fn merge_slot(&self, pair: [u32; 2]) -> usize {
-        Self::pair_hash(pair) & (self.merges.len() - 1)
+    fn merge_place(&self, pair: [u32; 2], rank: u32) -> (usize, u32) {
+        let hash = index::hash([u64::from(pair[0]) << 32 | u64::from(pair[1]), 0], 8);
+        let at = hash as usize & (self.merges.len() - 1);
+        (at, MergeSlot::word(hash, rank))
     }
 
     /// [`Backtracker::is_valid_pair`], through the memo (only once the
@@ -255,26 +284,34 @@ impl Backtracker {
     /// Records that `pair` (the split of `rank`) merges into `rank`.
     fn insert_merge(&mut self, pair: [u32; 2], rank: u32) {
         let mask = self.merges.len() - 1;
-        let mut at = self.merge_slot(pair);
+        debug_assert!(
+            rank < NONE >> (u32::BITS - MergeSlot::RANK_BITS),
+            "the trie's bound"
+        );
+        let (mut at, word) = self.merge_place(pair, rank);
         let merges = self.merges.to_mut();
         while merges[at] != NONE {
             at = (at + 1) & mask;
         }
-        merges[at] = rank;
+        merges[at] = word;
     }
 
     /// The rank whose split is `pair`, if any.
     #[inline]
     fn merged(&self, pair: [u32; 2]) -> Option<u32> {
         let mask = self.merges.len() - 1;
-        let mut at = self.merge_slot(pair);
+        let (mut at, tag) = self.merge_place(pair, 0);
         loop {
-            let rank = self.merges[at];
-            if rank == NONE {
+            let word = self.merges[at];
+            if word == NONE {
                 return None;
             }
-            if self.split[rank as usize] == pair {
-                return Some(rank);
+            // Only a slot with the pair's tag can be the pair's.
+            if MergeSlot::tag(word) == tag {
+                let rank = MergeSlot::rank(word);
+                if self.split[rank as usize] == pair {
+                    return Some(rank);
+                }
             }
             at = (at + 1) & mask;
         }
@@ -448,7 +485,26 @@ impl Backtracker {
 mod tests {
     use std::collections::HashMap;
 
-    use super::PairMemo;
+    use super::{MergeSlot, NONE, PairMemo};
+
+    /// A merge slot's word gives back its rank and its hash's tag, and is
+    /// never the empty slot's, for every rank the trie allows.
+    #[test]
+    fn merge_slot_words_hold_rank_and_tag() {
+        let highest = (1 << MergeSlot::RANK_BITS) - 2;
+        for hash in [0, u64::MAX, 0x8000_0000_0000_0000, 0x1234_5678_9ABC_DEF0] {
+            for rank in [0, 1, 199_997, highest] {
+                let word = MergeSlot::word(hash, rank);
+                assert_ne!(word, NONE);
+                assert_eq!(MergeSlot::rank(word), rank);
+                assert_eq!(MergeSlot::tag(word), MergeSlot::word(hash, 0));
+                assert_eq!(
+                    MergeSlot::tag(word) >> MergeSlot::RANK_BITS,
+                    (hash >> 55) as u32
+                );
+            }
+        }
+    }
 
     /// A slot and word name one pair only, also among pairs that share
     /// their low bits or their high bits; ranks too large have no place.

@@ -77,8 +77,7 @@ impl<F: FnMut(usize, usize)> PieceSink for F {
 
 /// Gives `sink` the range of every piece `scan` finds in `text`. Generic
 /// over the scanner, so that each pattern's loop calls its scanner
-/// directly rather than through a pointer; with the built-in scanners and
-/// a sink that are inlined, the loop is one function.
+/// directly rather than through a pointer, and the compiler may inline it.
 #[inline(always)]
 fn split_with(text: &str, scan: impl Fn(&str, usize) -> usize, sink: &mut impl PieceSink) {
     let mut start = 0;
