@@ -66,7 +66,8 @@ impl SharedInts {
         // bytes per id, 0.8–1.6 MB: beyond L1, and L2 holds the
         // tokenizer's tables too).
         let slot = |at: usize| ids.get(at).and_then(|&id| ints.get(id as usize));
-        let (list, items) = new_list(py, ids.len())?;
+        // SAFETY: the loop writes every item before the list is returned.
+        let (list, items) = unsafe { new_list(py, ids.len())? };
         for (at, &id) in ids.iter().enumerate() {
             if let Some(slot) = slot(at + 2 * PREFETCH_AHEAD) {
                 prefetch(slot.as_ptr());
@@ -127,14 +128,21 @@ impl SharedInts {
     }
 }
 
-/// A new list of `len` empty items (null, for the caller to fill before
-/// anything else sees the list) and its item array. Filled through the
+/// A new list of `len` empty items and its item array. Filled through the
 /// array, items cost a store each; through `PyList::new` from an iterator,
-/// Python lists of ids took 5–6% longer (docs/benchmarks.md).
-fn new_list(py: Python<'_>, len: usize) -> PyResult<(Bound<'_, PyList>, *mut *mut ffi::PyObject)> {
+/// Python lists of ids took 5.0–6.2% longer (docs/benchmarks.md).
+///
+/// # Safety
+///
+/// The items are null: the caller must write every one of them (each an
+/// owned reference) before the list reaches Python or any list function.
+unsafe fn new_list(
+    py: Python<'_>,
+    len: usize,
+) -> PyResult<(Bound<'_, PyList>, *mut *mut ffi::PyObject)> {
     let len = ffi::Py_ssize_t::try_from(len)?;
     // SAFETY: `PyList_New` returns a new reference to a list, or null with
-    // an exception set; the list's items are null until set.
+    // an exception set.
     let list =
         unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked() };
     // SAFETY: a CPython list (the only Python this package builds for) is

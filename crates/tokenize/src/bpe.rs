@@ -103,7 +103,8 @@ impl Scratch {
 }
 
 /// Calls `emit` with the ranks `piece` encodes to. Every byte must have a
-/// rank (checked when the tokenizer is built).
+/// rank (checked when the tokenizer is built). Always inlined into the
+/// split loop (through `PieceEncoder`), which calls it for every piece.
 #[inline(always)]
 pub fn encode_piece(
     vocab: &Vocab,

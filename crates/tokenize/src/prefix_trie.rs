@@ -21,6 +21,10 @@ use crate::layout::{Reader, Writer};
 /// "No token".
 pub const NONE: u32 = u32::MAX;
 
+/// Token ids the trie holds are below this (its node words keep 23 bits of
+/// id, all ones meaning none).
+pub const ID_LIMIT: u32 = (1 << 23) - 1;
+
 /// Nodes with at most this many children are searched one child at a time.
 const SCANNED_CHILDREN: usize = 8;
 
@@ -36,7 +40,7 @@ impl Node {
     /// No node.
     const ABSENT: Node = Node(u64::MAX);
     /// The token field of a node where no token ends.
-    const NO_TOKEN: u64 = (1 << 23) - 1;
+    const NO_TOKEN: u64 = ID_LIMIT as u64;
 
     /// A node's word; `None` when a field does not fit (a token of
     /// 2^23 - 1 or more, more than 256 children, a first child at 2^24 or

@@ -258,7 +258,7 @@ impl Tokenizer {
     /// this thread's merge buffers and piece cache.
     pub(crate) fn for_each_ordinary(&self, text: &str, emit: &mut impl FnMut(u32)) {
         with_scratch(|scratch| {
-            self.pattern.split(
+            self.pattern.split_into(
                 text,
                 PieceEncoder {
                     vocab: &self.vocab,

@@ -274,7 +274,9 @@ impl Vocab {
         (rank != u32::MAX).then_some(rank)
     }
 
-    /// The rank of `bytes` among non-special tokens.
+    /// The rank of `bytes` among non-special tokens. Always inlined: as a
+    /// call, it saved and restored registers for every lookup (2% of the
+    /// instructions on the benchmark corpus).
     #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
         let key = index::key(bytes);
