@@ -415,9 +415,10 @@ fn o200k(text: &str, i: usize) -> usize {
     o200k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| o200k_general(text, i))
 }
 
-/// One piece of o200k_base, by the general scanner. Inlined into the
-/// split loop: as a call, it saved and restored registers for every piece
-/// the ASCII scanner leaves to it.
+/// One piece of o200k_base, by the general scanner. Always inlined into
+/// `o200k` (and with it into the split loop, where that is inlined): as a
+/// call, it saved and restored registers for every piece the ASCII
+/// scanner leaves to it.
 #[inline(always)]
 fn o200k_general(text: &str, i: usize) -> usize {
     let (c, n) = char_at(text, i).expect("i is inside the text");
