@@ -9,8 +9,9 @@ use modelbin_format::inspect::Summary;
 use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Writer};
 
 use crate::args::OutputPath;
+use crate::failure::{Failure, at, invalid};
 use crate::progress::Progress;
-use crate::{Failure, at, invalid, print_json};
+use crate::stdout::{outln, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum ActsCommand {
@@ -148,7 +149,7 @@ pub fn run(command: ActsCommand) -> Result<(), Failure> {
             ..
         } => {
             let dataset = open(&dir)?;
-            print_json(&dataset.vector(img, layer, token).map_err(invalid)?);
+            print_json(&dataset.vector(img, layer, token).map_err(invalid)?)?;
             Ok(())
         }
         ActsCommand::Stats { dir, json } => stats(&dir, json),
@@ -256,11 +257,11 @@ fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
     };
     let shown = text.render(&ids);
     if json {
-        print_json(&serde_json::json!({"img": img, "ids": ids, "text": shown}));
+        print_json(&serde_json::json!({"img": img, "ids": ids, "text": shown}))?;
     } else {
         let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
-        println!("{}", ids.join(" "));
-        println!("{}", crate::token_text::visible(&shown));
+        outln!("{}", ids.join(" "))?;
+        outln!("{}", crate::token_text::visible(&shown))?;
     }
     Ok(())
 }
@@ -271,17 +272,27 @@ fn stats(dir: &std::path::Path, json: bool) -> Result<(), Failure> {
     let stats = dataset.layer_stats(&mut |done, total| progress.update(done, total));
     progress.finish();
     if json {
-        print_json(&stats);
+        print_json(&stats)?;
     } else {
-        println!(
+        outln!(
             "{:>7} {:>12} {:>12} {:>14} {:>6} {:>6}",
-            "LAYER", "MEAN", "STD", "VALUES", "NAN", "INF"
-        );
+            "LAYER",
+            "MEAN",
+            "STD",
+            "VALUES",
+            "NAN",
+            "INF"
+        )?;
         for s in &stats {
-            println!(
+            outln!(
                 "{:>7} {:>12.6} {:>12.6} {:>14} {:>6} {:>6}",
-                s.layer, s.mean, s.std, s.count, s.nan, s.inf
-            );
+                s.layer,
+                s.mean,
+                s.std,
+                s.count,
+                s.nan,
+                s.inf
+            )?;
         }
     }
     Ok(())
@@ -328,9 +339,9 @@ fn bench(
         checksum,
     };
     if json {
-        print_json(&report);
+        print_json(&report)?;
     } else {
-        println!(
+        outln!(
             "{} loader: {} vectors ({:.2} GB) in {:.3} s: {:.2} GB/s, {:.0} vectors/s",
             report.loader,
             vectors,
@@ -338,7 +349,7 @@ fn bench(
             seconds,
             report.gb_per_second,
             report.vectors_per_second
-        );
+        )?;
     }
     Ok(())
 }
@@ -375,13 +386,13 @@ fn write_synthetic(
     if json {
         print_json(&serde_json::json!({
             "path": dir, "images": n_imgs, "bytes_written": bytes, "seconds": seconds
-        }));
+        }))?;
     } else {
-        println!(
+        outln!(
             "{}: {n_imgs} images, {bytes} bytes in {seconds:.2} s ({:.2} GB/s)",
             dir.display(),
             bytes as f64 / seconds / 1e9
-        );
+        )?;
     }
     Ok(())
 }

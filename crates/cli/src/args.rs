@@ -50,11 +50,11 @@ pub struct OutputPath {
 
 impl OutputPath {
     /// The output path; a usage error when none was given.
-    pub fn path(&self) -> Result<&Path, crate::Failure> {
+    pub fn path(&self) -> Result<&Path, crate::failure::Failure> {
         self.out
             .as_deref()
             .or(self.positional.as_deref())
-            .ok_or_else(|| crate::Failure::Usage("no output file: pass -o FILE".into()))
+            .ok_or_else(|| crate::failure::Failure::Usage("no output file: pass -o FILE".into()))
     }
 }
 

@@ -6,8 +6,9 @@ use modelbin_format::convert::ConvertOptions;
 use modelbin_format::{DType, Format};
 
 use crate::args::{OutputPath, parse_format, parse_weight_dtype};
+use crate::failure::{Failure, at};
 use crate::progress::Progress;
-use crate::{Failure, at, print_json};
+use crate::stdout::{json_text, report_beside};
 
 /// Arguments of `modelbin convert`.
 #[derive(Debug, clap::Args)]
@@ -53,10 +54,10 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
         })
         .map_err(|e| at(&args.input, e))?;
     progress.finish();
-    if args.json {
-        print_json(&report);
+    let text = if args.json {
+        json_text(&report)
     } else {
-        println!(
+        format!(
             "{} ({}) -> {} ({}): {} {}, {} bytes",
             args.input.display(),
             report.from,
@@ -69,7 +70,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
                 "tensors"
             },
             report.bytes_written
-        );
-    }
-    Ok(())
+        )
+    };
+    report_beside(output, &text)
 }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use modelbin_infer::{Embedder, cosine};
 
+use crate::failure::{Failure, at, invalid};
 use crate::npy::NpyWriter;
 use crate::progress::Progress;
-use crate::{Failure, at, invalid, print_json};
+use crate::stdout::{outln, print_json};
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]
@@ -120,7 +121,7 @@ enum Sink {
         out: BufWriter<std::io::StdoutLock<'static>>,
         json: bool,
     },
-    File(BufWriter<modelbin_format::atomic::AtomicFile>),
+    File(BufWriter<modelbin_format::output::OutputFile>),
     Npy(NpyWriter),
 }
 
@@ -146,7 +147,7 @@ impl Sink {
             (Some(path), OutputFormat::Npy) => NpyWriter::create(path, dim)
                 .map(Sink::Npy)
                 .map_err(|e| at(path, e)),
-            (Some(path), OutputFormat::Jsonl) => modelbin_format::atomic::AtomicFile::create(path)
+            (Some(path), OutputFormat::Jsonl) => modelbin_format::output::OutputFile::create(path)
                 .map(|f| Sink::File(BufWriter::new(f)))
                 .map_err(|e| at(path, e)),
         }
@@ -283,9 +284,9 @@ pub fn similarity(args: &SimilarityArgs) -> Result<(), Failure> {
         .map_err(invalid)?;
     let value = cosine(&vectors[0], &vectors[1]);
     if args.json {
-        print_json(&serde_json::json!({ "a": args.a, "b": args.b, "cosine": value }));
+        print_json(&serde_json::json!({ "a": args.a, "b": args.b, "cosine": value }))?;
     } else {
-        println!("{value:.6}");
+        outln!("{value:.6}")?;
     }
     Ok(())
 }
@@ -331,15 +332,15 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
     hits.truncate(args.top as usize);
     for hit in &hits {
         if args.json {
-            print_json(hit);
+            print_json(hit)?;
         } else {
-            println!(
+            outln!(
                 "{:.4}  {}:{}  {}",
                 hit.score,
                 hit.path.display(),
                 hit.line,
                 hit.text
-            );
+            )?;
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use std::ops::Range;
 use modelbin_tokenize::Tokenizer;
 use rayon::prelude::*;
 
-use crate::Failure;
+use crate::failure::Failure;
 use crate::id_lines::push_json_line;
 use crate::json_string::push_json_string;
 
@@ -59,7 +59,7 @@ pub fn encode_jsonl(
     mut input: impl BufRead,
     mut out: impl Write,
 ) -> Result<(), Failure> {
-    let write_error = |e: std::io::Error| Failure::Invalid(format!("stdout: {e}"));
+    let write_error = crate::stdout::write_error;
     let mut batch = Batch::default();
     let mut runs: Vec<Run> = Vec::new();
     loop {

@@ -11,7 +11,8 @@ use modelbin_format::text_table;
 use modelbin_format::{AnyFile, Format};
 
 use crate::args::parse_format;
-use crate::{Failure, at, print_json};
+use crate::failure::{Failure, at};
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin inspect`.
 #[derive(Debug, clap::Args)]
@@ -49,19 +50,19 @@ fn parse_filter(pattern: &str) -> Result<fancy_regex::Regex, String> {
 /// Runs `modelbin inspect`: every path in turn; an error about one path is
 /// printed and the others are still shown (exit 1 at the end).
 pub fn run(args: &InspectArgs) -> Result<(), Failure> {
-    crate::for_each_path(&args.paths, |path, first| {
+    crate::failure::for_each_path(&args.paths, |path, first| {
         let mut summary = open(path, args.format)?.summary();
         if let Some(filter) = &args.filter {
             keep_matching(&mut summary, filter);
         }
         if args.json {
-            let mut document = serde_json::to_value(&summary).map_err(crate::invalid)?;
+            let mut document = serde_json::to_value(&summary).map_err(crate::failure::invalid)?;
             document["path"] = serde_json::json!(path);
-            print_json(&document);
+            print_json(&document)?;
             return Ok(());
         }
         if !first {
-            println!();
+            outln!()?;
         }
         match &summary {
             Summary::Tensors(s) => print_text(path, s),
@@ -70,7 +71,6 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
             Summary::Saev(s) => print_activations(path, s),
             Summary::Embd(s) => print_embeddings(path, s),
         }
-        Ok(())
     })
 }
 
@@ -155,17 +155,18 @@ pub fn unknown_directory(path: &Path) -> String {
 }
 
 /// `PATH: FORMAT version V, N bytes`.
-fn print_title(path: &Path, format: Format, version: u32, size: u64) {
-    println!(
+fn print_title(path: &Path, format: Format, version: u32, size: u64) -> Result<(), Failure> {
+    outln!(
         "{}: {format} version {version}, {size} bytes",
         path.display()
-    );
+    )?;
+    Ok(())
 }
 
-fn print_model(path: &Path, s: &TllmSummary) {
+fn print_model(path: &Path, s: &TllmSummary) -> Result<(), Failure> {
     let c = &s.config;
-    print_title(path, s.format, s.version, s.file_size);
-    println!(
+    print_title(path, s.format, s.version, s.file_size)?;
+    outln!(
         "config: model_dim {}, n_layers {}, n_heads {}, ffn_hidden_dim {}, max_seq_len {}, vocab_size {}, dropout {}",
         c.model_dim,
         c.n_layers,
@@ -174,8 +175,8 @@ fn print_model(path: &Path, s: &TllmSummary) {
         c.max_seq_len,
         c.vocab_size,
         c.dropout
-    );
-    println!("parameters: {}", s.parameter_count);
+    )?;
+    outln!("parameters: {}", s.parameter_count)?;
     let rows: Vec<Vec<String>> = s
         .tensors
         .iter()
@@ -197,77 +198,93 @@ fn print_model(path: &Path, s: &TllmSummary) {
         &["NAME", "SHAPE", "MEAN", "STD", "MIN", "MAX", "NAN", "INF"],
         &rows,
         2,
-    );
+    )?;
+    Ok(())
 }
 
-fn print_activations(path: &Path, s: &SaevSummary) {
-    println!("{}: {} dataset {}", path.display(), s.format, s.hash);
+fn print_activations(path: &Path, s: &SaevSummary) -> Result<(), Failure> {
+    outln!("{}: {} dataset {}", path.display(), s.format, s.hash)?;
     for key in modelbin_format::saev::KEYS {
-        println!("  {key}: {}", s.metadata[key]);
+        outln!("  {key}: {}", s.metadata[key])?;
     }
-    println!(
+    outln!(
         "layers {} x tokens {} per image; {} images per shard; {} shards of {} bytes; {} vectors",
-        s.n_layers, s.tokens_per_img, s.imgs_per_shard, s.n_shards, s.shard_bytes, s.vectors
-    );
+        s.n_layers,
+        s.tokens_per_img,
+        s.imgs_per_shard,
+        s.n_shards,
+        s.shard_bytes,
+        s.vectors
+    )?;
     if s.extra_empty_shard {
-        println!("note: an extra all-zero shard (reference writer) is present");
+        outln!("note: an extra all-zero shard (reference writer) is present")?;
     }
+    Ok(())
 }
 
-fn print_vocabulary(path: &Path, s: &Bpe2Summary) {
+fn print_vocabulary(path: &Path, s: &Bpe2Summary) -> Result<(), Failure> {
     if s.format == Format::Tiktoken {
-        println!("{}: tiktoken, {} bytes", path.display(), s.file_size);
+        outln!("{}: tiktoken, {} bytes", path.display(), s.file_size)?;
     } else {
-        print_title(path, s.format, s.version, s.file_size);
+        print_title(path, s.format, s.version, s.file_size)?;
     }
-    println!(
+    outln!(
         "encoding: {}",
         s.encoding
             .unwrap_or("unknown (needs an explicit pre-tokenizer pattern)")
-    );
-    println!("source sha256: {}", hex(&s.header.source_hash));
-    println!(
+    )?;
+    outln!("source sha256: {}", hex(&s.header.source_hash))?;
+    outln!(
         "tokens: {} present of {} ranks; longest {} bytes; blob {} bytes",
-        s.present_tokens, s.header.token_count, s.header.max_token_len, s.header.blob_size
-    );
+        s.present_tokens,
+        s.header.token_count,
+        s.header.max_token_len,
+        s.header.blob_size
+    )?;
     if s.format == Format::Tiktoken {
-        println!(
+        outln!(
             "special tokens: none (a .tiktoken file holds none; `convert` to BPE2 adds the encoding's)"
-        );
+        )?;
     } else if s.special_tokens.is_empty() {
-        println!("special tokens: none in the table");
+        outln!("special tokens: none in the table")?;
     } else {
-        println!("special tokens:");
+        outln!("special tokens:")?;
         for (text, rank) in &s.special_tokens {
-            println!("  {rank:>7} {text}");
+            outln!("  {rank:>7} {text}")?;
         }
     }
+    Ok(())
 }
 
-fn print_embeddings(path: &Path, s: &EmbdSummary) {
+fn print_embeddings(path: &Path, s: &EmbdSummary) -> Result<(), Failure> {
     let h = &s.header;
-    println!(
+    outln!(
         "{}: {} version {}.{}, {} bytes",
         path.display(),
         s.format,
         h.version_major,
         h.version_minor,
         s.file_size
-    );
-    println!("flags: {}", s.flags.join(", "));
-    println!("metadata:");
+    )?;
+    outln!("flags: {}", s.flags.join(", "))?;
+    outln!("metadata:")?;
     for (key, value) in &s.metadata {
-        println!("  {key} = {value}");
+        outln!("  {key} = {value}")?;
     }
     match &s.special_tokens {
-        Some(t) => println!(
+        Some(t) => outln!(
             "vocabulary: {} tokens; [PAD] {}, [UNK] {}, [CLS] {}, [SEP] {}, [MASK] {}",
-            s.token_count, t.pad, t.unk, t.cls, t.sep, t.mask
+            s.token_count,
+            t.pad,
+            t.unk,
+            t.cls,
+            t.sep,
+            t.mask
         ),
-        None => println!("vocabulary: none"),
-    }
+        None => outln!("vocabulary: none"),
+    }?;
     match (&s.model, &s.model_error) {
-        (Some(m), _) => println!(
+        (Some(m), _) => outln!(
             "model: BERT, {} layers, hidden {}, {} heads, FFN {}, max {} tokens, {} pooling{}",
             m.num_layers,
             m.hidden_size,
@@ -277,38 +294,44 @@ fn print_embeddings(path: &Path, s: &EmbdSummary) {
             m.pooling.name(),
             if m.normalize { ", L2-normalised" } else { "" }
         ),
-        (None, Some(e)) => println!("model: not usable: {e}"),
-        (None, None) => {}
-    }
-    println!(
+        (None, Some(e)) => outln!("model: not usable: {e}"),
+        (None, None) => Ok(()),
+    }?;
+    outln!(
         "checksums: data 0x{:08X}, file 0x{:08X} (run `modelbin verify` to check them)",
-        s.footer.data_checksum, s.footer.file_checksum
-    );
-    print_tensors(s.tensor_count, s.parameter_count, &s.tensors);
+        s.footer.data_checksum,
+        s.footer.file_checksum
+    )?;
+    print_tensors(s.tensor_count, s.parameter_count, &s.tensors)?;
+    Ok(())
 }
 
-fn print_text(path: &Path, s: &TensorFileSummary) {
-    println!(
+fn print_text(path: &Path, s: &TensorFileSummary) -> Result<(), Failure> {
+    outln!(
         "{}: {}, {}",
         path.display(),
         s.format,
         with_human(s.file_size, "bytes", human_bytes)
-    );
-    println!(
+    )?;
+    outln!(
         "header: {} bytes; data: {} bytes at byte {}",
-        s.header_size, s.data_size, s.data_offset
-    );
+        s.header_size,
+        s.data_size,
+        s.data_offset
+    )?;
     match &s.metadata {
-        None => println!("metadata: none"),
-        Some(map) if map.is_empty() => println!("metadata: empty"),
+        None => outln!("metadata: none"),
+        Some(map) if map.is_empty() => outln!("metadata: empty"),
         Some(map) => {
-            println!("metadata:");
+            outln!("metadata:")?;
             for (key, value) in map {
-                println!("  {key} = {value}");
+                outln!("  {key} = {value}")?;
             }
+            Ok(())
         }
-    }
-    print_tensors(s.tensor_count, s.parameter_count, &s.tensors);
+    }?;
+    print_tensors(s.tensor_count, s.parameter_count, &s.tensors)?;
+    Ok(())
 }
 
 /// `n` in B, kB, MB or GB (powers of 1000), three significant digits.
@@ -346,13 +369,13 @@ fn human(n: u64, units: &[&str]) -> String {
     }
 }
 
-fn print_tensors(count: usize, parameters: u64, tensors: &[TensorSummary]) {
-    println!(
+fn print_tensors(count: usize, parameters: u64, tensors: &[TensorSummary]) -> Result<(), Failure> {
+    outln!(
         "tensors: {count}, {}",
         with_human(parameters, "parameters", human_count)
-    );
+    )?;
     if tensors.is_empty() {
-        return;
+        return Ok(());
     }
     let rows: Vec<Vec<String>> = tensors.iter().map(TensorSummary::table_row).collect();
     let headings = TensorSummary::TABLE_HEADINGS;
@@ -360,15 +383,18 @@ fn print_tensors(count: usize, parameters: u64, tensors: &[TensorSummary]) {
         &headings,
         &rows,
         headings.len() - TensorSummary::NUMERIC_COLUMNS,
-    );
+    )?;
+    Ok(())
 }
 
 /// Prints an aligned table, indented by two spaces; columns from
 /// `left_columns` on are right-aligned (numbers).
-fn print_table(headings: &[&str], rows: &[Vec<String>], left_columns: usize) {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    // A closed pipe ends the process (SIGPIPE is restored at start-up).
-    let _ = text_table::write(&mut out, headings, rows, left_columns)
-        .and_then(|()| std::io::Write::flush(&mut out));
+fn print_table(
+    headings: &[&str],
+    rows: &[Vec<String>],
+    left_columns: usize,
+) -> Result<(), Failure> {
+    crate::stdout::with_buffered(|mut out| {
+        text_table::write(&mut out, headings, rows, left_columns)
+    })
 }

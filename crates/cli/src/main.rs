@@ -17,6 +17,7 @@ mod args;
 mod convert;
 mod embed;
 mod encode_jsonl;
+mod failure;
 mod id_lines;
 mod inspect;
 mod json_string;
@@ -26,6 +27,7 @@ mod record;
 mod sae;
 mod sae_features;
 mod splice;
+mod stdout;
 mod tllm;
 mod token_text;
 mod tokens;
@@ -33,8 +35,6 @@ mod train;
 mod verify;
 mod work;
 
-use std::fmt::Display;
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -88,107 +88,6 @@ enum Command {
     InitTllm(tllm::InitArgs),
 }
 
-/// How a command failed.
-#[derive(Debug)]
-enum Failure {
-    /// Bad input or a failed operation: exit 1.
-    Invalid(String),
-    /// A usage problem clap could not catch: exit 2.
-    Usage(String),
-    /// Failures already printed (one line each): exit 1.
-    Reported,
-}
-
-/// Runs `each` on every path (`first` is true for the first), printing the
-/// error of a path that fails and going on with the next; exit 1 at the end
-/// when any failed.
-fn for_each_path(
-    paths: &[std::path::PathBuf],
-    mut each: impl FnMut(&Path, bool) -> Result<(), Failure>,
-) -> Result<(), Failure> {
-    let mut failed = false;
-    for (index, path) in paths.iter().enumerate() {
-        match each(path, index == 0) {
-            Ok(()) => {}
-            Err(Failure::Invalid(message)) => {
-                eprintln!("error: {message}");
-                failed = true;
-            }
-            Err(Failure::Reported) => failed = true,
-            Err(usage @ Failure::Usage(_)) => return Err(usage),
-        }
-    }
-    if failed {
-        Err(Failure::Reported)
-    } else {
-        Ok(())
-    }
-}
-
-/// Any error as an exit-1 failure, with its own message.
-fn invalid(e: impl std::fmt::Display) -> Failure {
-    Failure::Invalid(e.to_string())
-}
-
-impl From<modelbin_format::Error> for Failure {
-    fn from(e: modelbin_format::Error) -> Self {
-        Failure::Invalid(e.to_string())
-    }
-}
-
-/// An error that may already name the file it concerns.
-trait NamesPath: Display {
-    /// The path the message begins with, when it names one.
-    fn named_path(&self) -> Option<&Path>;
-}
-
-impl NamesPath for modelbin_format::Error {
-    fn named_path(&self) -> Option<&Path> {
-        self.path()
-    }
-}
-
-impl NamesPath for modelbin_infer::Error {
-    fn named_path(&self) -> Option<&Path> {
-        match self {
-            modelbin_infer::Error::Format(e) => e.path(),
-            _ => None,
-        }
-    }
-}
-
-impl NamesPath for modelbin_tokenize::Error {
-    fn named_path(&self) -> Option<&Path> {
-        match self {
-            modelbin_tokenize::Error::Format(e) => e.path(),
-            _ => None,
-        }
-    }
-}
-
-/// An exit-1 failure about `path`: the error's message, prefixed with the
-/// path unless the message already names a path (so no path shows twice).
-fn at(path: &Path, e: impl NamesPath) -> Failure {
-    let message = e.to_string();
-    let named = e.named_path().is_some() || message.starts_with(&path.display().to_string());
-    if named {
-        Failure::Invalid(message)
-    } else {
-        Failure::Invalid(format!("{}: {message}", path.display()))
-    }
-}
-
-/// Dies quietly on a closed pipe (`modelbin inspect F | head`), as Unix
-/// tools do, instead of panicking on the failed write.
-fn restore_default_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a
-    // valid disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 /// The message and exit status for a memory-mapped input that shrank under
 /// us: reading a page past the new end of a mapped file raises SIGBUS.
 const SHRANK_MESSAGE: &[u8] = b"error: an input file shrank while it was being read \
@@ -220,7 +119,6 @@ fn exit_cleanly_on_sigbus() {
 }
 
 fn main() -> ExitCode {
-    restore_default_sigpipe();
     exit_cleanly_on_sigbus();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -236,31 +134,22 @@ fn main() -> ExitCode {
         Command::Search(args) => embed::search(&args),
         Command::Acts(command) => acts::run(command),
         Command::Sae(command) => sae::run(command),
-        Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "modelbin",
-                &mut std::io::stdout(),
-            );
-            Ok(())
-        }
-        Command::Man => {
-            man_pages(&Cli::command(), "modelbin", &mut std::io::stdout()).map_err(invalid)
-        }
+        Command::Completions { shell } => completions(shell),
+        Command::Man => stdout::with_buffered(|out| man_pages(&Cli::command(), "modelbin", out)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Invalid(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Usage(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Reported) => ExitCode::from(1),
+        Err(failure) => failure.report(),
     }
+}
+
+/// Prints the completion script for `shell`. clap_complete writes with
+/// `write_all(..).expect(..)`, so the script is rendered in memory and
+/// written here, where a write error can fail cleanly.
+fn completions(shell: clap_complete::Shell) -> Result<(), failure::Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "modelbin", &mut script);
+    stdout::with_buffered(|out| out.write_all(&script))
 }
 
 /// The man page of `command` (titled `title`) followed by those of all its
@@ -277,12 +166,4 @@ fn man_pages(
         man_pages(sub, &format!("{title}-{}", sub.get_name()), out)?;
     }
     Ok(())
-}
-
-/// Prints a serializable value as one line of compact JSON on stdout.
-fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string(value).expect("summaries serialize to JSON")
-    );
 }

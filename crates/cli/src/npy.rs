@@ -3,12 +3,14 @@
 //!
 //! The header has a fixed size of [`HEADER_BYTES`], written once with a
 //! placeholder row count and rewritten with the real one before the file
-//! is committed (atomically, as every output).
+//! is committed (atomically, as every output). A stream (standard output,
+//! a FIFO) cannot go back to its header: its rows are kept in memory and
+//! written after the header at the end.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use modelbin_format::atomic::AtomicFile;
+use modelbin_format::output::OutputFile;
 
 /// Magic, version, header length and the padded dictionary: a multiple of
 /// 64 bytes, as NumPy aligns data, and room for any `u64` row count.
@@ -16,29 +18,39 @@ const HEADER_BYTES: usize = 128;
 
 /// A `.npy` file of float32 rows being written.
 pub struct NpyWriter {
-    file: AtomicFile,
+    file: OutputFile,
     columns: usize,
     rows: u64,
+    /// The rows' bytes, held until the end when the output is a stream.
+    held: Option<Vec<u8>>,
 }
 
 impl NpyWriter {
     /// Starts `path`, a matrix of `columns` float32 columns.
     pub fn create(path: &Path, columns: usize) -> modelbin_format::Result<Self> {
-        let mut file = AtomicFile::create(path)?;
-        file.write_all(&header(0, columns))
-            .map_err(|e| modelbin_format::Error::io(path, e))?;
+        let mut file = OutputFile::create(path)?;
+        let held = file.is_stream().then(Vec::new);
+        if held.is_none() {
+            file.write_all(&header(0, columns))
+                .map_err(|e| modelbin_format::Error::io(path, e))?;
+        }
         Ok(NpyWriter {
             file,
             columns,
             rows: 0,
+            held,
         })
     }
 
     /// Appends one row (`columns` values).
     pub fn push(&mut self, row: &[f32]) -> std::io::Result<()> {
         debug_assert_eq!(row.len(), self.columns);
+        let out: &mut dyn Write = match &mut self.held {
+            Some(held) => held,
+            None => &mut self.file,
+        };
         for value in row {
-            self.file.write_all(&value.to_le_bytes())?;
+            out.write_all(&value.to_le_bytes())?;
         }
         self.rows += 1;
         Ok(())
@@ -48,10 +60,15 @@ impl NpyWriter {
     pub fn finish(mut self) -> modelbin_format::Result<()> {
         let target = self.file.target().to_path_buf();
         let io = |e| modelbin_format::Error::io(&target, e);
-        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        if self.held.is_none() {
+            self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        }
         self.file
             .write_all(&header(self.rows, self.columns))
             .map_err(io)?;
+        if let Some(rows) = &self.held {
+            self.file.write_all(rows).map_err(io)?;
+        }
         self.file.commit()
     }
 }

@@ -17,8 +17,9 @@ use modelbin_infer::embedder::Embedder;
 use modelbin_infer::tllm::Model;
 use rayon::prelude::*;
 
+use crate::failure::{Failure, at, invalid};
 use crate::progress::Progress;
-use crate::{Failure, at, invalid, print_json};
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin acts record`.
 #[derive(Debug, Args)]
@@ -325,7 +326,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         vectors,
         started.elapsed().as_secs_f64(),
         args.json,
-    );
+    )?;
     Ok(())
 }
 
@@ -342,17 +343,23 @@ pub fn checkpoint_id(model: &Path) -> Result<String, Failure> {
     Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
 }
 
-fn report(dir: &Path, images: usize, vectors: usize, seconds: f64, json: bool) {
+fn report(
+    dir: &Path,
+    images: usize,
+    vectors: usize,
+    seconds: f64,
+    json: bool,
+) -> Result<(), Failure> {
     let rate = vectors as f64 / seconds.max(1e-9);
     if json {
         print_json(&serde_json::json!({
             "path": dir, "images": images, "vectors": vectors, "seconds": seconds,
             "vectors_per_second": rate,
-        }));
+        }))
     } else {
-        println!(
+        outln!(
             "{}: {images} windows, {vectors} vectors in {seconds:.2} s ({rate:.0} vectors/s)",
             dir.display()
-        );
+        )
     }
 }

@@ -12,8 +12,9 @@ use modelbin_infer::sae::splice::CrossEntropy;
 use modelbin_infer::sae::train::{Architecture, Options, Trainer};
 use modelbin_infer::sae::{Sae, checkpoint, saelens};
 
+use crate::failure::{Failure, at, invalid};
 use crate::progress::Progress;
-use crate::{Failure, at, invalid, print_json};
+use crate::stdout::{outln, print_json};
 
 /// `modelbin sae …`.
 #[derive(Debug, Subcommand)]
@@ -227,7 +228,7 @@ fn check_output(dir: &Path, force: bool) -> Result<(), Failure> {
     }
     std::fs::create_dir_all(dir).map_err(|e| at(dir, modelbin_format::Error::io(dir, e)))?;
     // Creating (and dropping) a temporary file proves the directory writable.
-    modelbin_format::atomic::AtomicFile::create(dir.join(saelens::CONFIG_FILE))
+    modelbin_format::output::OutputFile::create(dir.join(saelens::CONFIG_FILE))
         .map(drop)
         .map_err(|e| at(dir, e))
 }
@@ -408,11 +409,11 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     saelens::save(&args.out, &trainer.unscaled(), provenance).map_err(|e| at(&args.out, e))?;
     let Some(report) = last else {
         // Resumed at its last step (the run stopped before saving): saved now.
-        println!(
+        outln!(
             "{}: {} steps (from the checkpoint; nothing left to train)",
             args.out.display(),
             trainer.steps_done()
-        );
+        )?;
         return Ok(());
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -421,9 +422,9 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             "path": args.out, "steps": report.step, "mse": report.mse, "fvu": report.fvu,
             "l0": report.l0, "dead_fraction": report.dead_fraction,
             "vectors_per_second": vectors as f64 / seconds.max(1e-9), "seconds": seconds,
-        }));
+        }))?;
     } else {
-        println!(
+        outln!(
             "{}: {} steps, fvu {:.4} (explained variance {:.4}), L0 {:.1}, dead {:.1}%, {:.0} vectors/s",
             args.out.display(),
             report.step,
@@ -432,7 +433,7 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             report.l0,
             100.0 * report.dead_fraction,
             vectors as f64 / seconds.max(1e-9)
-        );
+        )?;
     }
     Ok(())
 }
@@ -605,9 +606,9 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         result.cross_entropy = Some(pool.install(|| splice.measure(&sae))?);
     }
     if args.json {
-        print_json(&result);
+        print_json(&result)?;
     } else {
-        println!(
+        outln!(
             "{} on {} vectors: mse {:.6}, explained variance {:.4}, L0 {:.2}, dead {:.2}%",
             args.sae.display(),
             result.vectors,
@@ -615,8 +616,8 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
             result.explained_variance,
             result.l0,
             100.0 * result.dead_fraction
-        );
-        println!(
+        )?;
+        outln!(
             "latents by firing density: never {}, <1e-5 {}, 1e-5..1e-4 {}, 1e-4..1e-3 {}, 1e-3..1e-2 {}, 1e-2..1e-1 {}, >=1e-1 {}",
             result.density_histogram[0],
             result.density_histogram[1],
@@ -625,12 +626,16 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
             result.density_histogram[4],
             result.density_histogram[5],
             result.density_histogram[6]
-        );
+        )?;
         if let Some(ce) = &result.cross_entropy {
-            println!(
+            outln!(
                 "cross-entropy over {} tokens: clean {:.4}, spliced {:.4}, zero-ablated {:.4}; recovered {:.4}",
-                ce.tokens, ce.clean, ce.spliced, ce.zero_ablated, ce.recovered
-            );
+                ce.tokens,
+                ce.clean,
+                ce.spliced,
+                ce.zero_ablated,
+                ce.recovered
+            )?;
         }
     }
     Ok(())

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use clap::Args;
 use modelbin_format::saev::LayerChoice;
 
+use crate::failure::{Failure, at, invalid};
 use crate::progress::Progress;
 use crate::sae::ViewArgs;
+use crate::stdout::{outln, print_json};
 use crate::token_text::TokenText;
-use crate::{Failure, at, invalid, print_json};
 
 /// Arguments of `modelbin sae features`.
 #[derive(Debug, Args)]
@@ -134,9 +135,9 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     }
     for feature in &features {
         if args.json {
-            print_json(feature);
+            print_json(feature)?;
         } else {
-            print_feature(feature);
+            print_feature(feature)?;
         }
     }
     if let Some(path) = &args.html {
@@ -155,23 +156,27 @@ fn keep_best(list: &mut Vec<(f32, u64)>, hit: (f32, u64), top: usize) {
     list.truncate(top);
 }
 
-fn print_feature(feature: &Feature) {
-    println!(
+fn print_feature(feature: &Feature) -> Result<(), Failure> {
+    outln!(
         "latent {}: fires on {:.3}% of inputs",
         feature.latent,
         100.0 * feature.density
-    );
+    )?;
     for hit in &feature.top {
         match &hit.context {
             Some([before, token, after]) => {
-                println!("  {:>9.4}  {before}[{token}]{after}", hit.value)
+                outln!("  {:>9.4}  {before}[{token}]{after}", hit.value)
             }
-            None => println!(
+            None => outln!(
                 "  {:>9.4}  image {}, layer {}, token {}",
-                hit.value, hit.img, hit.layer, hit.token
+                hit.value,
+                hit.img,
+                hit.layer,
+                hit.token
             ),
-        }
+        }?;
     }
+    Ok(())
 }
 
 /// One page with a section per latent; contexts with the token marked.
@@ -218,7 +223,7 @@ fn write_html(
         }
         page.push_str("</table>");
     }
-    let mut file = modelbin_format::atomic::AtomicFile::create(path).map_err(|e| at(path, e))?;
+    let mut file = modelbin_format::output::OutputFile::create(path).map_err(|e| at(path, e))?;
     std::io::Write::write_all(&mut file, page.as_bytes())
         .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
     file.commit().map_err(|e| at(path, e))

@@ -9,7 +9,7 @@ use modelbin_infer::sae::Sae;
 use modelbin_infer::sae::splice::{CrossEntropy, cross_entropy};
 use modelbin_infer::tllm::Model;
 
-use crate::{Failure, at, invalid};
+use crate::failure::{Failure, at, invalid};
 
 /// A TLLM model checked to be the one a dataset was recorded from, with the
 /// block to splice and the windows to run.

@@ -10,7 +10,8 @@ use modelbin_infer::tllm::{Model, Sampling, generate};
 use crate::args::{
     IdList, OutputPath, flatten_ids, parse_ids, parse_non_negative, parse_probability,
 };
-use crate::{Failure, at, invalid, print_json};
+use crate::failure::{Failure, at, invalid};
+use crate::stdout::{json_text, outln, print_json, report_beside};
 
 /// The shape of a model: the same flags and defaults for `tllm init` and
 /// `tllm train`.
@@ -57,7 +58,7 @@ impl ModelShape {
 /// Refuses to replace an existing file unless `force` (a usage error:
 /// exit 2 with the flag that allows it).
 pub fn refuse_overwrite(path: &Path, force: bool, how: &str) -> Result<(), Failure> {
-    if path.exists() && !force {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file()) && !force {
         return Err(Failure::Usage(format!("{} exists; {how}", path.display())));
     }
     Ok(())
@@ -121,17 +122,17 @@ pub fn init(args: &InitArgs) -> Result<(), Failure> {
     let model = Model::random(config, args.seed, 0.02).map_err(invalid)?;
     let bytes = model.save(output).map_err(|e| at(output, e))?;
     let parameters = config.parameter_count().unwrap_or(0);
-    if args.json {
-        print_json(&serde_json::json!({
+    let text = if args.json {
+        json_text(&serde_json::json!({
             "path": output, "parameter_count": parameters, "bytes_written": bytes
-        }));
+        }))
     } else {
-        println!(
+        format!(
             "{}: {parameters} parameters, {bytes} bytes",
             output.display()
-        );
-    }
-    Ok(())
+        )
+    };
+    report_beside(output, &text)
 }
 
 /// `modelbin tllm …`.
@@ -173,9 +174,9 @@ pub fn run(command: TllmCommand) -> Result<(), Failure> {
             let v = model.config().vocab_size as usize;
             if all {
                 let rows: Vec<&[f32]> = logits.chunks_exact(v).collect();
-                print_json(&rows);
+                print_json(&rows)?;
             } else {
-                print_json(&&logits[logits.len() - v..]);
+                print_json(&&logits[logits.len() - v..])?;
             }
             Ok(())
         }
@@ -257,6 +258,9 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout().lock();
+    // The first failed write is kept and returned once generation ends;
+    // nothing more is written after it.
+    let mut write_failure = None;
     let result = generate(
         &model,
         &prompt,
@@ -264,19 +268,23 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
         sampling,
         args.stop,
         |id| {
-            if stream {
+            if stream && write_failure.is_none() {
                 let piece = if bytes_level {
                     render(&[id])
                 } else {
                     format!("{id} ").into_bytes()
                 };
-                let _ = stdout.write_all(&piece);
-                let _ = stdout.flush();
+                if let Err(e) = stdout.write_all(&piece).and_then(|()| stdout.flush()) {
+                    write_failure = Some(crate::stdout::write_error(e));
+                }
             }
         },
     )
     .map_err(invalid)?;
     drop(stdout);
+    if let Some(failure) = write_failure {
+        return Err(failure);
+    }
     if args.json {
         #[derive(serde::Serialize)]
         struct Report<'a> {
@@ -290,9 +298,9 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
             text: bytes_level.then(|| String::from_utf8_lossy(&render(&result.ids)).into_owned()),
             stopped: result.stopped,
             tokens_per_second: result.tokens_per_second,
-        });
+        })?;
     } else {
-        println!();
+        outln!()?;
         eprintln!(
             "{} tokens in {:.3} s ({:.1} tokens/s), stopped: {}",
             result.ids.len(),

@@ -4,7 +4,7 @@
 
 use modelbin_format::saev::{Dataset, TokenIds};
 
-use crate::{Failure, invalid};
+use crate::failure::{Failure, invalid};
 
 /// Tokens shown before and after the token of a context.
 const CONTEXT_BEFORE: usize = 24;

@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
 use crate::encode_jsonl::encode_jsonl;
-use crate::{Failure, at, invalid, print_json};
+use crate::failure::{Failure, at, invalid};
+use crate::stdout::{outln, print_json};
 
 /// The default encoding when none is chosen: the one current models use.
 const DEFAULT_ENCODING: &str = "o200k_base";
@@ -314,7 +315,7 @@ impl TextInputs {
         } else {
             self.files.clone()
         };
-        crate::for_each_path(&files, |path, _| each(&Input::read(path)?))
+        crate::failure::for_each_path(&files, |path, _| each(&Input::read(path)?))
     }
 }
 
@@ -376,7 +377,7 @@ fn decode(tokenizer: &Tokenizer, jsonl: bool, json: bool, ids: &[u32]) -> Result
         write_json_line(&mut out, &serde_json::json!({ "text": text }))?;
     } else {
         out.write_all(text.as_bytes())
-            .map_err(|e| Failure::Invalid(format!("stdout: {e}")))?;
+            .map_err(crate::stdout::write_error)?;
     }
     flush(out)
 }
@@ -427,15 +428,15 @@ fn count(tokenizer: &Tokenizer, inputs: &TextInputs, json: bool) -> Result<(), F
             encoding: tokenizer.name(),
             inputs: counts,
             total,
-        });
+        })?;
         return result;
     }
     let width = total.to_string().len().max(7);
     for c in &counts {
-        println!("{:>width$} {}", c.tokens, c.input);
+        outln!("{:>width$} {}", c.tokens, c.input)?;
     }
     if counts.len() > 1 {
-        println!("{total:>width$} total");
+        outln!("{total:>width$} total")?;
     }
     result
 }
@@ -551,7 +552,7 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
         prices_as_of: &table.as_of,
     };
     if json {
-        print_json(&report);
+        print_json(&report)?;
         return Ok(());
     }
     let priced = if priced_as == model {
@@ -564,10 +565,13 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     } else {
         String::new()
     };
-    println!(
+    outln!(
         "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = ${input_cost:.6}; {} output tokens = ${output_cost:.6}; total ${:.6} {} (prices as of {})",
-        request.output_tokens, report.total_cost, table.currency, table.as_of
-    );
+        request.output_tokens,
+        report.total_cost,
+        table.currency,
+        table.as_of
+    )?;
     Ok(())
 }
 
@@ -596,10 +600,10 @@ fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
     if json {
         print_json(&serde_json::json!({
             "currency": table.currency, "unit": table.unit, "as_of": table.as_of, "models": rows
-        }));
+        }))?;
         return Ok(());
     }
-    println!("{} {}, as of {}", table.currency, table.unit, table.as_of);
+    outln!("{} {}, as of {}", table.currency, table.unit, table.as_of)?;
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -620,17 +624,14 @@ fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
         &cells,
         2,
     )
-    .map_err(|e| Failure::Invalid(format!("stdout: {e}")))
+    .map_err(crate::stdout::write_error)
 }
 
 fn write_json_line(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
-    serde_json::to_writer(&mut *out, value)
-        .map_err(|e| Failure::Invalid(format!("stdout: {e}")))?;
-    out.write_all(b"\n")
-        .map_err(|e| Failure::Invalid(format!("stdout: {e}")))
+    serde_json::to_writer(&mut *out, value).map_err(crate::stdout::write_error)?;
+    out.write_all(b"\n").map_err(crate::stdout::write_error)
 }
 
 fn flush(mut out: impl Write) -> Result<(), Failure> {
-    out.flush()
-        .map_err(|e| Failure::Invalid(format!("stdout: {e}")))
+    out.flush().map_err(crate::stdout::write_error)
 }

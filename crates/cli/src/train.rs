@@ -11,8 +11,9 @@ use modelbin_infer::train::optim::AdamW;
 use modelbin_infer::train::{StepReport, Trainer};
 
 use crate::args::{parse_coefficient, parse_fraction, parse_positive};
+use crate::failure::{Failure, invalid};
 use crate::progress::Progress;
-use crate::{Failure, invalid, print_json};
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin tllm train`.
 #[derive(Debug, Args)]
@@ -151,7 +152,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     )
     .map_err(training_failure)?;
     // Fail on an unwritable output now, not after the training.
-    modelbin_format::atomic::AtomicFile::create(&args.out)
+    modelbin_format::output::OutputFile::create(&args.out)
         .map_err(|e| Failure::Invalid(format!("cannot write the model: {e}")))?;
     let pool = crate::work::thread_pool(args.threads)?;
     let mut trainer = if args.resume {
@@ -241,9 +242,9 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         seconds,
     };
     if args.json {
-        print_json(&summary);
+        print_json(&summary)?;
     } else {
-        println!(
+        outln!(
             "{}: {} steps, train loss {:.4}{}, {:.0} tok/s",
             args.out.display(),
             summary.steps,
@@ -253,7 +254,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
                 bits(v)
             )),
             summary.tokens_per_second
-        );
+        )?;
     }
     Ok(())
 }

@@ -7,7 +7,8 @@ use modelbin_format::inspect::Summary;
 use serde::Serialize;
 
 use crate::args::parse_format;
-use crate::{Failure, print_json};
+use crate::failure::Failure;
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin verify`.
 #[derive(Debug, clap::Args)]
@@ -36,11 +37,11 @@ struct Verdict<'a> {
 /// Runs `modelbin verify`: one line per path (`PATH: OK (...)` or the
 /// error); exit 1 when any path fails.
 pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
-    crate::for_each_path(&args.paths, |path, _| {
+    crate::failure::for_each_path(&args.paths, |path, _| {
         let outcome = crate::inspect::open(path, args.format).and_then(|file| {
             file.verify()
                 .map(|()| file.summary())
-                .map_err(|e| crate::at(path, e))
+                .map_err(|e| crate::failure::at(path, e))
         });
         report(path, outcome, args.json)
     })
@@ -52,7 +53,7 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
 pub fn report(path: &Path, outcome: Result<Summary, Failure>, json: bool) -> Result<(), Failure> {
     if !json {
         let summary = outcome?;
-        println!("{}: OK ({})", path.display(), summary.one_line());
+        outln!("{}: OK ({})", path.display(), summary.one_line())?;
         return Ok(());
     }
     let error = match &outcome {
@@ -64,6 +65,6 @@ pub fn report(path: &Path, outcome: Result<Summary, Failure>, json: bool) -> Res
         valid: outcome.is_ok(),
         summary: outcome.as_ref().ok(),
         error,
-    });
+    })?;
     outcome.map(|_| ()).map_err(|_| Failure::Reported)
 }

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
-use crate::{Failure, at, invalid};
+use crate::failure::{Failure, at, invalid};
 
 /// A pool of `threads` workers (default: one per core).
 pub fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {
@@ -29,23 +29,21 @@ pub fn open_log(path: Option<&Path>) -> Result<Option<BufWriter<File>>, Failure>
 }
 
 /// Refuses (as a usage error) work whose estimated memory, `bytes`, is more
-/// than the machine's physical memory, instead of letting the allocation
-/// abort the process.
+/// than this process may take (physical memory, `ulimit -v`, the cgroup's
+/// limit: see [`modelbin_format::memory`]), instead of letting the
+/// allocation abort the process.
 pub fn check_memory(bytes: f64, what: &str) -> Result<(), Failure> {
-    // SAFETY: sysconf only reads system configuration values.
-    let (pages, page_size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
+    let Some(bound) = modelbin_format::memory::available() else {
+        return Ok(());
     };
-    let total = pages.max(0) as f64 * page_size.max(0) as f64;
+    let room = bound.bytes as f64;
     // NaN (an overflowed estimate) counts as too much.
-    if total > 0.0 && (bytes.is_nan() || bytes > total) {
+    if bytes.is_nan() || bytes > room {
         return Err(Failure::Usage(format!(
-            "{what} needs about {:.1} GB of memory, more than this machine's {:.1} GB",
+            "{what} needs about {:.1} GB of memory; {} leaves {:.1} GB",
             bytes / 1e9,
-            total / 1e9
+            bound.source,
+            room / 1e9
         )));
     }
     Ok(())

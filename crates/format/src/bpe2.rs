@@ -14,9 +14,9 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use crate::atomic::AtomicFile;
 use crate::bytes::ByteReader;
 use crate::checksum::{hex, sha256};
+use crate::output::OutputFile;
 use crate::source::MappedFile;
 use crate::{Bpe2Error, LayoutError};
 use crate::{Error, Result};
@@ -454,7 +454,7 @@ pub fn write_file(
     let path = path.as_ref();
     let bytes = build(tokens, source_hash)?;
     let total = bytes.len() as u64;
-    let mut file = AtomicFile::create(path)?;
+    let mut file = OutputFile::create(path)?;
     file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
     progress(total, total);
     file.commit()?;

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use std::io::Write;
 
-use crate::atomic::{self, AtomicFile};
 use crate::file::TensorFile;
+use crate::output::{self, OutputFile};
 use crate::source::MappedFile;
 use crate::tensor::TensorStore;
 use crate::tensor::TensorView;
@@ -83,7 +83,7 @@ pub fn convert(
     options: ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
-    atomic::refuse_input_as_output(&[input], output)?;
+    output::refuse_input_as_output(&[input], output)?;
     if input.is_dir() && embd::is_hf_model_dir(input) {
         return hf_to_embd(input, output, to, options, progress);
     }
@@ -161,7 +161,7 @@ fn convert_vocabulary(
             vocabulary
                 .write_tiktoken(&mut text)
                 .map_err(|e| Error::io(output, e))?;
-            let mut file = AtomicFile::create(output)?;
+            let mut file = OutputFile::create(output)?;
             file.write_all(&text).map_err(|e| Error::io(output, e))?;
             file.commit()?;
             progress(text.len() as u64, text.len() as u64);

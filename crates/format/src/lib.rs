@@ -133,7 +133,6 @@
 #![deny(missing_docs)]
 
 pub mod any;
-pub mod atomic;
 pub mod bintensors;
 pub mod bpe2;
 pub mod bytes;
@@ -147,6 +146,8 @@ pub mod file;
 pub mod floats;
 pub mod inspect;
 mod json;
+pub mod memory;
+pub mod output;
 pub mod rng;
 pub mod saev;
 pub mod safetensors;

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use crate::atomic::AtomicFile;
 use crate::bytes::ByteReader;
 use crate::floats;
+use crate::output::OutputFile;
 use crate::source::MappedFile;
 use crate::table::{TableBuilder, TensorTable};
 use crate::tensor::TensorStore;
@@ -635,6 +635,29 @@ pub fn write_file(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     let path = path.as_ref();
+    let total = check_tensor_data(config, data)?;
+    let mut file = OutputFile::create(path)?;
+    write_to(&mut file, config, data, &mut |written| {
+        progress(written, total)
+    })
+    .map_err(|e| Error::io(path, e))?;
+    file.commit()?;
+    Ok(total)
+}
+
+/// The bytes of a TLLM file (as [`write_file`] writes them), built in
+/// memory: for a caller that must know them (their checksum) before the
+/// file is committed.
+pub fn to_bytes(config: &Config, data: &[&[u8]]) -> Result<Vec<u8>> {
+    let total = check_tensor_data(config, data)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    write_to(&mut bytes, config, data, &mut |_| {}).map_err(|e| Error::io("memory", e))?;
+    Ok(bytes)
+}
+
+/// Checks that `data` holds the tensors of `config` and returns the file
+/// size they make.
+fn check_tensor_data(config: &Config, data: &[&[u8]]) -> Result<u64> {
     config.validate()?;
     let specs = config.tensors();
     if specs.len() != data.len() {
@@ -656,21 +679,30 @@ pub fn write_file(
             )));
         }
     }
-    let total = config.file_size().ok_or_else(|| {
+    config.file_size().ok_or_else(|| {
         Error::Layout(LayoutError::Overflow {
             what: "the file size this configuration implies".into(),
             at: crate::At(None),
         })
-    })?;
-    let mut file = AtomicFile::create(path)?;
+    })
+}
+
+/// Writes the header and the checked tensors; `progress` gets the bytes
+/// written so far.
+fn write_to(
+    out: &mut impl Write,
+    config: &Config,
+    data: &[&[u8]],
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<()> {
     let mut written = 0;
     let mut write = |bytes: &[u8]| {
         written += bytes.len() as u64;
-        progress(written, total);
-        file.write_all(bytes).map_err(|e| Error::io(path, e))
+        progress(written);
+        out.write_all(bytes)
     };
     write(&config.header_bytes())?;
-    for (spec, bytes) in specs.iter().zip(data) {
+    for (spec, bytes) in config.tensors().iter().zip(data) {
         let prefix: Vec<u8> = spec
             .shape
             .dims()
@@ -680,6 +712,5 @@ pub fn write_file(
         write(&prefix)?;
         write(bytes)?;
     }
-    file.commit()?;
-    Ok(total)
+    Ok(())
 }

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::LayoutError;
-use crate::atomic::AtomicFile;
 use crate::error::At;
+use crate::output::OutputFile;
 use crate::tensor::TensorView;
 use crate::{Error, Result};
 
@@ -45,7 +45,7 @@ pub(crate) fn write_atomic(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     let total = file_len(head, tensors);
-    let mut file = AtomicFile::create(path)?;
+    let mut file = OutputFile::create(path)?;
     let mut written = 0u64;
     let chunks =
         std::iter::once(head).chain(tensors.iter().flat_map(|t| t.data().chunks(PROGRESS_STEP)));

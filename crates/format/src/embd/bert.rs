@@ -136,8 +136,8 @@ impl BertConfig {
                 metadata,
                 "layer_norm_eps",
                 1e-12,
-                |v| v.parse().ok().filter(|e: &f32| e.is_finite() && *e >= 0.0),
-                "a finite non-negative number",
+                |v| v.parse().ok().filter(|e: &f32| e.is_finite() && *e > 0.0),
+                "a finite positive number (0 divides a constant input by zero)",
             )?,
         };
         optional(
@@ -168,9 +168,12 @@ impl BertConfig {
     }
 
     /// Every tensor the encoder needs, with its shape, in a natural order.
-    pub fn tensors(&self) -> Vec<(String, Vec<usize>)> {
+    ///
+    /// Lazy, so that a file claiming a million layers costs nothing until
+    /// a caller looks for a tensor it lacks: checks stop at the first one.
+    pub fn tensors(&self) -> impl Iterator<Item = (String, Vec<usize>)> + use<> {
         let (h, f) = (self.hidden_size, self.intermediate_size);
-        let mut out = vec![
+        let embeddings = [
             (
                 "embeddings.word_embeddings.weight".to_owned(),
                 vec![self.vocab_size, h],
@@ -186,9 +189,8 @@ impl BertConfig {
             ("embeddings.LayerNorm.weight".to_owned(), vec![h]),
             ("embeddings.LayerNorm.bias".to_owned(), vec![h]),
         ];
-        for layer in 0..self.num_layers {
-            let p = format!("encoder.layer.{layer}");
-            for (suffix, shape) in [
+        let layers = (0..self.num_layers).flat_map(move |layer| {
+            let layer_shapes: [(&str, Vec<usize>); 16] = [
                 ("attention.self.query.weight", vec![h, h]),
                 ("attention.self.query.bias", vec![h]),
                 ("attention.self.key.weight", vec![h, h]),
@@ -205,11 +207,12 @@ impl BertConfig {
                 ("output.dense.bias", vec![h]),
                 ("output.LayerNorm.weight", vec![h]),
                 ("output.LayerNorm.bias", vec![h]),
-            ] {
-                out.push((format!("{p}.{suffix}"), shape));
-            }
-        }
-        out
+            ];
+            layer_shapes
+                .into_iter()
+                .map(move |(suffix, shape)| (format!("encoder.layer.{layer}.{suffix}"), shape))
+        });
+        embeddings.into_iter().chain(layers)
     }
 
     /// Checks that `embd` holds a usable BERT encoder: a vocabulary of

@@ -3,7 +3,7 @@
 //! `sentence_bert_config.json`, `tokenizer_config.json`, `modules.json`,
 //! `1_Pooling/config.json`) to EMBD.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde_json::Value;
@@ -181,7 +181,6 @@ pub(crate) fn model_order<'a>(
 ) -> Vec<TensorView<'a>> {
     let rank: BTreeMap<String, usize> = config
         .tensors()
-        .into_iter()
         .enumerate()
         .map(|(i, (name, _))| (name, i))
         .collect();
@@ -249,8 +248,9 @@ pub fn from_hf_dir(
             reason: format!("vocab.txt has {} tokens", tokens.len()),
         }));
     }
+    let by_name: HashMap<&str, &TensorView<'_>> = views.iter().map(|t| (t.name(), t)).collect();
     for (name, shape) in config.tensors() {
-        match views.iter().find(|t| t.name() == name) {
+        match by_name.get(name.as_str()) {
             None => return Err(Error::Model(ModelError::MissingTensor { name })),
             Some(t) if t.shape() != shape.as_slice() => {
                 return Err(Error::Model(ModelError::WrongShape {

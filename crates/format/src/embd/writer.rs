@@ -9,9 +9,9 @@ use super::{
     SpecialTokens, VERSION_MAJOR, VERSION_MINOR, flags,
 };
 use crate::LayoutError;
-use crate::atomic::AtomicFile;
 use crate::checksum::{crc32, fnv1a32};
 use crate::error::At;
+use crate::output::OutputFile;
 use crate::tensor::TensorView;
 use crate::{Error, Result};
 
@@ -210,7 +210,7 @@ pub fn write_file(
     header.extend(crc32(&header[..HEADER_CRC_SPAN]).to_le_bytes());
     header.extend([0u8; 4]);
 
-    let mut out = ChecksummedWriter::new(AtomicFile::create(path)?, path, total);
+    let mut out = ChecksummedWriter::new(OutputFile::create(path)?, path, total);
     for section in [&header, &metadata, &vocab, &index] {
         out.write(section, progress)?;
     }
@@ -227,7 +227,7 @@ pub fn write_file(
 
 /// Writes through to the file while keeping the data and file CRCs.
 struct ChecksummedWriter<'p> {
-    file: AtomicFile,
+    file: OutputFile,
     path: &'p Path,
     total: u64,
     written: u64,
@@ -236,7 +236,7 @@ struct ChecksummedWriter<'p> {
 }
 
 impl<'p> ChecksummedWriter<'p> {
-    fn new(file: AtomicFile, path: &'p Path, total: u64) -> Self {
+    fn new(file: OutputFile, path: &'p Path, total: u64) -> Self {
         ChecksummedWriter {
             file,
             path,

@@ -180,7 +180,7 @@ impl Writer {
             .map_err(|e| Error::io(&meta, e))?;
         std::fs::rename(&self.partial, &self.target).map_err(|e| Error::io(&self.target, e))?;
         if let Some(root) = self.target.parent() {
-            crate::atomic::sync_directory(root);
+            crate::output::sync_directory(root);
         }
         Ok(self.target.clone())
     }

@@ -76,7 +76,7 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
         config["k"] = k.into();
     }
     let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
-    let mut file = modelbin_format::atomic::AtomicFile::create(dir.join(CONFIG_FILE))?;
+    let mut file = modelbin_format::output::OutputFile::create(dir.join(CONFIG_FILE))?;
     std::io::Write::write_all(&mut file, text.as_bytes())
         .map_err(|e| modelbin_format::Error::io(dir.join(CONFIG_FILE), e))?;
     file.commit()?;
