@@ -2,13 +2,14 @@
 //! embeddings from an EMBD model or a Hugging Face model directory.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use modelbin_infer::{Embedder, cosine};
 
 use crate::failure::{Failure, at, invalid};
+use crate::lines::{Line, LineLimit, read_line, too_long};
 use crate::npy::NpyWriter;
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
@@ -80,6 +81,8 @@ pub struct EmbedArgs {
     /// Sentences embedded together (memory stays constant for any input size).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
+    #[command(flatten)]
+    line_limit: LineLimit,
 }
 
 /// Arguments of `modelbin similarity`.
@@ -229,35 +232,45 @@ fn read_batches(
     args: &EmbedArgs,
     write_batch: &mut dyn FnMut(&[String]) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
-    let (reader, size): (Box<dyn Read>, Option<u64>) = match &args.input {
+    let (source, reader, size): (String, Box<dyn Read>, Option<u64>) = match &args.input {
         Some(path) => {
             let file =
                 File::open(path).map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
             let size = file.metadata().ok().map(|m| m.len());
-            (Box::new(file), size)
+            (path.display().to_string(), Box::new(file), size)
         }
         None => {
             if std::io::stdin().is_terminal() {
                 eprintln!("reading texts from stdin, one per line (end with Ctrl-D)");
             }
-            (Box::new(std::io::stdin()), None)
+            ("stdin".to_owned(), Box::new(std::io::stdin()), None)
         }
     };
     let mut progress = Progress::sentences(size);
     let mut lines = BufReader::new(reader);
     let mut batch = Vec::with_capacity(args.batch_size as usize);
-    let (mut line, mut read, mut number) = (String::new(), 0u64, 0u64);
+    let max = args.line_limit.max_line_bytes;
+    let (mut line, mut read, mut number) = (Vec::new(), 0u64, 0u64);
     loop {
         line.clear();
-        let n = lines.read_line(&mut line).map_err(invalid)?;
+        let n = match read_line(&mut lines, &mut line, max)
+            .map_err(|e| Failure::Invalid(format!("{source}: {e}")))?
+        {
+            Line::Read(n) => n,
+            Line::End => 0,
+            Line::TooLong => return Err(too_long(&source, number as usize + 1, max)),
+        };
         if n > 0 {
             read += n as u64;
             number += 1;
-            let text = line.strip_suffix('\n').unwrap_or(&line);
-            let text = text.strip_suffix('\r').unwrap_or(text);
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let text = std::str::from_utf8(text).map_err(|e| {
+                Failure::Invalid(format!("{source} line {number}: not UTF-8 text: {e}"))
+            })?;
             batch.push(if args.jsonl {
                 serde_json::from_str::<String>(text).map_err(|e| {
-                    Failure::Invalid(format!("line {number}: not a JSON string: {e}"))
+                    Failure::Invalid(format!("{source} line {number}: not a JSON string: {e}"))
                 })?
             } else {
                 text.to_owned()

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use crate::failure::Failure;
 use crate::id_lines::push_json_line;
 use crate::json_string::push_json_string;
+use crate::lines::{Line, read_line, too_long};
 
 /// Runs of lines read and encoded together, per thread of a pool of two or
 /// more: a trade between threads that finish a batch close together and a
@@ -52,20 +53,22 @@ fn batch_bytes() -> usize {
 }
 
 /// Encodes every line of `input`, writing the ids to `out`. Stops at the
-/// first line that is not a JSON string of UTF-8 text, after writing the
-/// lines before it.
+/// first line that is not a JSON string of UTF-8 text, or is longer than
+/// `max_line` bytes, after writing the lines before it.
 pub fn encode_jsonl(
     tokenizer: &Tokenizer,
     mut input: impl BufRead,
     mut out: impl Write,
+    max_line: usize,
 ) -> Result<(), Failure> {
     let write_error = crate::stdout::write_error;
     let mut batch = Batch::default();
     let mut runs: Vec<Run> = Vec::new();
     loop {
-        batch.read(&mut input, batch_bytes())?;
+        let too_long = batch.read(&mut input, batch_bytes(), max_line)?;
         if batch.line_ends.is_empty() {
-            return out.flush().map_err(write_error);
+            out.flush().map_err(write_error)?;
+            return too_long.map_or(Ok(()), Err);
         }
         let run_lines = batch.runs();
         if runs.len() < run_lines.len() {
@@ -95,21 +98,31 @@ struct Batch {
 
 impl Batch {
     /// Replaces the batch with the next lines of `input`, about `bytes` of
-    /// them (none at its end).
-    fn read(&mut self, input: &mut impl BufRead, bytes: usize) -> Result<(), Failure> {
+    /// them (none at its end). A line longer than `max_line` ends the
+    /// batch before it and is returned as the failure to report once the
+    /// lines before it are written.
+    fn read(
+        &mut self,
+        input: &mut impl BufRead,
+        bytes: usize,
+        max_line: usize,
+    ) -> Result<Option<Failure>, Failure> {
         self.first_line += self.line_ends.len();
         self.bytes.clear();
         self.line_ends.clear();
         while self.bytes.len() < bytes {
-            let read = input
-                .read_until(b'\n', &mut self.bytes)
-                .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-            if read == 0 {
-                break;
+            match read_line(input, &mut self.bytes, max_line)
+                .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?
+            {
+                Line::Read(_) => self.line_ends.push(self.bytes.len()),
+                Line::End => break,
+                Line::TooLong => {
+                    let number = self.first_line + self.line_ends.len() + 1;
+                    return Ok(Some(too_long("stdin", number, max_line)));
+                }
             }
-            self.line_ends.push(self.bytes.len());
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The batch's lines cut into runs of about [`RUN_BYTES`].
@@ -166,6 +179,7 @@ impl Run {
     /// Parses, encodes and serialises the batch's `lines`, up to the first
     /// that is not a JSON string of UTF-8 text.
     fn encode(&mut self, batch: &Batch, tokenizer: &Tokenizer, lines: Range<usize>) {
+        let first_index = lines.start;
         self.texts.clear();
         self.text_ends.clear();
         self.failure = None;
@@ -181,7 +195,12 @@ impl Run {
         self.id_ends.clear();
         let mut start = 0;
         for &end in &self.text_ends {
-            tokenizer.encode_ordinary_into(&self.texts[start..end], &mut self.ids);
+            if let Err(e) = tokenizer.encode_ordinary_into(&self.texts[start..end], &mut self.ids) {
+                // The lines before it are still written.
+                let number = batch.first_line + first_index + self.id_ends.len() + 1;
+                self.failure = Some(Failure::Invalid(format!("stdin line {number}: {e}")));
+                break;
+            }
             self.id_ends.push(self.ids.len());
             start = end;
         }
@@ -235,7 +254,14 @@ mod tests {
     fn encode(threads: usize, input: &[u8]) -> (String, Result<(), Failure>) {
         let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
         let mut out = Vec::new();
-        let result = on_threads(threads, || encode_jsonl(tokenizer, input, &mut out));
+        let result = on_threads(threads, || {
+            encode_jsonl(
+                tokenizer,
+                input,
+                &mut out,
+                crate::lines::DEFAULT_MAX_LINE_BYTES,
+            )
+        });
         (String::from_utf8(out).unwrap(), result)
     }
 
@@ -244,7 +270,9 @@ mod tests {
         let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
         texts
             .iter()
-            .map(|text| serde_json::to_string(&tokenizer.encode_ordinary(text)).unwrap() + "\n")
+            .map(|text| {
+                serde_json::to_string(&tokenizer.encode_ordinary(text).unwrap()).unwrap() + "\n"
+            })
             .collect()
     }
 

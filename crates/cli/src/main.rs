@@ -21,6 +21,7 @@ mod failure;
 mod id_lines;
 mod inspect;
 mod json_string;
+mod lines;
 mod npy;
 mod progress;
 mod record;

@@ -1,7 +1,7 @@
 //! `modelbin tokens`: encode, decode, count and cost text with tiktoken-exact
 //! tokenizers.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
 use crate::encode_jsonl::encode_jsonl;
 use crate::failure::{Failure, at, invalid};
+use crate::lines::{Line, LineLimit, read_line, too_long};
 use crate::stdout::{outln, print_json};
 
 /// The default encoding when none is chosen: the one current models use.
@@ -38,6 +39,8 @@ pub enum TokensCommand {
         /// One JSON object per input and line: {"input", "ids"}.
         #[arg(long, conflicts_with = "jsonl")]
         json: bool,
+        #[command(flatten)]
+        line_limit: LineLimit,
     },
     /// Print the text of token ids (arguments, or JSON arrays / numbers on stdin).
     Decode {
@@ -52,6 +55,8 @@ pub enum TokensCommand {
         /// Token ids: commas and/or spaces (`15339 1917`, `15339,1917`).
         #[arg(value_parser = parse_ids)]
         ids: Vec<IdList>,
+        #[command(flatten)]
+        line_limit: LineLimit,
     },
     /// Count tokens per input, wc-style, with a total.
     Count {
@@ -191,6 +196,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             special,
             jsonl,
             json,
+            line_limit,
         } => {
             let tokenizer = vocab.tokenizer()?;
             if jsonl {
@@ -203,6 +209,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
                         &tokenizer,
                         std::io::stdin().lock(),
                         std::io::BufWriter::new(std::io::stdout().lock()),
+                        line_limit.max_line_bytes,
                     )
                 })
             } else {
@@ -214,7 +221,13 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             jsonl,
             json,
             ids,
-        } => decode(&*vocab.tokenizer()?, jsonl, json, &flatten_ids(&ids)),
+            line_limit,
+        } => decode(
+            &*vocab.tokenizer()?,
+            jsonl.then_some(line_limit.max_line_bytes),
+            json,
+            &flatten_ids(&ids),
+        ),
         TokensCommand::Count {
             vocab,
             inputs,
@@ -352,16 +365,29 @@ fn encode(
     result
 }
 
-fn decode(tokenizer: &Tokenizer, jsonl: bool, json: bool, ids: &[u32]) -> Result<(), Failure> {
+/// Runs `tokens decode`; `jsonl_max_line` is `Some(the longest line
+/// accepted)` for `--jsonl`.
+fn decode(
+    tokenizer: &Tokenizer,
+    jsonl_max_line: Option<usize>,
+    json: bool,
+    ids: &[u32],
+) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if jsonl {
-        for (index, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-            let ids: Vec<u32> = serde_json::from_str(&line).map_err(|e| {
-                Failure::Invalid(format!(
-                    "stdin line {}: not a JSON array of ids: {e}",
-                    index + 1
-                ))
+    if let Some(max) = jsonl_max_line {
+        let mut input = std::io::stdin().lock();
+        let mut line = Vec::new();
+        for number in 1.. {
+            line.clear();
+            match read_line(&mut input, &mut line, max)
+                .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?
+            {
+                Line::End => break,
+                Line::TooLong => return Err(too_long("stdin", number, max)),
+                Line::Read(_) => {}
+            }
+            let ids: Vec<u32> = serde_json::from_slice(&line).map_err(|e| {
+                Failure::Invalid(format!("stdin line {number}: not a JSON array of ids: {e}"))
             })?;
             write_json_line(&mut out, &tokenizer.decode(&ids).map_err(invalid)?)?;
         }
@@ -412,7 +438,9 @@ fn count_inputs(
     let mut counts = Vec::new();
     let result = inputs.for_each(|input| {
         counts.push(InputCount {
-            tokens: tokenizer.count_parallel(input.text()),
+            tokens: tokenizer
+                .count_parallel(input.text())
+                .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?,
             input: input.name.clone(),
         });
         Ok(())
@@ -473,7 +501,8 @@ const STALE_AFTER_DAYS: i64 = 90;
 fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
     let mut table = PriceTable::bundled();
     if let Some(path) = path {
-        let text = std::fs::read_to_string(path).map_err(|e| at_io(path, e))?;
+        let text = modelbin_format::source::read_capped_text(path, "a price table", 1 << 20)
+            .map_err(|e| at(path, e))?;
         let extra = PriceTable::parse(&text).map_err(|e| at(path, e))?;
         table = table.overlay(extra);
     }
@@ -492,10 +521,6 @@ fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
 }
 
 /// An I/O error about `path`.
-fn at_io(path: &Path, e: std::io::Error) -> Failure {
-    at(path, modelbin_format::Error::io(path, e))
-}
-
 fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Result<(), Failure> {
     let table = price_table(request.prices)?;
     let model = request.model;
@@ -510,14 +535,15 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     let tokenizer = Tokenizer::embedded(encoding).map_err(invalid)?;
     let mut input_tokens = 0;
     if let Some(path) = request.messages {
-        let text = std::fs::read_to_string(path).map_err(|e| at_io(path, e))?;
+        let text = modelbin_format::source::read_capped_text(path, "a chat conversation", 64 << 20)
+            .map_err(|e| at(path, e))?;
         let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
             Failure::Invalid(format!(
                 "{}: not a JSON array of chat messages: {e}",
                 path.display()
             ))
         })?;
-        input_tokens += count_chat(tokenizer, &conversation);
+        input_tokens += count_chat(tokenizer, &conversation).map_err(|e| at(path, e))?;
     }
     if request.messages.is_none() || !inputs.texts.is_empty() || !inputs.files.is_empty() {
         let (counts, result) = count_inputs(tokenizer, inputs);

@@ -110,7 +110,8 @@ fn count_the_readme_with_the_embedded_vocabulary() {
     let text = std::fs::read_to_string(&readme).unwrap();
     let expected = modelbin_tokenize::Tokenizer::embedded("o200k_base")
         .unwrap()
-        .count(&text);
+        .count(&text)
+        .unwrap();
     let out = ok(&["tokens", "count", readme.to_str().unwrap()], "");
     assert_eq!(out.split_whitespace().next().unwrap(), expected.to_string());
 }
@@ -134,7 +135,8 @@ fn invalid_utf8_is_read_lossily_with_a_warning() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid UTF-8"));
     let expected = modelbin_tokenize::Tokenizer::embedded("cl100k_base")
         .unwrap()
-        .count("ok \u{FFFD}\u{FFFD} ok");
+        .count("ok \u{FFFD}\u{FFFD} ok")
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{expected:>7} ")));
 }
 

@@ -105,6 +105,40 @@ pub fn read_capped_text(path: &Path, what: &'static str, limit: u64) -> Result<S
     })
 }
 
+/// Caps on a JSON document read whole: bytes and values (see
+/// [`read_json`]).
+#[derive(Debug, Clone, Copy)]
+pub struct JsonCaps {
+    /// The largest file accepted, in bytes.
+    pub bytes: u64,
+    /// The most JSON values it may hold.
+    pub values: u64,
+}
+
+impl JsonCaps {
+    /// The caps of configuration and metadata files: 1 MiB, 65,536 values.
+    pub const CONFIG: JsonCaps = JsonCaps {
+        bytes: 1 << 20,
+        values: 1 << 16,
+    };
+}
+
+/// Reads and parses the JSON file `path` (`what` names it in errors): a
+/// regular file only (a FIFO or device is refused at once, never waited
+/// on), within `caps` ([`Error::FileTooLarge`], [`Error::TooManyJsonValues`]);
+/// a syntax error names its byte offset.
+pub fn read_json(path: &Path, what: &'static str, caps: JsonCaps) -> Result<serde_json::Value> {
+    let bytes = read_capped(path, what, caps.bytes)?;
+    crate::json::check(&bytes, what, caps.values)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Error::Layout(LayoutError::InvalidHeader {
+            format: "JSON",
+            offset: crate::json::error_offset(&bytes, &e),
+            reason: format!("{}: {e}", path.display()),
+        })
+    })
+}
+
 impl MappedFile {
     /// Maps the regular file `path` read-only. Anything else (a directory,
     /// a FIFO, a device) is [`Error::NotRegularFile`], reported at once.
@@ -120,7 +154,7 @@ impl MappedFile {
     /// For text inputs, which may be streams. A directory is refused.
     pub fn open_or_read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (mut file, metadata) = open_nonblocking(path)?;
+        let (file, metadata) = open_nonblocking(path)?;
         if metadata.is_dir() {
             return Err(Error::NotRegularFile {
                 path: path.to_path_buf(),
@@ -130,7 +164,16 @@ impl MappedFile {
         if metadata.is_file() && metadata.len() > 0 {
             return Self::map(path, &file, metadata.len());
         }
-        // Streams block until data comes, as `cat` does.
+        let mut file = if metadata.file_type().is_fifo() {
+            // Opened without blocking, a FIFO with no writer yet reads as
+            // empty at once; a blocking open waits for the writer, as
+            // `cat` does.
+            drop(file);
+            File::open(path).map_err(|e| Error::io(path, e))?
+        } else {
+            file
+        };
+        // Streams block until data comes.
         set_blocking(&file, path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)

@@ -117,7 +117,9 @@ impl NativeEncoding {
 
     /// Ids of `text`, special tokens treated as text.
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = py.detach(|| self.tokenizer().encode_ordinary(text));
+        let ids = py
+            .detach(|| self.tokenizer().encode_ordinary(text))
+            .map_err(tokenize_error)?;
         self.id_list(py, &ids)
     }
 
@@ -180,14 +182,21 @@ impl NativeEncoding {
     }
 
     /// How many ids `encode_ordinary(text)` gives, without storing them.
-    fn count(&self, py: Python<'_>, text: &str) -> usize {
+    fn count(&self, py: Python<'_>, text: &str) -> PyResult<usize> {
         py.detach(|| self.tokenizer().count_parallel(text))
+            .map_err(tokenize_error)
     }
 
     /// `encode_ordinary(text)` as a `uint32` numpy array.
-    fn encode_to_numpy<'py>(&self, py: Python<'py>, text: &str) -> Bound<'py, PyArray1<u32>> {
-        py.detach(|| self.tokenizer().encode_ordinary(text))
-            .into_pyarray(py)
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let ids = py
+            .detach(|| self.tokenizer().encode_ordinary(text))
+            .map_err(tokenize_error)?;
+        Ok(ids.into_pyarray(py))
     }
 
     /// The bytes the ids stand for.

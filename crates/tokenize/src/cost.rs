@@ -225,24 +225,28 @@ const REPLY_PRIMING: usize = 3;
 /// Input tokens of a chat conversation with OpenAI's per-message overhead
 /// (3 per message, 1 per name, 3 to prime the reply), as OpenAI's cookbook
 /// counts them for the gpt-3.5-turbo, gpt-4 and gpt-4o families.
-pub fn count_chat(tokenizer: &Tokenizer, messages: &[ChatMessage]) -> usize {
-    let text_tokens = |m: &ChatMessage| -> usize {
+pub fn count_chat(tokenizer: &Tokenizer, messages: &[ChatMessage]) -> crate::Result<usize> {
+    let text_tokens = |m: &ChatMessage| -> crate::Result<usize> {
         let content = match &m.content {
-            Content::Text(text) => tokenizer.count(text),
+            Content::Text(text) => tokenizer.count(text)?,
             Content::Parts(parts) => parts
                 .iter()
                 .filter(|p| p.kind == "text")
                 .filter_map(|p| p.text.as_deref())
                 .map(|t| tokenizer.count(t))
-                .sum(),
+                .sum::<crate::Result<usize>>()?,
         };
-        let name = m
-            .name
-            .as_deref()
-            .map_or(0, |n| tokenizer.count(n) + TOKENS_PER_NAME);
-        TOKENS_PER_MESSAGE + tokenizer.count(&m.role) + content + name
+        let name = match m.name.as_deref() {
+            Some(name) => tokenizer.count(name)? + TOKENS_PER_NAME,
+            None => 0,
+        };
+        Ok(TOKENS_PER_MESSAGE + tokenizer.count(&m.role)? + content + name)
     };
-    messages.iter().map(text_tokens).sum::<usize>() + REPLY_PRIMING
+    Ok(messages
+        .iter()
+        .map(text_tokens)
+        .sum::<crate::Result<usize>>()?
+        + REPLY_PRIMING)
 }
 
 #[cfg(test)]
@@ -335,9 +339,10 @@ mod tests {
             r#"[{"role": "system", "content": "hi"}, {"role": "user", "name": "bob", "content": [{"type": "text", "text": "hello world"}, {"type": "image_url"}]}]"#,
         )
         .unwrap();
-        let expected = (3 + t.count("system") + t.count("hi"))
-            + (3 + t.count("user") + t.count("hello world") + t.count("bob") + 1)
+        let count = |text| t.count(text).unwrap();
+        let expected = (3 + count("system") + count("hi"))
+            + (3 + count("user") + count("hello world") + count("bob") + 1)
             + 3;
-        assert_eq!(count_chat(t, &messages), expected);
+        assert_eq!(count_chat(t, &messages).unwrap(), expected);
     }
 }

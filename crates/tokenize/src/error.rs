@@ -1,5 +1,8 @@
 //! The error type of this crate.
 
+/// fancy-regex's default backtrack limit, which custom patterns keep.
+pub const BACKTRACK_LIMIT: usize = 1_000_000;
+
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -29,6 +32,18 @@ pub enum Error {
     /// A custom pre-tokenizer pattern does not compile.
     #[error("invalid pre-tokenizer pattern: {0}")]
     BadPattern(String),
+    /// A custom pre-tokenizer pattern failed while matching: fancy-regex
+    /// gives up on a match that needs more than its backtrack limit.
+    #[error(
+        "the pre-tokenizer pattern failed at byte {offset}: {reason} \
+         (fancy-regex allows {BACKTRACK_LIMIT} backtracking steps per match)"
+    )]
+    PatternFailed {
+        /// Where in the text the failed search started.
+        offset: usize,
+        /// fancy-regex's message.
+        reason: String,
+    },
     /// The vocabulary cannot encode every byte.
     #[error("the vocabulary has no token for byte 0x{0:02X}, so it cannot encode arbitrary text")]
     MissingByte(u8),

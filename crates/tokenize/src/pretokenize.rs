@@ -46,25 +46,43 @@ impl Pattern {
     }
 
     /// Calls `piece` with the byte range of every piece of `text`, in order.
-    pub fn split(&self, text: &str, piece: impl FnMut(usize, usize)) {
-        self.split_into(text, piece);
+    /// Only a custom pattern can fail: see [`crate::Error::PatternFailed`].
+    pub fn split(&self, text: &str, piece: impl FnMut(usize, usize)) -> crate::Result<()> {
+        self.split_into(text, piece)
     }
 
     /// Gives `sink` the byte range of every piece of `text`, in order.
-    pub(crate) fn split_into(&self, text: &str, mut sink: impl PieceSink) {
+    pub(crate) fn split_into(&self, text: &str, mut sink: impl PieceSink) -> crate::Result<()> {
         match self {
             Pattern::Cl100k => split_with(text, cl100k, &mut sink),
             Pattern::O200k => split_with(text, o200k, &mut sink),
             Pattern::Gpt2 => split_with(text, gpt2, &mut sink),
-            Pattern::Custom(regex) => {
-                // A regex runtime error (its backtrack limit) ends the
-                // matches; tiktoken-rs panics there instead.
-                for m in regex.find_iter(text).map_while(Result::ok) {
-                    sink.piece(m.start(), m.end());
-                }
-            }
+            Pattern::Custom(regex) => return split_custom(regex, text, &mut sink),
         }
+        Ok(())
     }
+}
+
+/// The matches of a custom pattern. An empty match makes no piece (it
+/// holds no bytes to encode). A match that exceeds fancy-regex's backtrack
+/// limit is an error: the pieces after it would be missing.
+fn split_custom(
+    regex: &fancy_regex::Regex,
+    text: &str,
+    sink: &mut impl PieceSink,
+) -> crate::Result<()> {
+    let mut searched_to = 0;
+    for found in regex.find_iter(text) {
+        let found = found.map_err(|e| crate::Error::PatternFailed {
+            offset: searched_to,
+            reason: e.to_string(),
+        })?;
+        if found.start() < found.end() {
+            sink.piece(found.start(), found.end());
+        }
+        searched_to = found.end();
+    }
+    Ok(())
 }
 
 /// What [`Pattern::split_into`] gives each piece to. A sink whose method
@@ -460,7 +478,9 @@ mod tests {
 
     fn pieces(pattern: &Pattern, text: &str) -> Vec<String> {
         let mut out = vec![];
-        pattern.split(text, |a, b| out.push(text[a..b].to_owned()));
+        pattern
+            .split(text, |a, b| out.push(text[a..b].to_owned()))
+            .unwrap();
         out
     }
 

@@ -131,11 +131,12 @@ impl Tokenizer {
     }
 
     /// Encodes `text` with every special token treated as ordinary text
-    /// (tiktoken's `encode_ordinary`).
-    pub fn encode_ordinary(&self, text: &str) -> Vec<u32> {
+    /// (tiktoken's `encode_ordinary`). Only a custom pattern can fail
+    /// ([`Error::PatternFailed`]); the built-in encodings never do.
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 3);
-        self.encode_ordinary_into(text, &mut ids);
-        ids
+        self.encode_ordinary_into(text, &mut ids)?;
+        Ok(ids)
     }
 
     /// Appends the ids of [`Tokenizer::encode_ordinary`]`(text)` to `ids`,
@@ -144,26 +145,26 @@ impl Tokenizer {
     /// ```
     /// let tokenizer = modelbin_tokenize::Tokenizer::embedded("cl100k_base")?;
     /// let mut ids = Vec::new();
-    /// tokenizer.encode_ordinary_into("hello", &mut ids);
-    /// tokenizer.encode_ordinary_into(" world", &mut ids);
+    /// tokenizer.encode_ordinary_into("hello", &mut ids)?;
+    /// tokenizer.encode_ordinary_into(" world", &mut ids)?;
     /// assert_eq!(ids, [15339, 1917]);
     /// # Ok::<(), modelbin_tokenize::Error>(())
     /// ```
-    pub fn encode_ordinary_into(&self, text: &str, ids: &mut Vec<u32>) {
-        self.for_each_ordinary(text, &mut |id| ids.push(id));
+    pub fn encode_ordinary_into(&self, text: &str, ids: &mut Vec<u32>) -> Result<()> {
+        self.for_each_ordinary(text, &mut |id| ids.push(id))
     }
 
     /// Counts the tokens of `encode_ordinary(text)` without storing them.
-    pub fn count(&self, text: &str) -> usize {
+    pub fn count(&self, text: &str) -> Result<usize> {
         let mut n = 0;
-        self.for_each_ordinary(text, &mut |_| n += 1);
-        n
+        self.for_each_ordinary(text, &mut |_| n += 1)?;
+        Ok(n)
     }
 
     /// Like [`Tokenizer::count`], splitting large texts into chunks at
     /// boundaries where no piece can cross and counting them in parallel.
     /// Gives the same total.
-    pub fn count_parallel(&self, text: &str) -> usize {
+    pub fn count_parallel(&self, text: &str) -> Result<usize> {
         crate::parallel::count(self, text)
     }
 
@@ -194,7 +195,7 @@ impl Tokenizer {
         }
         let mut ids = Vec::with_capacity(text.len() / 3);
         if allowed.is_empty() {
-            self.for_each_ordinary(text, &mut |id| ids.push(id));
+            self.for_each_ordinary(text, &mut |id| ids.push(id))?;
             return Ok(ids);
         }
         let finder = AhoCorasick::builder()
@@ -203,11 +204,11 @@ impl Tokenizer {
             .expect("a few literal special tokens always compile");
         let mut start = 0;
         for m in finder.find_iter(text) {
-            self.for_each_ordinary(&text[start..m.start()], &mut |id| ids.push(id));
+            self.for_each_ordinary(&text[start..m.start()], &mut |id| ids.push(id))?;
             ids.push(allowed[m.pattern().as_usize()].1);
             start = m.end();
         }
-        self.for_each_ordinary(&text[start..], &mut |id| ids.push(id));
+        self.for_each_ordinary(&text[start..], &mut |id| ids.push(id))?;
         Ok(ids)
     }
 
@@ -256,7 +257,7 @@ impl Tokenizer {
 
     /// Encodes ordinary text piece by piece, calling `emit` per id, with
     /// this thread's merge buffers and piece cache.
-    pub(crate) fn for_each_ordinary(&self, text: &str, emit: &mut impl FnMut(u32)) {
+    pub(crate) fn for_each_ordinary(&self, text: &str, emit: &mut impl FnMut(u32)) -> Result<()> {
         with_scratch(|scratch| {
             self.pattern.split_into(
                 text,
@@ -266,8 +267,8 @@ impl Tokenizer {
                     scratch,
                     emit,
                 },
-            );
-        });
+            )
+        })
     }
 }
 

@@ -11,10 +11,11 @@ use serde_json::Value;
 use super::bert::{BertConfig, Pooling};
 use super::storage::{Stored, check_weight_dtype};
 use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
+use crate::ModelError;
 use crate::checksum::{hex, sha256};
+use crate::source::JsonCaps;
 use crate::tensor::{TensorStore, TensorView};
-use crate::{DType, Error, Result, json, safetensors, source};
-use crate::{LayoutError, ModelError};
+use crate::{DType, Error, Result, safetensors, source};
 
 /// The tensor sentence-transformers keeps that the model does not use.
 const SKIPPED: &str = "embeddings.position_ids";
@@ -36,10 +37,6 @@ pub fn is_hf_model_dir(dir: &Path) -> bool {
         .all(|f| dir.join(f).is_file())
 }
 
-/// The largest JSON configuration file read from a model directory.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-/// The most JSON values such a file may hold.
-const MAX_CONFIG_VALUES: u64 = 1 << 16;
 /// The largest `vocab.txt` read (multilingual BERT vocabularies are ~2 MB).
 const MAX_VOCAB_BYTES: u64 = 64 << 20;
 
@@ -47,15 +44,7 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
     if !path.exists() {
         return Ok(None);
     }
-    let bytes = source::read_capped(path, "a model configuration file", MAX_CONFIG_BYTES)?;
-    json::check(&bytes, "a model configuration file", MAX_CONFIG_VALUES)?;
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        Error::Layout(LayoutError::InvalidHeader {
-            format: "JSON",
-            offset: json::error_offset(&bytes, &e),
-            reason: format!("{}: {e}", path.display()),
-        })
-    })
+    source::read_json(path, "a model configuration file", JsonCaps::CONFIG).map(Some)
 }
 
 fn config_number(config: &Value, key: &str) -> Result<String> {

@@ -87,10 +87,11 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
 /// `topk`, `jumprelu` and `standard` architectures), with its configuration.
 pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
     let config_path = dir.join(CONFIG_FILE);
-    let text = std::fs::read_to_string(&config_path)
-        .map_err(|e| modelbin_format::Error::io(&config_path, e))?;
-    let config: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(&config_path, &format!("not JSON: {e}")))?;
+    let config = modelbin_format::source::read_json(
+        &config_path,
+        "an SAE's cfg.json",
+        modelbin_format::source::JsonCaps::CONFIG,
+    )?;
     let number = |key: &str| {
         config[key]
             .as_u64()
