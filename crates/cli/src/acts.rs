@@ -255,6 +255,12 @@ fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
             "--img {img}: the dataset has {n_imgs} images"
         )));
     };
+    if let Some((at, id)) = text.first_unknown(&ids) {
+        return Err(Failure::Invalid(format!(
+            "{}: tokens.bin holds id {id} at position {at} of image {img}, which names no token of the recording's model",
+            dir.display()
+        )));
+    }
     let shown = text.render(&ids);
     if json {
         print_json(&serde_json::json!({"img": img, "ids": ids, "text": shown}))?;

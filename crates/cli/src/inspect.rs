@@ -7,7 +7,7 @@ use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
     Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
 };
-use modelbin_format::text_table;
+use modelbin_format::text_table::{self, printable};
 use modelbin_format::{AnyFile, Format};
 
 use crate::args::parse_format;
@@ -250,7 +250,7 @@ fn print_vocabulary(path: &Path, s: &Bpe2Summary) -> Result<(), Failure> {
     } else {
         outln!("special tokens:")?;
         for (text, rank) in &s.special_tokens {
-            outln!("  {rank:>7} {text}")?;
+            outln!("  {rank:>7} {}", printable(text))?;
         }
     }
     Ok(())
@@ -269,7 +269,7 @@ fn print_embeddings(path: &Path, s: &EmbdSummary) -> Result<(), Failure> {
     outln!("flags: {}", s.flags.join(", "))?;
     outln!("metadata:")?;
     for (key, value) in &s.metadata {
-        outln!("  {key} = {value}")?;
+        outln!("  {} = {}", printable(key), printable(value))?;
     }
     match &s.special_tokens {
         Some(t) => outln!(
@@ -325,7 +325,7 @@ fn print_text(path: &Path, s: &TensorFileSummary) -> Result<(), Failure> {
         Some(map) => {
             outln!("metadata:")?;
             for (key, value) in map {
-                outln!("  {key} = {value}")?;
+                outln!("  {} = {}", printable(key), printable(value))?;
             }
             Ok(())
         }

@@ -35,6 +35,16 @@ impl<'d> TokenText<'d> {
         }))
     }
 
+    /// The first of `ids` (its position and value) that names no token:
+    /// above 255 for byte-level recordings, past the vocabulary otherwise.
+    pub fn first_unknown(&self, ids: &[u32]) -> Option<(usize, u32)> {
+        let known = self.vocabulary.as_ref().map_or(256, Vec::len);
+        ids.iter()
+            .enumerate()
+            .find(|&(_, &id)| id as usize >= known)
+            .map(|(at, &id)| (at, id))
+    }
+
     /// The ids of image `img`'s window.
     pub fn window(&self, img: u64) -> Option<Vec<u32>> {
         self.ids.window(img)
@@ -45,8 +55,20 @@ impl<'d> TokenText<'d> {
     pub fn render(&self, ids: &[u32]) -> String {
         match &self.vocabulary {
             None => {
-                let bytes: Vec<u8> = ids.iter().map(|&id| id as u8).collect();
-                String::from_utf8_lossy(&bytes).into_owned()
+                let mut text = String::new();
+                let mut bytes = Vec::new();
+                for &id in ids {
+                    match u8::try_from(id) {
+                        Ok(byte) => bytes.push(byte),
+                        Err(_) => {
+                            text.push_str(&String::from_utf8_lossy(&bytes));
+                            bytes.clear();
+                            text.push_str("[?]");
+                        }
+                    }
+                }
+                text.push_str(&String::from_utf8_lossy(&bytes));
+                text
             }
             Some(vocabulary) => {
                 let mut text = String::new();

@@ -153,6 +153,12 @@ fn parse_model(model: &str) -> Result<&'static str, String> {
 
 impl VocabChoice {
     fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
+        if self.pattern.is_some() && self.vocab.is_none() {
+            return Err(Failure::Usage(
+                "--pattern needs --vocab FILE.bpe2: a built-in encoding keeps its own pattern"
+                    .into(),
+            ));
+        }
         if let Some(path) = &self.vocab {
             let pattern = self
                 .pattern

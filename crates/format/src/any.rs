@@ -8,6 +8,7 @@ use crate::file::TensorFile;
 use crate::inspect::Summary;
 use crate::saev::{self, Dataset};
 use crate::source::MappedFile;
+use crate::tensor::TensorStore;
 use crate::{Format, Result, detect};
 
 /// A validated file (or SAEV dataset directory) of any format modelbin reads.
@@ -92,7 +93,12 @@ impl AnyFile {
         match self {
             AnyFile::Tensors(TensorFile::Embd(file)) => {
                 file.verify()?;
-                BertConfig::validate(file).map(|_| ())
+                BertConfig::validate(file)?;
+                check_finite(file.tensors())
+            }
+            AnyFile::Tensors(file @ TensorFile::Tllm(_)) => {
+                file.verify()?;
+                check_finite(file.tensors())
             }
             AnyFile::Tensors(file) => file.verify(),
             AnyFile::Bpe2(file) => file.verify(),
@@ -113,4 +119,23 @@ impl AnyFile {
             _ => None,
         }
     }
+}
+
+/// Refuses model weights that hold a NaN or an infinity
+/// ([`ModelError::NonFinite`], naming the first): a model file's weights
+/// are all used, so any such value poisons every output. Generic tensor
+/// files (BinTensors, safetensors) may hold them on purpose and are not
+/// checked.
+fn check_finite<'a>(tensors: impl Iterator<Item = crate::tensor::TensorView<'a>>) -> Result<()> {
+    for tensor in tensors {
+        if let Some((index, value)) = crate::floats::first_non_finite(tensor.dtype(), tensor.data())
+        {
+            return Err(crate::Error::Model(crate::ModelError::NonFinite {
+                name: tensor.name().to_owned(),
+                index,
+                value,
+            }));
+        }
+    }
+    Ok(())
 }

@@ -50,6 +50,26 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Option<Cow<'_, [f32]>> {
     })
 }
 
+/// The index and value of the first NaN or infinity in `bytes` (values of
+/// the float dtype `dtype`), decoded a block at a time so that memory stays
+/// small whatever the tensor's size; `None` when all are finite or `dtype`
+/// is not a float dtype.
+pub fn first_non_finite(dtype: DType, bytes: &[u8]) -> Option<(usize, f32)> {
+    const BLOCK_VALUES: usize = 1 << 16;
+    let width = dtype.size();
+    if !is_float(dtype) || width == 0 {
+        return None;
+    }
+    bytes
+        .chunks(BLOCK_VALUES * width)
+        .enumerate()
+        .find_map(|(block, chunk)| {
+            let values = decode(dtype, chunk)?;
+            let at = values.iter().position(|v| !v.is_finite())?;
+            Some((block * BLOCK_VALUES + at, values[at]))
+        })
+}
+
 /// Little-endian f32 bytes as values, borrowed when aligned.
 pub fn decode_f32(bytes: &[u8]) -> Cow<'_, [f32]> {
     #[cfg(target_endian = "little")]

@@ -9,6 +9,17 @@ use std::io::{self, Write};
 /// make every row of a large table that long.
 pub const MAX_COLUMN_WIDTH: usize = 64;
 
+/// `text` as printed: control characters escaped (`\u{1b}`, `\n`), so
+/// that text from a file cannot move the cursor or recolour the terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = Vec::new();
+    write_printable(&mut out, text).expect("writing to memory");
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("escaped text is UTF-8"))
+}
+
 /// Writes `cell` as printed: control characters (a name may hold any
 /// UTF-8) escaped, so that no cell can move the cursor or recolour the
 /// terminal.

@@ -171,7 +171,7 @@ impl Embedder {
             if c.normalize {
                 l2_normalize(&mut vector);
             }
-            out.push(vector);
+            out.push(crate::error::finite(vector, "the embedding")?);
         }
         Ok(out)
     }

@@ -39,6 +39,14 @@ pub enum Error {
     /// The input has no tokens.
     #[error("the input has no tokens")]
     EmptyInput,
+    /// A result that is NaN or infinite: the model's weights (see
+    /// `modelbin verify`) or its configuration make it so. Never returned
+    /// as a value.
+    #[error("{what} holds NaN or infinite values; check the model with `modelbin verify`")]
+    NonFinite {
+        /// The result: "the embedding", "the logits", ...
+        what: &'static str,
+    },
     /// A sampling parameter out of range.
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),
@@ -110,4 +118,14 @@ pub enum TrainingError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// `values` unchanged when every one is finite, else [`Error::NonFinite`]
+/// naming `what`.
+pub(crate) fn finite<T: AsRef<[f32]>>(values: T, what: &'static str) -> Result<T> {
+    if values.as_ref().iter().all(|v| v.is_finite()) {
+        Ok(values)
+    } else {
+        Err(Error::NonFinite { what })
+    }
 }

@@ -82,9 +82,26 @@ impl PriceTable {
         PriceTable::parse(BUNDLED_PRICES).expect("the bundled price table is valid")
     }
 
-    /// Parses a table in the bundled table's shape.
+    /// Parses a table in the bundled table's shape. Every price must be a
+    /// finite number, zero or more.
     pub fn parse(json: &str) -> Result<PriceTable> {
-        serde_json::from_str(json).map_err(|e| Error::BadPriceTable(e.to_string()))
+        let table: PriceTable =
+            serde_json::from_str(json).map_err(|e| Error::BadPriceTable(e.to_string()))?;
+        for (model, price) in &table.models {
+            let rates = [
+                ("input", Some(price.input)),
+                ("cached_input", price.cached_input),
+                ("output", price.output),
+            ];
+            for (rate, value) in rates {
+                if let Some(value) = value.filter(|v| !v.is_finite() || *v < 0.0) {
+                    return Err(Error::BadPriceTable(format!(
+                        "model `{model}`: {rate} price {value} must be a finite number, zero or more"
+                    )));
+                }
+            }
+        }
+        Ok(table)
     }
 
     /// The price of `model`: its own entry, or for a dated snapshot

@@ -46,6 +46,17 @@ pub enum ModelError {
         /// Its shape.
         found: Vec<usize>,
     },
+    /// A model weight that is NaN or infinite: every output computed from
+    /// it would be too.
+    #[error("tensor `{name}` holds {value} at element {index}; model weights must be finite")]
+    NonFinite {
+        /// The tensor.
+        name: String,
+        /// The element's index (row-major).
+        index: usize,
+        /// The value (NaN, inf or -inf).
+        value: f32,
+    },
     /// An int8 weight's scale that is negative or not finite.
     #[error(
         "tensor `{name}` row {row} is {value}; int8 weight scales must be finite and not negative"

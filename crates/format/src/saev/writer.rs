@@ -20,6 +20,9 @@ pub struct Writer {
     shard_index: u64,
     imgs_in_shard: u64,
     written: u64,
+    /// Whether `partial` became the dataset; if not, dropping the writer
+    /// (after an error, or without `finish`) removes it.
+    renamed: bool,
 }
 
 impl Writer {
@@ -56,6 +59,7 @@ impl Writer {
             shard_index: 0,
             imgs_in_shard: 0,
             written: 0,
+            renamed: false,
         })
     }
 
@@ -179,9 +183,23 @@ impl Writer {
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io(&meta, e))?;
         std::fs::rename(&self.partial, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        self.renamed = true;
         if let Some(root) = self.target.parent() {
             crate::output::sync_directory(root);
         }
         Ok(self.target.clone())
+    }
+}
+
+/// A dataset that was not finished leaves nothing behind: a failed write
+/// (a full disk) or an abandoned writer removes `<HASH>.partial/`. A process
+/// killed outright leaves it, and the next write of the same dataset
+/// replaces it.
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.renamed {
+            drop(self.shard.take());
+            let _ = std::fs::remove_dir_all(&self.partial);
+        }
     }
 }

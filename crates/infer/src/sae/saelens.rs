@@ -124,7 +124,19 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
                 ),
             ));
         }
-        Ok(view.to_f32()?.into_owned())
+        let values = view.to_f32()?.into_owned();
+        // Non-finite weights would make every code and reconstruction NaN.
+        if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+            return Err(
+                modelbin_format::Error::Model(modelbin_format::ModelError::NonFinite {
+                    name: name.to_owned(),
+                    index,
+                    value: values[index],
+                })
+                .into(),
+            );
+        }
+        Ok(values)
     };
     let w_enc_t = tensor("W_enc", &[d_in, d_sae])?;
     let mut w_enc = vec![0.0f32; d_in * d_sae];

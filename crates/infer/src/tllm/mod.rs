@@ -323,6 +323,6 @@ impl Session<'_> {
         let n = rows.len() / d;
         let mut logits = vec![0.0f32; n * v];
         matmul(rows, &model.output, &mut logits, (n, d, v), false);
-        Ok(logits)
+        crate::error::finite(logits, "the logits")
     }
 }
