@@ -1,6 +1,8 @@
 //! Running the `modelbin` binary from the integration tests.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod bounded;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
