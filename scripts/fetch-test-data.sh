@@ -26,12 +26,6 @@ if [ -z "$python" ]; then
     exit 1
 fi
 
-# numpy runs the TLLM reference forward pass (tests/reference/).
-if ! "$python" -c "import numpy" 2>/dev/null; then
-    echo "fetch-test-data: installing numpy from PyPI" >&2
-    "$python" -m pip install --quiet numpy
-fi
-
 tiktoken_dir="$cache/tiktoken"
 if [ ! -f "$tiktoken_dir/o200k_base.tiktoken" ]; then
     cargo fetch --locked --manifest-path "$root/Cargo.toml" >/dev/null

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The test command: fetch the real test models (cached under target/), run
-# every test of the workspace, then build the Python package with the
-# README's command in a venv under target/py and run its tests against
-# tiktoken and safetensors.
+# The test command: a venv under target/py with the tests' Python oracles
+# (numpy for the reference forward passes, tiktoken, safetensors, ...),
+# first on PATH so every test's `python3` is the venv's; the real test
+# models (cached under target/); every test of the workspace; then the
+# Python package built with the README's command into the same venv and
+# its tests. Nothing is installed into the system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-test-data.sh
-cargo test --workspace --locked "$@"
 
 venv=target/py
 if [ ! -x "$venv/bin/python" ]; then
@@ -14,5 +14,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -r crates/python/requirements-test.txt
+export PATH="$PWD/$venv/bin:$PATH"
+
+scripts/fetch-test-data.sh
+cargo test --workspace --locked "$@"
+
 "$venv/bin/python" -m pip install --quiet ./crates/python
 "$venv/bin/python" -m pytest -q crates/python/tests
