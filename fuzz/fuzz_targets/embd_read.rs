@@ -6,6 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use modelbin_format::checksum::crc32;
 use modelbin_format::embd::Embd;
+use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::inspect::EmbdSummary;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,6 +17,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(file) = Embd::from_buffer(data.as_slice()) {
         let _ = file.verify();
+        // The configuration the metadata claims is checked against the
+        // tensors present without building anything from the claim.
+        let _ = BertConfig::validate(&file);
         let summary = EmbdSummary::of(&file);
         assert_eq!(summary.token_count, file.tokens().count());
     }

@@ -62,6 +62,10 @@ pub fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
                 _ => available.get(take - 2),
             };
             content -= 1 + usize::from(before_break == Some(&b'\r'));
+        } else if available.last() == Some(&b'\r') {
+            // It may be the first byte of a `\r\n` break: counted once the
+            // next byte shows it is not.
+            content -= 1;
         }
         if content > max {
             buf.truncate(start);

@@ -266,7 +266,15 @@ fn an_endless_line_is_an_error_naming_the_cap() {
     let vocab = byte_vocabulary(dir.path());
     for args in [
         &["tokens", "encode", "--jsonl", "--max-line-bytes", "1048576"][..],
-        &["tokens", "decode", "--jsonl", "--vocab", arg(&vocab), "--pattern", r"\S+|\s+"],
+        &[
+            "tokens",
+            "decode",
+            "--jsonl",
+            "--vocab",
+            arg(&vocab),
+            "--pattern",
+            r"\S+|\s+",
+        ],
         &["tokens", "encode", "--jsonl"],
     ] {
         let run = run_bounded(args, ADDRESS_SPACE, Stdio::from(File::open(&zero).unwrap()));
@@ -426,7 +434,10 @@ fn prices_must_be_finite_and_not_negative() {
     let dir = tempfile::tempdir().unwrap();
     // JSON has no infinity: a number too large for f64 fails to parse.
     for (value, message) in [
-        ("-1.0", "input price -1 must be a finite number, zero or more"),
+        (
+            "-1.0",
+            "input price -1 must be a finite number, zero or more",
+        ),
         ("1e999", "number out of range"),
     ] {
         let prices = dir.path().join("prices.json");
@@ -504,7 +515,10 @@ fn non_finite_weights_fail_verify_and_never_reach_the_output() {
     ] {
         let run = modelbin(args);
         assert_eq!(run.code, Some(1), "{args:?}: {run:?}");
-        assert!(run.stderr.contains("the logits came out NaN or infinite"), "{run:?}");
+        assert!(
+            run.stderr.contains("the logits came out NaN or infinite"),
+            "{run:?}"
+        );
         assert!(
             !run.stdout.contains("null") && !run.stdout.contains("NaN"),
             "{run:?}"

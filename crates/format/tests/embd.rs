@@ -50,7 +50,6 @@ fn tiny_tensors() -> Vec<OwnedTensor> {
     let config = BertConfig::from_metadata(&tiny_metadata(), 2).unwrap();
     config
         .tensors()
-        .into_iter()
         .enumerate()
         .map(|(i, (name, shape))| {
             let n: usize = shape.iter().product();

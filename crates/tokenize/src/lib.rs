@@ -13,10 +13,10 @@
 //! use modelbin_tokenize::Tokenizer;
 //!
 //! let cl100k = Tokenizer::embedded("cl100k_base")?;
-//! let ids = cl100k.encode_ordinary("hello world");
+//! let ids = cl100k.encode_ordinary("hello world")?;
 //! assert_eq!(ids, [15339, 1917]);
 //! assert_eq!(cl100k.decode(&ids)?, "hello world");
-//! assert_eq!(cl100k.count("hello world"), 2);
+//! assert_eq!(cl100k.count("hello world")?, 2);
 //! # Ok(())
 //! # }
 //! ```
