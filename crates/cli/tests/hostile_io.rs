@@ -12,6 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -79,7 +80,7 @@ fn outputs_that_are_special_files_are_streamed_into_never_replaced() {
         assert_eq!(run.code, Some(0), "{run:?}");
         assert_eq!(reader.join().unwrap(), expected);
     }
-    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo_like());
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     assert!(
         std::fs::symlink_metadata(&link)
             .unwrap()
@@ -101,7 +102,7 @@ fn outputs_that_are_special_files_are_streamed_into_never_replaced() {
             std::fs::metadata(&null)
                 .unwrap()
                 .file_type()
-                .is_char_device_like()
+                .is_char_device()
         );
     }
     // No temporary file was left beside any of them.
@@ -128,21 +129,6 @@ fn outputs_that_are_special_files_are_streamed_into_never_replaced() {
     // The run's stdout is read back as lossy UTF-8.
     assert_eq!(run.stdout, String::from_utf8_lossy(&expected));
     assert!(run.stderr.contains("-> - (safetensors)"), "{run:?}");
-}
-
-/// `is_fifo`/`is_char_device` through one import-free helper trait.
-trait FileKind {
-    fn is_fifo_like(&self) -> bool;
-    fn is_char_device_like(&self) -> bool;
-}
-
-impl FileKind for std::fs::FileType {
-    fn is_fifo_like(&self) -> bool {
-        std::os::unix::fs::FileTypeExt::is_fifo(self)
-    }
-    fn is_char_device_like(&self) -> bool {
-        std::os::unix::fs::FileTypeExt::is_char_device(self)
-    }
 }
 
 #[test]
