@@ -9,10 +9,11 @@ use clap::{Args, ValueEnum};
 use modelbin_infer::{Embedder, cosine};
 
 use crate::failure::{Failure, at, invalid};
-use crate::lines::{Line, LineLimit, read_line, too_long};
+use crate::line_limit::{LineLimit, too_long};
 use crate::npy::NpyWriter;
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
+use modelbin_format::lines::{Line, read_line};
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]

@@ -17,9 +17,8 @@ use modelbin_tokenize::Tokenizer;
 use rayon::prelude::*;
 
 use crate::failure::Failure;
-use crate::id_lines::push_json_line;
-use crate::json_string::push_json_string;
-use crate::lines::{Line, read_line, too_long};
+use crate::line_limit::too_long;
+use modelbin_format::lines::{Line, push_json_ids, push_json_string, read_line};
 
 /// Runs of lines read and encoded together, per thread of a pool of two or
 /// more: a trade between threads that finish a batch close together and a
@@ -208,7 +207,7 @@ impl Run {
         self.json.clear();
         let mut start = 0;
         for &end in &self.id_ends {
-            push_json_line(&mut self.json, &self.ids[start..end]);
+            push_json_ids(&mut self.json, &self.ids[start..end]);
             start = end;
         }
     }
@@ -259,7 +258,7 @@ mod tests {
                 tokenizer,
                 input,
                 &mut out,
-                crate::lines::DEFAULT_MAX_LINE_BYTES,
+                modelbin_format::lines::DEFAULT_MAX_LINE_BYTES,
             )
         });
         (String::from_utf8(out).unwrap(), result)

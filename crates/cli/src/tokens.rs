@@ -15,8 +15,9 @@ use serde::Serialize;
 use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
 use crate::encode_jsonl::encode_jsonl;
 use crate::failure::{Failure, at, invalid};
-use crate::lines::{Line, LineLimit, read_line, too_long};
+use crate::line_limit::{LineLimit, too_long};
 use crate::stdout::{outln, print_json};
+use modelbin_format::lines::{Line, read_line};
 
 /// The default encoding when none is chosen: the one current models use.
 const DEFAULT_ENCODING: &str = "o200k_base";

@@ -146,6 +146,7 @@ pub mod file;
 pub mod floats;
 pub mod inspect;
 mod json;
+pub mod lines;
 pub mod memory;
 pub mod output;
 pub mod rng;

@@ -1,18 +1,16 @@
-//! Token ids written as a line holding a JSON array (serde_json's compact
-//! form), fast: for `tokens encode --jsonl`.
+//! Token ids written as a line holding a JSON array, in serde_json's
+//! compact form.
 //!
-//! Through serde_json, writing the ids took about a tenth of the command's
-//! time. Here each id's digits come from a table of the 10,000 four-digit
-//! groups, two lookups per id below 10^8, put together in a register with
-//! no branch on the id's width, and stored at once into a stack buffer that
-//! is copied out when nearly full. On the benchmark corpus's 3.5 million
-//! ids this step took 26 ms through serde_json (in process), and, timed
-//! inside the command, 18.4–20.7 ms with two digits per lookup and
-//! 12.7–15.0 ms with four (see docs/benchmarks.md).
+//! Writing ids is a large part of `tokens encode --jsonl`'s work, so the
+//! digits do not go through a formatter: each id's digits come from a table
+//! of the 10,000 four-digit groups (two lookups per id below 10^8), are put
+//! together in a register with no branch on the id's width, and are stored
+//! at once into a stack buffer that is copied out when nearly full.
+//! docs/benchmarks.md has the command's throughput.
 
 /// Appends `ids` as a JSON array (serde_json's compact form) and a line
 /// break. Digits are formed in a stack buffer copied out when nearly full.
-pub fn push_json_line(json: &mut Vec<u8>, ids: &[u32]) {
+pub fn push_json_ids(json: &mut Vec<u8>, ids: &[u32]) {
     let mut buffer = [0u8; 256];
     buffer[0] = b'[';
     let mut len = 1;
@@ -132,14 +130,14 @@ mod tests {
     fn json_lines_match_serde_json() {
         for ids in [vec![], vec![0], vec![7, 100_256, 4_294_967_295, 10, 99]] {
             let mut json = Vec::new();
-            push_json_line(&mut json, &ids);
+            push_json_ids(&mut json, &ids);
             let want = serde_json::to_string(&ids).unwrap() + "\n";
             assert_eq!(String::from_utf8(json).unwrap(), want);
         }
         // Long enough to refill the stack buffer many times.
         let ids: Vec<u32> = (0..5_000).map(|i| i * 997).collect();
         let mut json = Vec::new();
-        push_json_line(&mut json, &ids);
+        push_json_ids(&mut json, &ids);
         assert_eq!(
             json,
             (serde_json::to_string(&ids).unwrap() + "\n").into_bytes()

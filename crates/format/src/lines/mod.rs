@@ -1,25 +1,37 @@
-//! Line-by-line input with a cap on a line's length: a stream with no line
-//! break (`/dev/zero`, a binary file) is an error naming the cap, not an
-//! allocation that grows until the process aborts.
+//! Text read and written a line at a time, as the commands that take lines
+//! of text or JSON Lines do.
+//!
+//! [`read_line`] caps a line's length: a stream with no line break
+//! (`/dev/zero`, a binary file) is [`Line::TooLong`], not an allocation that
+//! grows until the process aborts. [`push_json_string`] reads a line holding
+//! one JSON string, and [`push_json_ids`] writes token ids as a JSON array.
+//!
+//! ```
+//! use modelbin_format::lines::{Line, push_json_ids, push_json_string, read_line};
+//!
+//! let mut input = &b"\"caf\\u00e9\"\n\"two\"\n"[..];
+//! let (mut line, mut text) = (Vec::new(), String::new());
+//! while let Line::Read(_) = read_line(&mut input, &mut line, 1024).unwrap() {
+//!     push_json_string(&line, &mut text).unwrap();
+//!     line.clear();
+//! }
+//! assert_eq!(text, "caf\u{e9}two");
+//!
+//! let mut json = Vec::new();
+//! push_json_ids(&mut json, &[15339, 1917]);
+//! assert_eq!(json, b"[15339,1917]\n");
+//! ```
+
+mod json_ids;
+mod json_string;
+
+pub use json_ids::push_json_ids;
+pub use json_string::push_json_string;
 
 use std::io::{self, BufRead};
 
 /// The longest line a line reader takes unless told otherwise: 64 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
-
-/// The `--max-line-bytes` flag of the commands that read lines.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct LineLimit {
-    /// The longest input line accepted, in bytes, its line break not
-    /// counted; a longer line is an error.
-    #[arg(
-        long = "max-line-bytes",
-        value_name = "BYTES",
-        default_value_t = DEFAULT_MAX_LINE_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    pub max_line_bytes: usize,
-}
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -47,6 +59,12 @@ pub fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
         if available.is_empty() {
             return Ok(match buf.len() - start {
                 0 => Line::End,
+                // A last line with no break may end in a `\r` that was not
+                // counted while a `\n` could still follow.
+                read if read > max => {
+                    buf.truncate(start);
+                    Line::TooLong
+                }
                 read => Line::Read(read),
             });
         }
@@ -77,14 +95,6 @@ pub fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
             return Ok(Line::Read(buf.len() - start));
         }
     }
-}
-
-/// The error for line `number` (1-based) of `source` that is longer than
-/// `max` bytes.
-pub fn too_long(source: &str, number: usize, max: usize) -> crate::failure::Failure {
-    crate::failure::Failure::Invalid(format!(
-        "{source} line {number} is longer than {max} bytes; pass --max-line-bytes to raise the limit"
-    ))
 }
 
 #[cfg(test)]
@@ -134,6 +144,8 @@ mod tests {
             assert_eq!(lines(b"abcd\n", 4, capacity), [Ok(b"abcd\n".to_vec())]);
             assert_eq!(lines(b"abcd\r\n", 4, capacity), [Ok(b"abcd\r\n".to_vec())]);
             assert_eq!(lines(b"abcd", 4, capacity), [Ok(b"abcd".to_vec())]);
+            assert_eq!(lines(b"abc\r", 4, capacity), [Ok(b"abc\r".to_vec())]);
+            assert_eq!(lines(b"abcd\r", 4, capacity), [Err(Line::TooLong)]);
             assert_eq!(
                 lines(b"ab\nabcde\n", 4, capacity),
                 [Ok(b"ab\n".to_vec()), Err(Line::TooLong)]
