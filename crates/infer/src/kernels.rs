@@ -84,10 +84,10 @@ pub(crate) enum Tier {
     /// sixteen lanes wide. The reductions keep [`LANES`] partial sums, so
     /// both FMA tiers add in the same order, and this tier performs the
     /// same operations as [`Tier::Avx2`] and gives the same bits in fewer
-    /// instructions. The exponentials and GELU were bound by how many
+    /// instructions. The exponentials and GELU are bound by how many
     /// instructions wait on long dependency chains, not by arithmetic, so
-    /// they take 24–39% less time even where a 512-bit operation takes two
-    /// cycles.
+    /// fewer instructions make them faster even where a 512-bit operation
+    /// takes two cycles.
     Avx512,
 }
 
@@ -280,8 +280,8 @@ pub fn exp<M: MulAdd>(x: f32) -> f32 {
     let n = shifted - 12_582_912.0;
     let r = M::mul_add(-n, LN2_LO, M::mul_add(-n, LN2_HI, x));
     // Estrin's scheme: three independent pairs, then two levels, where
-    // Horner's rule chained five multiply-adds (the loops were bound by
-    // that latency).
+    // Horner's rule would chain five multiply-adds (and the loops would be
+    // bound by that latency).
     let r2 = r * r;
     let high = M::mul_add(1.987_569_1e-4, r, 1.398_2e-3);
     let middle = M::mul_add(8.333_452e-3, r, 4.166_579_6e-2);
@@ -378,7 +378,7 @@ pub fn shifted_exp(x: &mut [f32], scale: f32) -> f32 {
             .copied()
             .fold(f32::NEG_INFINITY, f32::max);
         // The exponentials apart from their sum: with the sum in the same
-        // loop, the fused multiply-adds kept it from vectorising.
+        // loop, the fused multiply-adds would keep it from vectorising.
         for v in x.iter_mut() {
             *v = exp::<Madd>((*v - max) * scale);
         }

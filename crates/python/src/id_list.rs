@@ -7,9 +7,8 @@
 //! first made, so their ints should lie close together in Python's memory
 //! and the reference counts a list writes fall on fewer cache lines; made in
 //! id order, frequent ids are spread over all of the ints (6.4 MB for
-//! o200k_base). On the benchmark corpus through Python, `encode_ordinary`
-//! took 2–5% less time this way (docs/benchmarks.md), about what ints made
-//! in order of their frequency on the corpus itself gave.
+//! o200k_base). Order of first use approximates order of frequency without
+//! a frequency table fitted to one corpus.
 
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -35,9 +34,9 @@ pub struct SharedInts {
 const SHARED_FROM: usize = 64;
 
 /// How many ids ahead [`SharedInts::list`] prefetches ints (and twice as
-/// many, the slots of their addresses). Through Python on the benchmark
-/// corpus, 32 took 5–7% less time than 8 (both encodings, eight
-/// alternating rounds each); 16 fell between, and 64 was no better.
+/// many, the slots of their addresses): far enough ahead for a line to
+/// arrive from memory before the list writes to it, near enough that it is
+/// still in the cache then.
 const PREFETCH_AHEAD: usize = 32;
 
 impl SharedInts {
@@ -129,8 +128,8 @@ impl SharedInts {
 }
 
 /// A new list of `len` empty items and its item array. Filled through the
-/// array, items cost a store each; through `PyList::new` from an iterator,
-/// Python lists of ids took 5.0–6.2% longer (docs/benchmarks.md).
+/// array, items cost a store each; `PyList::new` from an iterator also
+/// passes each item through a fallible conversion and its error check.
 ///
 /// # Safety
 ///

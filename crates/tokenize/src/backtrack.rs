@@ -109,7 +109,7 @@ impl PairMemo {
 
     /// Checks answered without the memo before it is allocated. A short
     /// text makes tens of checks, each of which would touch a fresh page of
-    /// the memo (a quarter of a millisecond in all at start-up).
+    /// the memo: a page fault, which costs more than the check it saves.
     const UNREMEMBERED: u32 = 4096;
 
     /// The slots, or `None` for the first [`PairMemo::UNREMEMBERED`] checks.
@@ -173,8 +173,9 @@ impl MergeWord {
 }
 
 impl Backtracker {
-    /// Builds the tables for `vocab` (about 40 ms for cl100k_base and 100
-    /// ms for o200k_base), or `None` when a multi-byte token is
+    /// Builds the tables for `vocab` (a pass over every token, too slow for
+    /// start-up: `build.rs` lays out the embedded vocabularies' tables
+    /// instead), or `None` when a multi-byte token is
     /// not the merge of two lower-ranked tokens (the encoder would not be
     /// exact for such a vocabulary), or when an ordinary token's rank is
     /// 2^23 - 1 or more (beyond what the trie's node words hold).
@@ -344,8 +345,8 @@ impl Backtracker {
     /// run of one byte, or of a pattern as long as a token, where
     /// backtracking can alternate between two phases) searches after the
     /// first ones are then a comparison of those bytes instead of a walk
-    /// over as many trie nodes. Always inlined into the encoder's loop (1%
-    /// fewer instructions on the benchmark corpus with o200k_base).
+    /// over as many trie nodes. Always inlined into the encoder's loop,
+    /// which calls it at every position it reaches.
     #[inline(always)]
     fn longest_at<const REMEMBER: bool>(
         &self,
@@ -414,8 +415,8 @@ impl Backtracker {
     /// the tables are inconsistent with the piece (never for a vocabulary
     /// [`Backtracker::new`] accepted); the caller then merges another way.
     pub fn encode(&self, piece: &[u8], out: &mut Vec<u32>, dead: &mut Vec<u64>) -> bool {
-        // Remembering searches pays in long repetitions only; checked on
-        // every piece, it cost 3% on the benchmark corpus (o200k).
+        // Remembering searches pays in long repetitions only; in short
+        // pieces its checks cost more than the searches they save.
         if piece.len() > REMEMBER_SEARCHES_FROM {
             self.encode_remembering::<true>(piece, out, dead)
         } else {

@@ -233,8 +233,7 @@ fn whitespace(text: &str, i: usize, rules: SpaceRules) -> usize {
 
 /// One piece of cl100k_base from byte `i` (< `text.len()`); returns its end.
 /// Always inlined, as `o200k` is: called through a pointer, a scanner
-/// saved and restored registers for every piece (2% of the instructions on
-/// the benchmark corpus, measured with o200k_base).
+/// would save and restore registers for every piece.
 #[inline(always)]
 fn cl100k(text: &str, i: usize) -> usize {
     cl100k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| cl100k_general(text, i))
@@ -375,8 +374,9 @@ fn gpt2(text: &str, i: usize) -> usize {
 }
 
 /// o200k's word alternatives from `s`: `U*W+` (first) or `U+W*` (second),
-/// then an optional contraction. Always inlined into the general scanner
-/// (1% fewer instructions on the benchmark corpus with o200k_base).
+/// then an optional contraction. Always inlined into the general scanner,
+/// which tries it up to four times for a piece: as a call, it would save
+/// and restore registers each time.
 #[inline(always)]
 fn o200k_word(text: &str, s: usize, second: bool) -> Option<usize> {
     // The maximal U run, and the end of the last W char inside it.
@@ -435,7 +435,7 @@ fn o200k(text: &str, i: usize) -> usize {
 
 /// One piece of o200k_base, by the general scanner. Always inlined into
 /// `o200k` (and with it into the split loop, where that is inlined): as a
-/// call, it saved and restored registers for every piece the ASCII
+/// call, it would save and restore registers for every piece the ASCII
 /// scanner leaves to it.
 #[inline(always)]
 fn o200k_general(text: &str, i: usize) -> usize {

@@ -255,9 +255,9 @@ impl Vocab {
     /// and three-digit tables where they answer (short pieces are the most
     /// common) and from the hash index otherwise.
     ///
-    /// Always inlined: thin LTO left it out of line in the CLI and the
-    /// Python module (2–3% of their encoding time in `perf`), though not
-    /// in the benchmarks' binaries.
+    /// Always inlined: it runs once per piece, and thin LTO would leave it
+    /// out of line in some binaries (the CLI and the Python module) and
+    /// inline it in others.
     #[inline(always)]
     pub fn piece_rank(&self, bytes: &[u8]) -> Option<u32> {
         let rank = match *bytes {
@@ -275,8 +275,7 @@ impl Vocab {
     }
 
     /// The rank of `bytes` among non-special tokens. Always inlined: as a
-    /// call, it saved and restored registers for every lookup (2% of the
-    /// instructions on the benchmark corpus with o200k_base).
+    /// call, it would save and restore registers for every lookup.
     #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
         let key = index::key(bytes);
