@@ -215,7 +215,7 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
     dataset.verify().map_err(|e| at(dir, e))?;
     let summary = Summary::Saev(modelbin_format::inspect::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
-        eprintln!(
+        crate::stdout::errln!(
             "warning: {}: an extra all-zero shard past the last image (the reference writer adds one when S divides n_imgs); accepted",
             dir.display()
         );

@@ -220,7 +220,7 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
     }
     sink.finish()?;
     if truncated > 0 {
-        eprintln!(
+        crate::stdout::errln!(
             "note: {truncated} of {written} texts were longer than the model's {max_tokens} tokens and were truncated"
         );
     }
@@ -242,7 +242,7 @@ fn read_batches(
         }
         None => {
             if std::io::stdin().is_terminal() {
-                eprintln!("reading texts from stdin, one per line (end with Ctrl-D)");
+                crate::stdout::errln!("reading texts from stdin, one per line (end with Ctrl-D)");
             }
             ("stdin".to_owned(), Box::new(std::io::stdin()), None)
         }

@@ -105,7 +105,7 @@ impl Progress {
         if self.shown {
             self.bar.println(line);
         } else {
-            eprintln!("{line}");
+            crate::stdout::errln!("{line}");
         }
     }
 

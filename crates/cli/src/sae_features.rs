@@ -59,13 +59,10 @@ struct Feature {
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
-    let crate::sae::Opened {
-        sae,
-        dataset,
-        d_in,
-        examples,
-        ..
-    } = crate::sae::open_for_view(&args.sae, &args.view)?;
+    let (sae, _, opened) = crate::sae::open_for_view(&args.sae, &args.view)?;
+    let dataset = opened.dataset();
+    let (d_in, examples) = (opened.d_in(), opened.examples());
+    let failure = |e| crate::sae::sae_failure(e, &args.sae);
     if let Some(latent) = args.latent
         && latent >= sae.d_sae as u64
     {
@@ -74,9 +71,9 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
             sae.d_sae
         )));
     }
-    let text = TokenText::of(&dataset)?;
+    let text = TokenText::of(dataset)?;
     if text.is_none() {
-        eprintln!(
+        crate::stdout::errln!(
             "note: {} kept no token ids (tokens.bin), so inputs are shown by coordinates; `modelbin acts record` keeps them",
             dataset.dir().display()
         );
@@ -87,8 +84,8 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     let mut best: Vec<Vec<(f32, u64)>> = vec![Vec::new(); sae.d_sae];
     let mut progress = Progress::new("scanning");
     let mut index = 0u64;
-    for batch in args.view.loader(&dataset, 0, 0, false)? {
-        args.view.check_finite(&dataset, &batch.data)?;
+    for batch in opened.loader(0, 0, false).map_err(failure)? {
+        opened.check_finite(&batch.data).map_err(failure)?;
         let codes = sae.encode(&batch.data, batch.rows);
         for row in 0..batch.rows {
             for (j, value) in codes.active(row) {

@@ -1,4 +1,4 @@
-//! Standard output for every command. Each write error becomes a
+//! Standard output for every command, and the one way to standard error. Each write error becomes a
 //! [`Failure`]: a closed pipe (`modelbin … | head -1`) a quiet exit 0,
 //! anything else (a full disk, `> /dev/full`) exit 1 with one line.
 //! SIGPIPE keeps Rust's disposition (ignored), so a closed pipe arrives as
@@ -37,6 +37,23 @@ pub fn line(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
     out.write_fmt(text)
         .and_then(|()| out.write_all(b"\n"))
         .map_err(write_error)
+}
+
+/// Writes formatted text and a newline to standard error, for warnings,
+/// notes and progress; the counterpart of `eprintln!` that does not panic
+/// when standard error cannot be written to (a closed or full stderr only
+/// loses the message: the exit status still tells).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::stdout::error_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use errln;
+
+/// One line on standard error (see [`errln`]).
+pub fn error_line(text: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(text).and_then(|()| err.write_all(b"\n"));
 }
 
 /// Prints a serializable value as one line of compact JSON.

@@ -301,7 +301,7 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
         })?;
     } else {
         outln!()?;
-        eprintln!(
+        crate::stdout::errln!(
             "{} tokens in {:.3} s ({:.1} tokens/s), stopped: {}",
             result.ids.len(),
             result.seconds,

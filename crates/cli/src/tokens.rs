@@ -300,7 +300,9 @@ impl Input {
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
-                eprintln!("warning: {name} is not valid UTF-8; invalid bytes read as U+FFFD");
+                crate::stdout::errln!(
+                    "warning: {name} is not valid UTF-8; invalid bytes read as U+FFFD"
+                );
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
             }
         };
@@ -519,7 +521,7 @@ fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
     if let Some(age) = table.age_in_days(today)
         && age > STALE_AFTER_DAYS
     {
-        eprintln!(
+        crate::stdout::errln!(
             "warning: the price table is from {} ({age} days ago); prices may have changed: pass --prices FILE with current ones",
             table.as_of
         );

@@ -29,22 +29,7 @@ pub fn open_log(path: Option<&Path>) -> Result<Option<BufWriter<File>>, Failure>
 }
 
 /// Refuses (as a usage error) work whose estimated memory, `bytes`, is more
-/// than this process may take (physical memory, `ulimit -v`, the cgroup's
-/// limit: see [`modelbin_format::memory`]), instead of letting the
-/// allocation abort the process.
+/// than this process may take (see [`modelbin_format::memory::check`]).
 pub fn check_memory(bytes: f64, what: &str) -> Result<(), Failure> {
-    let Some(bound) = modelbin_format::memory::available() else {
-        return Ok(());
-    };
-    let room = bound.bytes as f64;
-    // NaN (an overflowed estimate) counts as too much.
-    if bytes.is_nan() || bytes > room {
-        return Err(Failure::Usage(format!(
-            "{what} needs about {:.1} GB of memory; {} leaves {:.1} GB",
-            bytes / 1e9,
-            bound.source,
-            room / 1e9
-        )));
-    }
-    Ok(())
+    modelbin_format::memory::check(bytes, what).map_err(|e| Failure::Usage(e.to_string()))
 }

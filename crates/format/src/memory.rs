@@ -18,6 +18,38 @@ pub struct MemoryBound {
     pub source: &'static str,
 }
 
+/// Work that needs more memory than this process may take.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{what} needs about {:.1} GB of memory; {} leaves {:.1} GB",
+    needed / 1e9,
+    bound.source,
+    bound.bytes as f64 / 1e9
+)]
+pub struct Shortfall {
+    /// The work: "this autoencoder", "this model", ...
+    pub what: String,
+    /// Its estimated bytes.
+    pub needed: f64,
+    /// The bound it exceeds.
+    pub bound: MemoryBound,
+}
+
+/// Refuses work whose estimated memory, `bytes`, is more than
+/// [`available`] (an estimate that overflowed to NaN counts as too much),
+/// so that the caller can say so before an allocation aborts the process.
+/// With no readable bound, everything fits.
+pub fn check(bytes: f64, what: &str) -> Result<(), Shortfall> {
+    match available() {
+        Some(bound) if bytes.is_nan() || bytes > bound.bytes as f64 => Err(Shortfall {
+            what: what.to_owned(),
+            needed: bytes,
+            bound,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The tightest of the bounds this module knows, or `None` when none can
 /// be read.
 pub fn available() -> Option<MemoryBound> {

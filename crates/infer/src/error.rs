@@ -53,6 +53,137 @@ pub enum Error {
     /// A training run that cannot start or continue.
     #[error(transparent)]
     Training(#[from] TrainingError),
+    /// A sparse-autoencoder run that cannot start or continue.
+    #[error(transparent)]
+    Sae(#[from] SaeError),
+    /// Work that needs more memory than this process may take.
+    #[error(transparent)]
+    Memory(#[from] modelbin_format::memory::Shortfall),
+}
+
+/// Why a sparse-autoencoder run (training, evaluation, features) cannot
+/// start or continue. The variants that name a setting are the caller's to
+/// word in its own terms (a flag, a keyword argument); their messages here
+/// name the setting plainly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SaeError {
+    /// The layer was not recorded.
+    #[error("layer {layer}: the dataset recorded layers {recorded:?}")]
+    NoSuchLayer {
+        /// The layer asked for.
+        layer: i64,
+        /// The layers the dataset holds.
+        recorded: Vec<i64>,
+    },
+    /// The dataset has no such tokens (CLS of a dataset without one).
+    #[error("patches: {0}")]
+    Patches(String),
+    /// More latents kept than there are.
+    #[error("k {k} is more than d_sae {d_sae}")]
+    KAboveLatents {
+        /// Latents kept per input.
+        k: usize,
+        /// Latents.
+        d_sae: usize,
+    },
+    /// The view holds no examples.
+    #[error("{dataset}: the view has no examples")]
+    EmptyView {
+        /// The dataset directory.
+        dataset: PathBuf,
+    },
+    /// The output directory holds an autoencoder and replacing it was not
+    /// asked for.
+    #[error("{dir} holds an autoencoder; replacing it must be asked for")]
+    OutputHoldsAutoencoder {
+        /// The output directory.
+        dir: PathBuf,
+    },
+    /// The output directory holds a run's checkpoint and neither resuming
+    /// nor replacing it was asked for.
+    #[error("{dir} holds a run's checkpoint; resume it or ask to start over")]
+    OutputHoldsCheckpoint {
+        /// The output directory.
+        dir: PathBuf,
+    },
+    /// Resuming was asked for but there is no checkpoint.
+    #[error("resume: {dir} holds no checkpoint ({file})")]
+    NoCheckpoint {
+        /// The output directory.
+        dir: PathBuf,
+        /// The checkpoint's file name.
+        file: &'static str,
+    },
+    /// The checkpoint was made with other settings.
+    #[error("resume: the checkpoint was made with other settings: {}", .differences.iter().map(|d| format!("{} {} (checkpoint: {})", d.setting, d.asked, d.saved)).collect::<Vec<_>>().join(", "))]
+    OtherSettings {
+        /// Each setting that differs.
+        differences: Vec<SettingDifference>,
+    },
+    /// The checkpoint has as many steps as asked for, or more.
+    #[error(
+        "resume: already trained for {steps} steps; ask for more steps (the schedule then spans them)"
+    )]
+    AlreadyTrained {
+        /// Steps the checkpoint holds.
+        steps: u64,
+    },
+    /// The loss became NaN or infinite; nothing was saved.
+    #[error(
+        "training diverged at step {step} (mse {mse}); nothing was saved: lower the learning rate"
+    )]
+    Diverged {
+        /// The step.
+        step: u64,
+        /// Its mean squared error.
+        mse: f64,
+    },
+    /// An input vector holds NaN or Inf.
+    #[error(
+        "{dataset}: the vector of image {img}, layer {layer}, token {token} holds NaN or Inf; SAEs train on finite values (`modelbin acts verify --values` counts them)"
+    )]
+    NonFiniteInput {
+        /// The dataset directory.
+        dataset: PathBuf,
+        /// The vector's image.
+        img: u64,
+        /// Its layer.
+        layer: i64,
+        /// Its token.
+        token: u64,
+    },
+    /// A batch holds NaN or Inf that no single vector of the view holds.
+    #[error("{dataset}: a batch holds NaN or Inf")]
+    NonFiniteBatch {
+        /// The dataset directory.
+        dataset: PathBuf,
+    },
+    /// The autoencoder's width differs from the dataset's.
+    #[error("{dir}: the autoencoder takes vectors of {sae} values, the dataset holds {dataset}")]
+    WidthMismatch {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+        /// Its input width.
+        sae: usize,
+        /// The dataset's vector width.
+        dataset: usize,
+    },
+    /// The caller stopped the run (an interrupt); nothing was saved past
+    /// the last checkpoint.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// A setting of a resumed run that differs from its checkpoint's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingDifference {
+    /// The setting's name (`lr`, `threads`, ...).
+    pub setting: String,
+    /// The value asked for, as JSON.
+    pub asked: serde_json::Value,
+    /// The checkpoint's value, as JSON.
+    pub saved: serde_json::Value,
 }
 
 /// Why a training run cannot start or continue.

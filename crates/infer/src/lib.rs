@@ -52,7 +52,7 @@ pub mod tllm;
 pub mod train;
 
 pub use embedder::{Embedder, cosine};
-pub use error::{Error, Result, TrainingError};
+pub use error::{Error, Result, SaeError, SettingDifference, TrainingError};
 pub use int8_kernels::Int8Kernel;
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;

@@ -13,15 +13,20 @@
 //! Both matrices are stored here one row per latent (`[d_sae, d_in]`), so a
 //! latent's encoder and decoder vectors are contiguous; SAELens's files
 //! hold the encoder transposed (`W_enc [d_in, d_sae]`), see [`saelens`].
+//! [`view`] reads a layer of a SAEV dataset in batches; [`run`] drives a
+//! whole training run on it and [`evaluate`] measures an autoencoder there.
 //! [`train`] fits one with Adam, unit-norm decoder rows and the AuxK loss on
 //! dead latents (or L1 for ReLU); [`checkpoint`] saves a run's state;
 //! [`splice`] measures a TLLM's loss with a reconstruction spliced in. The
 //! arithmetic is generic over `f32` (training) and `f64` (gradient checks).
 
 pub mod checkpoint;
+pub mod evaluate;
+pub mod run;
 pub mod saelens;
 pub mod splice;
 pub mod train;
+pub mod view;
 
 use num_traits::Float;
 use rayon::prelude::*;

@@ -321,6 +321,17 @@ pub enum Architecture {
     },
 }
 
+impl Architecture {
+    /// Its name in settings and provenance: `topk`, `batchtopk` or `relu`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Architecture::TopK { .. } => "topk",
+            Architecture::BatchTopK { .. } => "batchtopk",
+            Architecture::Relu { .. } => "relu",
+        }
+    }
+}
+
 /// The BatchTopK threshold's running-average rate (SAELens's default).
 const THRESHOLD_RATE: f64 = 0.01;
 

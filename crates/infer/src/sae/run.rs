@@ -1,0 +1,413 @@
+//! One sparse-autoencoder training run on a dataset view, as `modelbin sae
+//! train` and `modelbin.sae.train` drive it: the checks before any work
+//! (settings, memory, output directory, checkpoint), the batches (shuffled
+//! epochs one after another), checkpoints every so many steps, resuming
+//! bit for bit from one, and the SAELens files at the end.
+//!
+//! The caller owns the loop, so it can show progress, log each step and
+//! stop between steps:
+//!
+//! ```no_run
+//! use modelbin_format::saev::Patches;
+//! use modelbin_infer::sae::run::{TrainRun, TrainSettings};
+//! use modelbin_infer::sae::train::Architecture;
+//! use modelbin_infer::sae::view::View;
+//!
+//! # fn main() -> modelbin_infer::Result<()> {
+//! let view = View::open("acts/3f2a…".as_ref(), -1, Patches::Image, 4096, None)?;
+//! let settings = TrainSettings::new(Architecture::TopK { k: 32 }, 4096, 1000);
+//! let mut run = TrainRun::start(view, settings, "sae-out".as_ref())?;
+//! while !run.is_done() {
+//!     let report = run.step()?;
+//!     println!("step {}: fvu {:.3}", report.step, report.fvu);
+//! }
+//! let trained = run.finish()?;
+//! println!("saved {} latents", trained.sae.d_sae);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use modelbin_format::output::OutputFile;
+use modelbin_format::saev::Loader;
+
+use super::train::{Architecture, Options, StepReport, Trainer};
+use super::view::View;
+use super::{Sae, checkpoint, saelens};
+use crate::{Result, SaeError, SettingDifference};
+
+/// What a training run is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainSettings {
+    /// Which latents fire, and `k` or the L1 weight.
+    pub architecture: Architecture,
+    /// Latents.
+    pub d_sae: usize,
+    /// Optimisation steps (one batch each; epochs repeat as needed).
+    pub steps: u64,
+    /// Peak learning rate (Adam; warmup over 5% of the steps, cosine to a
+    /// tenth).
+    pub lr: f64,
+    /// Seed of the initial weights and of the shuffling.
+    pub seed: u64,
+    /// Dead latents reconstructing the residual in the AuxK loss (`None`:
+    /// half the input width; 0: off).
+    pub aux_k: Option<usize>,
+    /// Inputs without firing after which a latent counts as dead.
+    pub dead_after: u64,
+    /// Write the run's state every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
+    /// Continue the run whose checkpoint is in the output directory.
+    pub resume: bool,
+    /// Replace an autoencoder or checkpoint already in the output
+    /// directory.
+    pub replace: bool,
+}
+
+impl TrainSettings {
+    /// `d_sae` latents of `architecture` over `steps` steps, with the
+    /// command line's defaults for the rest: learning rate 1e-3, seed 0,
+    /// AuxK on half the input width, dead after 10,000,000 inputs, a
+    /// checkpoint only at the end, a fresh run that replaces nothing.
+    pub fn new(architecture: Architecture, d_sae: usize, steps: u64) -> Self {
+        TrainSettings {
+            architecture,
+            d_sae,
+            steps,
+            lr: 1e-3,
+            seed: 0,
+            aux_k: None,
+            dead_after: 10_000_000,
+            checkpoint_every: 0,
+            resume: false,
+            replace: false,
+        }
+    }
+}
+
+/// The bytes a run of `d_sae` latents on vectors of `d_in` values, in
+/// batches of `batch_size` over `threads` threads, is estimated to take:
+/// the parameters, their Adam moments and gradients, one gradient copy per
+/// thread, and two batches' worth of inputs, codes and reconstructions.
+pub fn memory_estimate(d_in: usize, d_sae: usize, batch_size: usize, threads: usize) -> f64 {
+    let matrix = d_sae as f64 * d_in as f64 * 4.0;
+    let batch = batch_size as f64 * (d_sae as f64 + 2.0 * d_in as f64) * 4.0;
+    matrix * (6.0 + 2.0 * threads as f64) + 2.0 * batch
+}
+
+/// A training run between its checks and its saved files.
+pub struct TrainRun {
+    view: View,
+    settings: TrainSettings,
+    out: PathBuf,
+    /// What a resumed run must share with the run it continues.
+    fingerprint: serde_json::Value,
+    trainer: Trainer,
+    batches: Batches,
+    /// The batch `Trainer::new` was initialised from, trained on first.
+    pending: Option<Vec<f32>>,
+    pool: rayon::ThreadPool,
+    last: Option<StepReport>,
+    vectors: u64,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Trained {
+    /// The autoencoder, on the dataset's own scale, as saved.
+    pub sae: Sae<f32>,
+    /// The directory its files were written to.
+    pub out: PathBuf,
+    /// Steps it was trained for.
+    pub steps: u64,
+    /// The last step's report, unless the run resumed at its last step
+    /// with nothing left to train.
+    pub last: Option<StepReport>,
+    /// Vectors trained on by this process (not counting a resumed run's
+    /// earlier steps).
+    pub vectors: u64,
+}
+
+impl TrainRun {
+    /// Checks the settings, the memory the run needs, the view and the
+    /// output directory `out` (created if missing), and starts the run, or
+    /// resumes it from the checkpoint in `out` when asked to.
+    pub fn start(view: View, settings: TrainSettings, out: &Path) -> Result<TrainRun> {
+        let d_in = view.d_in();
+        let d_sae = settings.d_sae;
+        if let Architecture::TopK { k } | Architecture::BatchTopK { k } = settings.architecture
+            && k > d_sae
+        {
+            return Err(SaeError::KAboveLatents { k, d_sae }.into());
+        }
+        modelbin_format::memory::check(
+            memory_estimate(d_in, d_sae, view.batch_size(), view.threads()),
+            "this autoencoder",
+        )?;
+        if view.examples() == 0 {
+            return Err(SaeError::EmptyView {
+                dataset: view.dataset().dir().to_path_buf(),
+            }
+            .into());
+        }
+        prepare_output(out, settings.replace || settings.resume)?;
+        let checkpoint_path = out.join(checkpoint::CHECKPOINT_FILE);
+        if !settings.resume && !settings.replace && checkpoint_path.is_file() {
+            return Err(SaeError::OutputHoldsCheckpoint {
+                dir: out.to_path_buf(),
+            }
+            .into());
+        }
+        if settings.resume && !checkpoint_path.is_file() {
+            return Err(SaeError::NoCheckpoint {
+                dir: out.to_path_buf(),
+                file: checkpoint::CHECKPOINT_FILE,
+            }
+            .into());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(view.threads())
+            .build()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .map_err(|e| modelbin_format::Error::io(out, e))?;
+        let mut options = Options::new(settings.architecture, d_sae, settings.steps, settings.lr);
+        options.aux_k = settings.aux_k.unwrap_or(d_in / 2).min(d_sae);
+        options.dead_after = settings.dead_after;
+        options.seed = settings.seed;
+        let fingerprint = fingerprint(&view, &settings, &options);
+        let (mut epoch, mut taken) = (0, 0);
+        let mut resumed = None;
+        if settings.resume {
+            let (trainer, record) = checkpoint::load(&checkpoint_path, d_in, options)?;
+            check_same_settings(&fingerprint, &record["settings"])?;
+            if trainer.steps_done() > settings.steps
+                || (trainer.steps_done() == settings.steps
+                    && out.join(saelens::CONFIG_FILE).is_file())
+            {
+                return Err(SaeError::AlreadyTrained {
+                    steps: trainer.steps_done(),
+                }
+                .into());
+            }
+            epoch = record["epoch"].as_u64().unwrap_or(0);
+            taken = record["taken"].as_u64().unwrap_or(0);
+            resumed = Some(trainer);
+        }
+        let mut batches = Batches::at(&view, settings.seed, epoch, taken)?;
+        let mut pending = None;
+        let trainer = match resumed {
+            Some(trainer) => trainer,
+            None => {
+                let first = batches.next(&view)?;
+                let trainer = Trainer::new(&first, d_in, options);
+                pending = Some(first);
+                trainer
+            }
+        };
+        Ok(TrainRun {
+            view,
+            settings,
+            out: out.to_path_buf(),
+            fingerprint,
+            trainer,
+            batches,
+            pending,
+            pool,
+            last: None,
+            vectors: 0,
+        })
+    }
+
+    /// Steps done, a resumed run's earlier ones included.
+    pub fn steps_done(&self) -> u64 {
+        self.trainer.steps_done()
+    }
+
+    /// Steps asked for.
+    pub fn steps(&self) -> u64 {
+        self.settings.steps
+    }
+
+    /// Whether every step asked for is done.
+    pub fn is_done(&self) -> bool {
+        self.steps_done() >= self.settings.steps
+    }
+
+    /// Vectors trained on by this process so far.
+    pub fn vectors(&self) -> u64 {
+        self.vectors
+    }
+
+    /// The view trained on.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Runs one step on the next batch, and writes the checkpoint when the
+    /// settings ask for one at this step (always at the last). A loss that
+    /// is NaN or infinite stops the run with [`SaeError::Diverged`].
+    pub fn step(&mut self) -> Result<StepReport> {
+        let batch = match self.pending.take() {
+            Some(batch) => batch,
+            None => self.batches.next(&self.view)?,
+        };
+        let chunks = self.pool.current_num_threads();
+        let trainer = &mut self.trainer;
+        let report = self.pool.install(|| trainer.step(&batch, chunks));
+        if !report.mse.is_finite() {
+            return Err(SaeError::Diverged {
+                step: report.step,
+                mse: report.mse,
+            }
+            .into());
+        }
+        self.vectors += (batch.len() / self.view.d_in()) as u64;
+        self.last = Some(report);
+        let every = self.settings.checkpoint_every;
+        if report.step == self.settings.steps || (every > 0 && report.step.is_multiple_of(every)) {
+            let record = serde_json::json!({
+                "settings": self.fingerprint,
+                "epoch": self.batches.epoch,
+                "taken": self.batches.taken,
+            });
+            checkpoint::save(
+                &self.out.join(checkpoint::CHECKPOINT_FILE),
+                &self.trainer,
+                &record,
+            )?;
+        }
+        Ok(report)
+    }
+
+    /// Saves the autoencoder (unscaled) in SAELens's layout, with the run's
+    /// provenance in `cfg.json`'s metadata.
+    pub fn finish(self) -> Result<Trained> {
+        let metadata = self.view.dataset().metadata();
+        let settings = &self.settings;
+        let (k, l1_coeff) = architecture_parameters(settings.architecture);
+        let provenance = serde_json::json!({
+            "dataset": self.view.dataset().dir(),
+            "dataset_hash": metadata.hash(),
+            "model_family": metadata.vit_family,
+            "model": metadata.vit_ckpt,
+            "layer": self.view.layer(),
+            "patches": self.view.patches_name(),
+            "steps": settings.steps,
+            "batch_size": self.view.batch_size(),
+            "seed": settings.seed,
+            "input_scale": self.trainer.scale,
+            "trained_as": settings.architecture.name(),
+            "k": k,
+            "l1_coeff": l1_coeff,
+            "trained_by": concat!("modelbin ", env!("CARGO_PKG_VERSION")),
+        });
+        let sae = self.trainer.unscaled();
+        saelens::save(&self.out, &sae, provenance)?;
+        Ok(Trained {
+            sae,
+            out: self.out,
+            steps: self.trainer.steps_done(),
+            last: self.last,
+            vectors: self.vectors,
+        })
+    }
+}
+
+/// `k` (for TopK and BatchTopK) and the L1 weight (for ReLU), whichever
+/// the architecture has.
+fn architecture_parameters(architecture: Architecture) -> (Option<usize>, Option<f64>) {
+    match architecture {
+        Architecture::TopK { k } | Architecture::BatchTopK { k } => (Some(k), None),
+        Architecture::Relu { l1_coeff } => (None, Some(l1_coeff)),
+    }
+}
+
+/// What a resumed run must share with the run it continues; the thread
+/// count is among them because each thread sums its own chunk, and the
+/// sums' order changes the bits.
+fn fingerprint(view: &View, settings: &TrainSettings, options: &Options) -> serde_json::Value {
+    let (k, l1_coeff) = architecture_parameters(settings.architecture);
+    serde_json::json!({
+        "architecture": settings.architecture.name(),
+        "d_sae": settings.d_sae, "k": k, "l1_coeff": l1_coeff, "lr": settings.lr,
+        "seed": settings.seed, "aux_k": options.aux_k, "dead_after": settings.dead_after,
+        "batch_size": view.batch_size(), "layer": view.layer(),
+        "patches": view.patches_name(),
+        "dataset_hash": view.dataset().metadata().hash(), "threads": view.threads(),
+    })
+}
+
+/// Refuses a checkpoint whose settings differ from those asked for, naming
+/// each difference.
+fn check_same_settings(asked: &serde_json::Value, saved: &serde_json::Value) -> Result<()> {
+    if asked == saved {
+        return Ok(());
+    }
+    let differences = asked
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, value)| &saved[key.as_str()] != *value)
+        .map(|(key, value)| SettingDifference {
+            setting: key.clone(),
+            asked: value.clone(),
+            saved: saved[key.as_str()].clone(),
+        })
+        .collect();
+    Err(SaeError::OtherSettings { differences }.into())
+}
+
+/// Creates `dir` if needed and checks that it can take the autoencoder's
+/// files, before any work: one already there is refused unless `replace`.
+fn prepare_output(dir: &Path, replace: bool) -> Result<()> {
+    if dir.join(saelens::CONFIG_FILE).exists() && !replace {
+        return Err(SaeError::OutputHoldsAutoencoder {
+            dir: dir.to_path_buf(),
+        }
+        .into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| modelbin_format::Error::io(dir, e))?;
+    // Creating (and dropping) a temporary file proves the directory writable.
+    OutputFile::create(dir.join(saelens::CONFIG_FILE))?;
+    Ok(())
+}
+
+/// Training batches: shuffled epochs one after another, from a position
+/// (an epoch and the batches already taken from it).
+struct Batches {
+    seed: u64,
+    epoch: u64,
+    taken: u64,
+    loader: Loader,
+}
+
+impl Batches {
+    fn at(view: &View, seed: u64, epoch: u64, taken: u64) -> Result<Self> {
+        let mut loader = view.loader(seed, epoch, true)?;
+        if taken > 0 {
+            loader.nth(taken as usize - 1);
+        }
+        Ok(Batches {
+            seed,
+            epoch,
+            taken,
+            loader,
+        })
+    }
+
+    /// The next batch, starting the next epoch when one ends; refused when
+    /// it holds NaN or Inf.
+    fn next(&mut self, view: &View) -> Result<Vec<f32>> {
+        loop {
+            if let Some(batch) = self.loader.next() {
+                view.check_finite(&batch.data)?;
+                self.taken += 1;
+                return Ok(batch.data);
+            }
+            self.epoch += 1;
+            self.taken = 0;
+            self.loader = view.loader(self.seed, self.epoch, true)?;
+        }
+    }
+}
