@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use modelbin_format::source::MappedFile;
 use modelbin_tokenize::cost::{
-    ChatMessage, PriceTable, cached_cost, cost, count_chat, encoding_for_model,
+    ChatMessage, CostEstimate, PriceTable, count_chat, encoding_for_model,
 };
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
@@ -487,21 +487,6 @@ struct CostRequest<'a> {
     messages: Option<&'a Path>,
 }
 
-#[derive(Serialize)]
-struct CostReport<'a> {
-    model: &'a str,
-    priced_as: &'a str,
-    encoding: &'static str,
-    input_tokens: usize,
-    cached_tokens: u64,
-    output_tokens: u64,
-    input_cost: f64,
-    output_cost: f64,
-    total_cost: f64,
-    currency: &'a str,
-    prices_as_of: &'a str,
-}
-
 /// Days a price table may age before `cost` warns.
 const STALE_AFTER_DAYS: i64 = 90;
 
@@ -529,19 +514,13 @@ fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
     Ok(table)
 }
 
-/// An I/O error about `path`.
+/// `tokens cost`: counts the inputs with the model's encoding and prices
+/// them.
 fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Result<(), Failure> {
     let table = price_table(request.prices)?;
     let model = request.model;
-    let (priced_as, price) = table.price(model).map_err(|e| {
-        Failure::Usage(format!(
-            "{e}; add its prices with --prices FILE (`modelbin tokens models` lists the known ones)"
-        ))
-    })?;
-    let encoding = encoding_for_model(model)
-        .or_else(|_| encoding_for_model(priced_as))
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    let tokenizer = Tokenizer::embedded(encoding).map_err(invalid)?;
+    let pricing = table.pricing(model).map_err(cost_failure)?;
+    let tokenizer = Tokenizer::embedded(pricing.encoding).map_err(invalid)?;
     let mut input_tokens = 0;
     if let Some(path) = request.messages {
         let text = modelbin_format::source::read_capped_text(path, "a chat conversation", 64 << 20)
@@ -559,55 +538,62 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
         result?;
         input_tokens += counts.iter().map(|c| c.tokens).sum::<usize>();
     }
-    let cached = request.cached_tokens;
-    if cached > input_tokens as u64 {
-        return Err(Failure::Usage(format!(
-            "--cached-tokens {cached} is more than the {input_tokens} input tokens"
-        )));
+    let estimate = table
+        .estimate(
+            model,
+            input_tokens as u64,
+            request.cached_tokens,
+            request.output_tokens,
+        )
+        .map_err(cost_failure)?;
+    if json {
+        return print_json(&estimate);
     }
-    let cached_cost = cached_cost(price, cached).ok_or_else(|| {
-        Failure::Usage(format!(
-            "{priced_as} has no cached-input price; leave out --cached-tokens"
-        ))
-    });
-    let cached_cost = if cached == 0 { 0.0 } else { cached_cost? };
-    let input_cost = cost(price, input_tokens as u64 - cached, 0) + cached_cost;
-    let output_cost = cost(price, 0, request.output_tokens);
-    let report = CostReport {
-        model,
+    let CostEstimate {
         priced_as,
         encoding,
-        input_tokens,
         cached_tokens: cached,
-        output_tokens: request.output_tokens,
         input_cost,
         output_cost,
-        total_cost: input_cost + output_cost,
-        currency: &table.currency,
-        prices_as_of: &table.as_of,
-    };
-    if json {
-        print_json(&report)?;
-        return Ok(());
-    }
+        total_cost,
+        ..
+    } = &estimate;
     let priced = if priced_as == model {
         String::new()
     } else {
         format!(", priced as {priced_as}")
     };
-    let cached_note = if cached > 0 {
+    let cached_note = if *cached > 0 {
         format!(" ({cached} cached)")
     } else {
         String::new()
     };
     outln!(
-        "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = ${input_cost:.6}; {} output tokens = ${output_cost:.6}; total ${:.6} {} (prices as of {})",
+        "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = ${input_cost:.6}; {} output tokens = ${output_cost:.6}; total ${total_cost:.6} {} (prices as of {})",
         request.output_tokens,
-        report.total_cost,
         table.currency,
         table.as_of
-    )?;
-    Ok(())
+    )
+}
+
+/// A refusal of `tokens cost` as a usage error naming the flag to change.
+fn cost_failure(e: modelbin_tokenize::Error) -> Failure {
+    use modelbin_tokenize::Error;
+    Failure::Usage(match e {
+        Error::UnknownModel { .. } => format!(
+            "{e}; add its prices with --prices FILE (`modelbin tokens models` lists the known ones)"
+        ),
+        Error::CachedAboveInput { cached, input } => {
+            format!("--cached-tokens {cached} is more than the {input} input tokens")
+        }
+        Error::NoCachedPrice(model) => {
+            format!("{model} has no cached-input price; leave out --cached-tokens")
+        }
+        Error::NoOutputPrice(model) => format!(
+            "{model} has no output price (it produces no output tokens); leave out --output-tokens"
+        ),
+        e => e.to_string(),
+    })
 }
 
 /// `tokens models`: every priced model with its encoding and prices.
@@ -626,7 +612,7 @@ fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
         .iter()
         .map(|(name, price)| Row {
             model: name,
-            encoding: encoding_for_model(name).ok(),
+            encoding: table.pricing(name).ok().map(|pricing| pricing.encoding),
             input: price.input,
             cached_input: price.cached_input,
             output: price.output,

@@ -44,7 +44,7 @@ pub fn encoding_for_model(model: &str) -> Result<&'static str> {
 }
 
 /// Prices of one model, USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPrice {
     /// Input tokens.
@@ -55,6 +55,10 @@ pub struct ModelPrice {
     /// Output tokens, where the model produces any.
     #[serde(default)]
     pub output: Option<f64>,
+    /// The built-in encoding the model's text is counted with
+    /// (`cl100k_base`, `o200k_base`), for a model tiktoken does not map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
 }
 
 /// A price table: `{"as_of", "currency", "unit", "models": {name: price}}`.
@@ -100,8 +104,81 @@ impl PriceTable {
                     )));
                 }
             }
+            if let Some(encoding) = &price.encoding
+                && crate::embedded::name(encoding).is_none()
+            {
+                return Err(Error::BadPriceTable(format!(
+                    "model `{model}`: encoding `{encoding}` is not a built-in one ({})",
+                    crate::embedded::NAMES.join(", ")
+                )));
+            }
         }
         Ok(table)
+    }
+
+    /// How `model` is priced and counted: the entry it is priced as (see
+    /// [`PriceTable::price`]) and the encoding of its text, from that
+    /// entry's `encoding` or, as tiktoken maps them, from the model's name
+    /// or the name it is priced as.
+    pub fn pricing(&self, model: &str) -> Result<Pricing<'_>> {
+        let (priced_as, price) = self.price(model)?;
+        let encoding = match price.encoding.as_deref().and_then(crate::embedded::name) {
+            Some(encoding) => encoding,
+            None => encoding_for_model(model).or_else(|_| encoding_for_model(priced_as))?,
+        };
+        Ok(Pricing {
+            priced_as,
+            price,
+            encoding,
+        })
+    }
+
+    /// What `input_tokens` input tokens (of which `cached_tokens` at the
+    /// cached rate) and `output_tokens` output tokens of `model` cost.
+    /// Refused: more cached tokens than input tokens, cached tokens for a
+    /// model without a cached rate, and output tokens for a model that
+    /// produces none (an embedding model), rather than pricing them at 0.
+    pub fn estimate(
+        &self,
+        model: &str,
+        input_tokens: u64,
+        cached_tokens: u64,
+        output_tokens: u64,
+    ) -> Result<CostEstimate> {
+        let Pricing {
+            priced_as,
+            price,
+            encoding,
+        } = self.pricing(model)?;
+        if cached_tokens > input_tokens {
+            return Err(Error::CachedAboveInput {
+                cached: cached_tokens,
+                input: input_tokens,
+            });
+        }
+        let cached_cost = match cached_cost(price, cached_tokens) {
+            _ if cached_tokens == 0 => 0.0,
+            Some(cost) => cost,
+            None => return Err(Error::NoCachedPrice(priced_as.to_owned())),
+        };
+        if output_tokens > 0 && price.output.is_none() {
+            return Err(Error::NoOutputPrice(priced_as.to_owned()));
+        }
+        let input_cost = cost(price, input_tokens - cached_tokens, 0) + cached_cost;
+        let output_cost = cost(price, 0, output_tokens);
+        Ok(CostEstimate {
+            model: model.to_owned(),
+            priced_as: priced_as.to_owned(),
+            encoding,
+            input_tokens,
+            cached_tokens,
+            output_tokens,
+            input_cost,
+            output_cost,
+            total_cost: input_cost + output_cost,
+            currency: self.currency.clone(),
+            prices_as_of: self.as_of.clone(),
+        })
     }
 
     /// The price of `model`: its own entry, or for a dated snapshot
@@ -113,11 +190,16 @@ impl PriceTable {
         if let Some((name, price)) = self.models.get_key_value(model) {
             return Ok((name, price));
         }
+        // Names are matched without regard to ASCII case (`GPT-4o`).
+        let lowered = model.to_ascii_lowercase();
+        if let Some((name, price)) = self.models.get_key_value(&lowered) {
+            return Ok((name, price));
+        }
         self.models
             .iter()
             .filter(|(name, _)| {
-                model
-                    .strip_prefix(name.as_str())
+                lowered
+                    .strip_prefix(name.to_ascii_lowercase().as_str())
                     .is_some_and(is_snapshot_suffix)
             })
             .max_by_key(|(name, _)| name.len())
@@ -187,6 +269,46 @@ fn days_from_civil(date: &str) -> Option<i64> {
     let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     Some(era * 146_097 + doe - 719_468)
+}
+
+/// The entry a model is priced as and the encoding of its text (see
+/// [`PriceTable::pricing`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pricing<'a> {
+    /// The name of the entry that prices it.
+    pub priced_as: &'a str,
+    /// That entry's prices.
+    pub price: &'a ModelPrice,
+    /// The built-in encoding its text is counted with.
+    pub encoding: &'static str,
+}
+
+/// What sending tokens to a model costs, as `modelbin tokens cost --json`
+/// prints it (see [`PriceTable::estimate`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CostEstimate {
+    /// The model asked for.
+    pub model: String,
+    /// The table entry that prices it (a snapshot is priced as its model).
+    pub priced_as: String,
+    /// The encoding its text is counted with.
+    pub encoding: &'static str,
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Input tokens at the cached rate.
+    pub cached_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// The input tokens' cost.
+    pub input_cost: f64,
+    /// The output tokens' cost.
+    pub output_cost: f64,
+    /// Their sum.
+    pub total_cost: f64,
+    /// The table's currency.
+    pub currency: String,
+    /// The table's date.
+    pub prices_as_of: String,
 }
 
 /// Cost in the table's currency of `input` and `output` tokens.
@@ -317,6 +439,69 @@ mod tests {
         assert!(matches!(
             PriceTable::parse("{\"as_of\": 1}"),
             Err(Error::BadPriceTable(_))
+        ));
+    }
+
+    #[test]
+    fn estimates_refuse_what_a_model_cannot_price() {
+        let table = PriceTable::bundled();
+        let estimate = table
+            .estimate("GPT-4o-2024-08-06", 1_000_000, 0, 1_000_000)
+            .unwrap();
+        assert_eq!(
+            (estimate.priced_as.as_str(), estimate.encoding),
+            ("gpt-4o", "o200k_base")
+        );
+        assert!((estimate.total_cost - 12.5).abs() < 1e-9);
+        assert!(matches!(
+            table.estimate("gpt-4o", 10, 11, 0),
+            Err(Error::CachedAboveInput {
+                cached: 11,
+                input: 10
+            })
+        ));
+        assert!(matches!(
+            table.estimate("gpt-4", 10, 1, 0),
+            Err(Error::NoCachedPrice(ref model)) if model == "gpt-4"
+        ));
+        assert!(matches!(
+            table.estimate("text-embedding-3-small", 10, 0, 100),
+            Err(Error::NoOutputPrice(ref model)) if model == "text-embedding-3-small"
+        ));
+        assert_eq!(
+            table
+                .estimate("text-embedding-3-small", 10, 0, 0)
+                .unwrap()
+                .output_cost,
+            0.0
+        );
+    }
+
+    #[test]
+    fn a_price_entry_can_name_its_encoding() {
+        let extra = PriceTable::parse(
+            r#"{"as_of": "2026-11-01", "currency": "USD", "unit": "per 1M tokens",
+                "models": {"my-model": {"input": 2.0, "output": 4.0, "encoding": "cl100k_base"}}}"#,
+        )
+        .unwrap();
+        let table = PriceTable::bundled().overlay(extra);
+        assert_eq!(table.pricing("my-model").unwrap().encoding, "cl100k_base");
+        assert_eq!(table.pricing("My-Model").unwrap().priced_as, "my-model");
+        let bad = PriceTable::parse(
+            r#"{"as_of": "x", "currency": "USD", "unit": "u",
+                "models": {"m": {"input": 1.0, "encoding": "p50k_base"}}}"#,
+        );
+        assert!(
+            matches!(bad, Err(Error::BadPriceTable(ref m)) if m.contains("p50k_base")),
+            "{bad:?}"
+        );
+        let unmapped = PriceTable::parse(
+            r#"{"as_of": "x", "currency": "USD", "unit": "u", "models": {"llama": {"input": 1.0}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            unmapped.pricing("llama"),
+            Err(Error::UnknownModel { ref model, .. }) if model == "llama"
         ));
     }
 

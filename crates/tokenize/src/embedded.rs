@@ -80,6 +80,14 @@ impl Embedded {
     }
 }
 
+/// The names of the built-in encodings.
+pub(crate) const NAMES: [&str; 2] = ["cl100k_base", "o200k_base"];
+
+/// `name` as the `'static` name of a built-in encoding, if it is one.
+pub(crate) fn name(name: &str) -> Option<&'static str> {
+    NAMES.into_iter().find(|&known| known == name)
+}
+
 /// The built-in tokenizer called `name`, built once on first use.
 pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
     static CL100K: OnceLock<Tokenizer> = OnceLock::new();

@@ -68,6 +68,20 @@ pub enum Error {
         /// The models (or prefixes) that are known.
         known: String,
     },
+    /// More cached input tokens than input tokens.
+    #[error("{cached} cached tokens are more than the {input} input tokens")]
+    CachedAboveInput {
+        /// Cached tokens.
+        cached: u64,
+        /// Input tokens.
+        input: u64,
+    },
+    /// Cached tokens for a model without a cached-input price.
+    #[error("{0} has no cached-input price")]
+    NoCachedPrice(String),
+    /// Output tokens for a model that produces none (no output price).
+    #[error("{0} has no output price: it produces no output tokens")]
+    NoOutputPrice(String),
     /// A price table that does not parse.
     #[error("invalid price table: {0}")]
     BadPriceTable(String),
