@@ -68,15 +68,8 @@ pub fn parse_format(name: &str) -> Result<Format, String> {
 
 /// Parses a storage dtype for model weights: f32, f16, bf16 or int8.
 pub fn parse_weight_dtype(name: &str) -> Result<DType, String> {
-    match name.to_ascii_lowercase().as_str() {
-        "f32" => Ok(DType::F32),
-        "f16" => Ok(DType::F16),
-        "bf16" => Ok(DType::BF16),
-        "int8" | "i8" => Ok(DType::I8),
-        _ => Err(format!(
-            "unknown weight dtype `{name}` (known: f32, f16, bf16, int8)"
-        )),
-    }
+    modelbin_format::convert::weight_dtype(name)
+        .ok_or_else(|| format!("unknown weight dtype `{name}` (known: f32, f16, bf16, int8)"))
 }
 
 /// Parses a number and checks it with `valid`; `requirement` completes

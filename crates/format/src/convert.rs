@@ -33,6 +33,18 @@ pub struct ConvertOptions {
     pub dtype: Option<DType>,
 }
 
+/// A weight dtype for models converted to EMBD, by name: `f32`, `f16`,
+/// `bf16` or `int8` (also `i8`), in any case.
+pub fn weight_dtype(name: &str) -> Option<DType> {
+    match name.to_ascii_lowercase().as_str() {
+        "f32" => Some(DType::F32),
+        "f16" => Some(DType::F16),
+        "bf16" => Some(DType::BF16),
+        "int8" | "i8" => Some(DType::I8),
+        _ => None,
+    }
+}
+
 impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {

@@ -221,3 +221,60 @@ pub fn encoding_for_model(model: &str) -> PyResult<&'static str> {
 pub fn clear_piece_cache() {
     modelbin_tokenize::clear_piece_cache();
 }
+
+/// What `input_tokens` input tokens (an int, or a text counted with the
+/// model's encoding), `output_tokens` and `cached_tokens` of `model` cost,
+/// as `modelbin tokens cost --json` reports it (JSON text). `prices` is a
+/// price table file whose entries are added to the bundled table's.
+/// `KeyError` for a model no table prices, `ValueError` for what the
+/// model's prices cannot cover.
+#[pyfunction]
+#[pyo3(signature = (model, input_tokens, output_tokens=0, cached_tokens=0, prices=None))]
+pub fn cost(
+    py: Python<'_>,
+    model: &str,
+    input_tokens: CostInput,
+    output_tokens: u64,
+    cached_tokens: u64,
+    prices: Option<std::path::PathBuf>,
+) -> PyResult<String> {
+    use modelbin_tokenize::Error;
+    use modelbin_tokenize::cost::PriceTable;
+    let cost_error = |e: Error| match e {
+        Error::UnknownModel { .. } => {
+            pyo3::exceptions::PyKeyError::new_err(format!("{e}; add its prices with prices=FILE"))
+        }
+        Error::Format(e) => crate::errors::format_error(e),
+        e => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+    };
+    py.detach(|| {
+        let mut table = PriceTable::bundled();
+        if let Some(path) = &prices {
+            let text = modelbin_format::source::read_capped_text(path, "a price table", 1 << 20)
+                .map_err(crate::errors::format_error)?;
+            table = table.overlay(PriceTable::parse(&text).map_err(cost_error)?);
+        }
+        let input_tokens = match input_tokens {
+            CostInput::Tokens(tokens) => tokens,
+            CostInput::Text(text) => {
+                let encoding = table.pricing(model).map_err(cost_error)?.encoding;
+                let tokenizer =
+                    modelbin_tokenize::Tokenizer::embedded(encoding).map_err(tokenize_error)?;
+                tokenizer.count(&text).map_err(tokenize_error)? as u64
+            }
+        };
+        let estimate = table
+            .estimate(model, input_tokens, cached_tokens, output_tokens)
+            .map_err(cost_error)?;
+        Ok(serde_json::to_string(&estimate).expect("an estimate serializes"))
+    })
+}
+
+/// The input of [`cost`]: a token count or a text to count.
+#[derive(FromPyObject)]
+pub enum CostInput {
+    /// Tokens, counted already.
+    Tokens(u64),
+    /// A text, counted with the model's encoding.
+    Text(String),
+}

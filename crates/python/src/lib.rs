@@ -4,10 +4,12 @@
 //! Python exceptions (`errors.rs`), and a panic, should one happen, is a
 //! Python `PanicException`, never an abort.
 
+mod convert;
 mod embedder;
 mod encoding;
 mod errors;
 mod id_list;
+mod sae;
 mod saev;
 mod tensors;
 mod tllm;
@@ -24,6 +26,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<saev::NativeLoader>()?;
     m.add_class::<saev::NativeWriter>()?;
     m.add_class::<tllm::NativeTllm>()?;
+    m.add_class::<sae::NativeSae>()?;
+    m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
+    m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(encoding::cost, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::clear_piece_cache, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;

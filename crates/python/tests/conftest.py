@@ -36,3 +36,12 @@ os.environ["TIKTOKEN_CACHE_DIR"] = str(_tiktoken_cache())
 def minilm_dir() -> pathlib.Path:
     assert (MINILM_DIR / "model.safetensors").exists(), "run scripts/fetch-test-data.sh"
     return MINILM_DIR
+
+
+@pytest.fixture(scope="session")
+def cli() -> pathlib.Path:
+    """The command line, as the test command builds it before running
+    pytest (`cargo test --workspace`)."""
+    binary = REPO / "target" / "debug" / "modelbin"
+    assert binary.exists(), "build the command line first: cargo build -p modelbin"
+    return binary

@@ -15,3 +15,16 @@ def test_the_examples_of_docs_python_md_run(tmp_path):
     assert len(blocks) >= 3
     for block in blocks:
         exec(compile(block, "docs/python.md", "exec"), {"MINILM": str(MINILM_DIR), "tmp": str(tmp_path)})
+
+
+def test_the_stubs_name_exactly_what_the_native_module_exports():
+    import ast
+
+    from modelbin import _native
+
+    stubs = ast.parse((REPO / "crates" / "python" / "python" / "modelbin" / "_native.pyi")
+                      .read_text())
+    stubbed = {node.name for node in stubs.body
+               if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    exported = {name for name in dir(_native) if not name.startswith("_")}
+    assert stubbed == exported

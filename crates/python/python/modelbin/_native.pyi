@@ -1,6 +1,6 @@
 """Type stubs of the native half of modelbin (Rust, via PyO3)."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -82,3 +82,24 @@ class NativeTllm:
     def generate(self, prompt: List[int], max_tokens: int, temperature: float,
                  top_k: Optional[int], top_p: Optional[float], seed: int,
                  stop: Optional[int]) -> Tuple[List[int], str]: ...
+
+class NativeSae:
+    def __init__(self, w_enc: npt.NDArray[np.float32], w_dec: npt.NDArray[np.float32],
+                 b_enc: npt.NDArray[np.float32], b_dec: npt.NDArray[np.float32],
+                 architecture: str, k: Optional[int] = None,
+                 threshold: Optional[npt.NDArray[np.float32]] = None) -> None: ...
+    def encode(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+    def decode(self, z: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+
+def sae_train(dataset: str, layer: int, out: str, *, patches_name: str, d_sae: int,
+              architecture: str, k: int, l1_coeff: float, steps: int, batch_size: int,
+              lr: float, seed: int, aux_k: Optional[int], dead_after: int,
+              threads: Optional[int], checkpoint_every: int, resume: bool, force: bool,
+              progress: Optional[Callable[[str], None]]) -> str: ...
+def sae_evaluate(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
+                 batch_size: int, threads: Optional[int],
+                 progress: Optional[Callable[[int, int], None]]) -> str: ...
+def convert(src: str, dst: str, *, to: Optional[str], dtype: Optional[str],
+            no_special_tokens: bool, progress: Optional[Callable[[int, int], None]]) -> str: ...
+def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
+         cached_tokens: int = 0, prices: Optional[str] = None) -> str: ...

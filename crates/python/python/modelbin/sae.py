@@ -1,6 +1,8 @@
 """Sparse autoencoders saved in SAELens's layout (``cfg.json`` and
 ``sae_weights.safetensors``, as ``modelbin sae train`` writes them), with
-``encode``/``decode``/``forward`` on numpy arrays.
+``encode``/``decode``/``forward`` on numpy arrays through the engine's
+kernels; :func:`train` and :func:`evaluate` run what ``modelbin sae train``
+and ``modelbin sae eval`` run, with the same arguments and results.
 
 The codes are SAELens's, from ``pre = (x − b_dec) @ W_enc + b_enc``:
 
@@ -17,13 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
+from . import _native, _progress
 from . import numpy as mnp
 
-__all__ = ["SAE", "ARCHITECTURES"]
+__all__ = ["SAE", "ARCHITECTURES", "train", "evaluate"]
+
 
 #: The architectures read, by their SAELens names.
 ARCHITECTURES = ("topk", "jumprelu", "standard")
@@ -56,6 +60,22 @@ class SAE:
         self.threshold = None if threshold is None else np.ascontiguousarray(threshold, np.float32)
         self.k = None if k is None else int(k)
         self.cfg = cfg
+        #: The directory it was loaded from (None when built from arrays).
+        self.path: Optional[str] = None
+        #: What training it measured (``train``'s result only).
+        self.summary: Optional[Dict[str, Any]] = None
+        self._native = _native.NativeSae(self.W_enc, self.W_dec, self.b_enc, self.b_dec,
+                                         self.architecture, self.k, self.threshold)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_native"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__(state["W_enc"], state["W_dec"], state["b_enc"],  # type: ignore[misc]
+                      state["b_dec"], state["k"], state["cfg"], state["threshold"])
+        self.path, self.summary = state["path"], state["summary"]
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "SAE":
@@ -78,6 +98,7 @@ class SAE:
         if (sae.d_in, sae.d_sae) != (cfg.get("d_in"), cfg.get("d_sae")):
             raise ValueError(f"{path}: the weights are [{sae.d_in}, {sae.d_sae}], cfg.json says "
                              f"[{cfg.get('d_in')}, {cfg.get('d_sae')}]")
+        sae.path = path
         return sae
 
     @property
@@ -95,23 +116,84 @@ class SAE:
         x = np.asarray(x, dtype=np.float32)
         if x.shape[-1] != self.d_in:
             raise ValueError(f"inputs of width {x.shape[-1]}; this autoencoder takes {self.d_in}")
-        pre = (x - self.b_dec) @ self.W_enc + self.b_enc
-        if self.architecture == "standard":
-            return np.maximum(pre, 0)
-        if self.architecture == "jumprelu":
-            return np.where(pre > self.threshold, np.maximum(pre, 0), 0).astype(np.float32)
-        # A stable sort of −pre keeps the lower index first among ties.
-        top = np.argsort(-pre, axis=-1, kind="stable")[..., : self.k]
-        codes = np.zeros_like(pre)
-        np.put_along_axis(codes, top, np.maximum(np.take_along_axis(pre, top, axis=-1), 0), axis=-1)
-        return codes
+        rows = np.ascontiguousarray(x.reshape(-1, self.d_in))
+        return self._native.encode(rows).reshape(*x.shape[:-1], self.d_sae)
 
     def decode(self, z: np.ndarray) -> np.ndarray:
         """Reconstructions ``[..., d_in]`` of latent activations ``[..., d_sae]``."""
-        return np.asarray(z, dtype=np.float32) @ self.W_dec + self.b_dec
+        z = np.asarray(z, dtype=np.float32)
+        if z.shape[-1] != self.d_sae:
+            raise ValueError(f"codes of width {z.shape[-1]}; this autoencoder has {self.d_sae}")
+        rows = np.ascontiguousarray(z.reshape(-1, self.d_sae))
+        return self._native.decode(rows).reshape(*z.shape[:-1], self.d_in)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """``decode(encode(x))``."""
         return self.decode(self.encode(x))
 
     __call__ = forward
+
+
+def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathLike[str]", patches: str = "image",
+          d_sae: int = 4096, architecture: str = "topk", k: int = 32, l1_coeff: float = 5.0,
+          steps: int = 1000, batch_size: int = 4096, lr: float = 1e-3, seed: int = 0,
+          aux_k: Optional[int] = None, dead_after: int = 10_000_000,
+          threads: Optional[int] = None, checkpoint_every: int = 0, resume: bool = False,
+          force: bool = False, progress: Optional[bool] = None,
+          on_step: Optional[Callable[[Dict[str, Any]], None]] = None) -> SAE:
+    """Trains a sparse autoencoder on one layer of a SAEV dataset and saves
+    it in ``out`` (SAELens's layout); what ``modelbin sae train`` does with the
+    same arguments (the keyword arguments are its flags, with its defaults),
+    and with the same seed and threads the saved tensors are bit-identical.
+
+    ``architecture`` is ``"topk"``, ``"batchtopk"`` or ``"relu"`` (with
+    ``l1_coeff``); ``patches`` is ``"image"``, ``"cls"`` or ``"all"``. A
+    checkpoint is written every ``checkpoint_every`` steps and at the end;
+    ``resume=True`` continues the run whose checkpoint is in ``out``, and
+    ``force=True`` replaces an autoencoder already there. ``on_step`` gets
+    each step's report (``step``, ``mse``, ``fvu``, ``l0``,
+    ``dead_fraction``, ``aux_mse``). Ctrl-C stops between steps
+    (``KeyboardInterrupt``), leaving only the last checkpoint. The summary
+    ``sae train --json`` prints is the returned autoencoder's ``summary``.
+    """
+    bar = _progress.Bar("training", steps, "steps") if _progress.wanted(progress) else None
+
+    def step(report_json: str) -> None:
+        report = json.loads(report_json)
+        if bar is not None:
+            bar.update(report["step"], note=f"fvu {report['fvu']:.3f}, L0 {report['l0']:.1f}")
+        if on_step is not None:
+            on_step(report)
+
+    try:
+        summary = _native.sae_train(
+            os.fspath(dataset), layer, os.fspath(out), patches_name=patches, d_sae=d_sae,
+            architecture=architecture, k=k, l1_coeff=l1_coeff, steps=steps,
+            batch_size=batch_size, lr=lr, seed=seed, aux_k=aux_k, dead_after=dead_after,
+            threads=threads, checkpoint_every=checkpoint_every, resume=resume, force=force,
+            progress=step if bar is not None or on_step is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    sae = SAE.load(out)
+    sae.summary = json.loads(summary)
+    return sae
+
+
+def evaluate(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[str]", *, layer: int,
+             patches: str = "image", batch_size: int = 4096, threads: Optional[int] = None,
+             progress: Optional[bool] = None) -> Dict[str, Any]:
+    """Measures an autoencoder (loaded, or its directory) on one layer of a
+    SAEV dataset: the dict ``modelbin sae eval --json`` prints (``vectors``,
+    ``mse``, ``explained_variance``, ``l0``, ``dead_fraction``,
+    ``density_histogram``)."""
+    source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
+    callback, bar = _progress.bytes_callback(progress, "evaluating")
+    try:
+        result = _native.sae_evaluate(source, os.fspath(dataset), layer,
+                                      patches_name=patches, batch_size=batch_size,
+                                      threads=threads, progress=callback)
+    finally:
+        if bar is not None:
+            bar.close()
+    return json.loads(result)

@@ -1,0 +1,296 @@
+//! Sparse autoencoders from Python: the autoencoder itself (encoding and
+//! decoding through the engine's kernels), and `modelbin.sae.train` and
+//! `modelbin.sae.evaluate`, the library runs `modelbin sae train|eval`
+//! drive.
+
+use std::path::PathBuf;
+
+use modelbin_format::saev::Patches;
+use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
+use modelbin_infer::sae::run::{TrainRun, TrainSettings};
+use modelbin_infer::sae::train::Architecture;
+use modelbin_infer::sae::view::View;
+use modelbin_infer::sae::{Activation, Codes, Sae};
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::infer_error;
+
+/// An autoencoder's parameters, held by the engine.
+#[pyclass(module = "modelbin._native", frozen)]
+pub struct NativeSae {
+    sae: Sae<f32>,
+}
+
+#[pymethods]
+impl NativeSae {
+    /// From SAELens's arrays: `W_enc [d_in, d_sae]`, `W_dec [d_sae, d_in]`,
+    /// `b_enc [d_sae]`, `b_dec [d_in]`, and the architecture's `k` (topk) or
+    /// `threshold [d_sae]` (jumprelu).
+    #[new]
+    #[pyo3(signature = (w_enc, w_dec, b_enc, b_dec, architecture, k=None, threshold=None))]
+    fn new(
+        w_enc: PyReadonlyArray2<'_, f32>,
+        w_dec: PyReadonlyArray2<'_, f32>,
+        b_enc: PyReadonlyArray1<'_, f32>,
+        b_dec: PyReadonlyArray1<'_, f32>,
+        architecture: &str,
+        k: Option<usize>,
+        threshold: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<Self> {
+        let [d_in, d_sae] = <[usize; 2]>::try_from(w_enc.shape()).expect("two dimensions");
+        let activation = match (architecture, k, threshold) {
+            ("topk", Some(k), _) if (1..=d_sae).contains(&k) => Activation::TopK(k),
+            ("jumprelu", _, Some(threshold)) if threshold.len() == d_sae => {
+                Activation::JumpRelu(threshold.as_array().to_vec())
+            }
+            ("standard", _, _) => Activation::Relu,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "architecture {architecture:?} with k {k:?} and a threshold of the wrong shape or none"
+                )));
+            }
+        };
+        // The engine holds the encoder one row per latent.
+        let w_enc = w_enc.as_array().t().iter().copied().collect();
+        Ok(NativeSae {
+            sae: Sae {
+                d_in,
+                d_sae,
+                activation,
+                w_enc,
+                b_enc: b_enc.as_array().to_vec(),
+                w_dec: w_dec.as_array().iter().copied().collect(),
+                b_dec: b_dec.as_array().to_vec(),
+            },
+        })
+    }
+
+    /// Latent activations `[rows, d_sae]` of inputs `[rows, d_in]`.
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let rows = x.shape()[0];
+        let input = x.as_array().iter().copied().collect::<Vec<f32>>();
+        let d_sae = self.sae.d_sae;
+        let dense = py.detach(|| {
+            let codes = self.sae.encode(&input, rows);
+            let mut dense = vec![0f32; rows * d_sae];
+            for row in 0..rows {
+                for (j, value) in codes.active(row) {
+                    dense[row * d_sae + j] = value;
+                }
+            }
+            dense
+        });
+        numpy::PyArray1::from_vec(py, dense).reshape([rows, d_sae])
+    }
+
+    /// Reconstructions `[rows, d_in]` of latent activations `[rows, d_sae]`.
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        z: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let rows = z.shape()[0];
+        let z = z.as_array();
+        let mut codes = Codes {
+            offsets: Vec::with_capacity(rows + 1),
+            latents: Vec::new(),
+            values: Vec::new(),
+        };
+        codes.offsets.push(0);
+        for row in z.rows() {
+            for (j, &value) in row.iter().enumerate() {
+                if value != 0.0 {
+                    codes.latents.push(j as u32);
+                    codes.values.push(value);
+                }
+            }
+            codes.offsets.push(codes.latents.len());
+        }
+        let recon = py.detach(|| self.sae.decode(&codes));
+        numpy::PyArray1::from_vec(py, recon).reshape([rows, self.sae.d_in])
+    }
+}
+
+/// The `patches` argument as the dataset's choice of tokens.
+fn patches(name: &str) -> PyResult<Patches> {
+    match name {
+        "image" => Ok(Patches::Image),
+        "cls" => Ok(Patches::Cls),
+        "all" => Ok(Patches::All),
+        _ => Err(PyValueError::new_err(format!(
+            "patches={name:?}: one of \"image\", \"cls\", \"all\""
+        ))),
+    }
+}
+
+/// Trains an autoencoder and saves it in `out` (SAELens's layout), as
+/// `modelbin sae train` does with the same arguments; returns the summary
+/// `sae train --json` prints, as JSON text. `progress(step, steps, report)`
+/// is called after each step with the step's report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (
+    dataset, layer, out, *, patches_name, d_sae, architecture, k, l1_coeff, steps, batch_size,
+    lr, seed, aux_k, dead_after, threads, checkpoint_every, resume, force, progress
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn sae_train(
+    py: Python<'_>,
+    dataset: PathBuf,
+    layer: i64,
+    out: PathBuf,
+    patches_name: &str,
+    d_sae: usize,
+    architecture: &str,
+    k: usize,
+    l1_coeff: f64,
+    steps: u64,
+    batch_size: usize,
+    lr: f64,
+    seed: u64,
+    aux_k: Option<usize>,
+    dead_after: u64,
+    threads: Option<usize>,
+    checkpoint_every: u64,
+    resume: bool,
+    force: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let architecture = match architecture {
+        "topk" => Architecture::TopK { k },
+        "batchtopk" => Architecture::BatchTopK { k },
+        "relu" => Architecture::Relu { l1_coeff },
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "architecture={architecture:?}: one of \"topk\", \"batchtopk\", \"relu\""
+            )));
+        }
+    };
+    for (name, value) in [("d_sae", d_sae), ("k", k), ("batch_size", batch_size)] {
+        if value == 0 {
+            return Err(PyValueError::new_err(format!("{name} must be at least 1")));
+        }
+    }
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    if steps == 0 || !positive(lr) || !positive(l1_coeff) {
+        return Err(PyValueError::new_err(
+            "steps must be at least 1, lr and l1_coeff finite and above 0",
+        ));
+    }
+    let patches = patches(patches_name)?;
+    let settings = TrainSettings {
+        lr,
+        seed,
+        aux_k,
+        dead_after,
+        checkpoint_every,
+        resume,
+        replace: force,
+        ..TrainSettings::new(architecture, d_sae, steps)
+    };
+    let started = std::time::Instant::now();
+    let mut run = py
+        .detach(|| {
+            let view = View::open(&dataset, layer, patches, batch_size, threads)?;
+            TrainRun::start(view, settings, &out)
+        })
+        .map_err(infer_error)?;
+    while !run.is_done() {
+        let report = py.detach(|| run.step()).map_err(infer_error)?;
+        // Ctrl-C between steps raises KeyboardInterrupt; the checkpoint
+        // written last (if any) stays, as when the command is interrupted.
+        py.check_signals()?;
+        if let Some(progress) = &progress {
+            let report = serde_json::to_string(&report).expect("a report serializes");
+            progress.call1(py, (report.as_str(),))?;
+        }
+    }
+    let trained = py.detach(|| run.finish()).map_err(infer_error)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let summary = match trained.last {
+        Some(report) => serde_json::json!({
+            "path": trained.out, "steps": report.step, "mse": report.mse, "fvu": report.fvu,
+            "l0": report.l0, "dead_fraction": report.dead_fraction,
+            "vectors_per_second": trained.vectors as f64 / seconds.max(1e-9), "seconds": seconds,
+        }),
+        None => serde_json::json!({ "path": trained.out, "steps": trained.steps }),
+    };
+    Ok(summary.to_string())
+}
+
+/// An autoencoder to evaluate: loaded, or its directory.
+#[derive(FromPyObject)]
+pub enum SaeSource {
+    /// One held by the engine.
+    Loaded(Py<NativeSae>),
+    /// A directory in SAELens's layout.
+    Directory(PathBuf),
+}
+
+/// Measures an autoencoder on a dataset view, as `modelbin sae eval
+/// --json` does; returns that JSON text. `progress(done, total)` is called
+/// with bytes after each batch.
+#[pyfunction]
+#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn sae_evaluate(
+    py: Python<'_>,
+    sae: SaeSource,
+    dataset: PathBuf,
+    layer: i64,
+    patches_name: &str,
+    batch_size: usize,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let patches = patches(patches_name)?;
+    let view = py
+        .detach(|| View::open(&dataset, layer, patches, batch_size.max(1), threads))
+        .map_err(infer_error)?;
+    let loaded;
+    let sae = match &sae {
+        SaeSource::Loaded(native) => &native.get().sae,
+        SaeSource::Directory(dir) => {
+            loaded = py
+                .detach(|| open_for_view(dir, &view))
+                .map_err(infer_error)?
+                .0;
+            &loaded
+        }
+    };
+    if sae.d_in != view.d_in() {
+        return Err(PyValueError::new_err(format!(
+            "the autoencoder takes vectors of {} values, the dataset holds {}",
+            sae.d_in,
+            view.d_in()
+        )));
+    }
+    let mut interrupted = None;
+    let result = py.detach(|| {
+        evaluate(sae, &view, &mut |done, total| {
+            Python::attach(|py| {
+                let called = match &progress {
+                    Some(progress) => progress.call1(py, (done, total)).map(drop),
+                    None => Ok(()),
+                };
+                match called.and_then(|()| py.check_signals()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        interrupted = Some(e);
+                        false
+                    }
+                }
+            })
+        })
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let evaluation = result.map_err(infer_error)?;
+    Ok(serde_json::to_string(&evaluation).expect("an evaluation serializes"))
+}

@@ -1,0 +1,130 @@
+"""The workflows Python shares with the command line — convert, cost, SAE
+training and evaluation — give the command line's results: the same bytes,
+the same JSON, bit-identical autoencoders."""
+
+import json
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+import modelbin
+import modelbin.numpy as mnp
+
+
+def run(cli, *args):
+    done = subprocess.run([str(cli), *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_convert_writes_the_commands_bytes(tmp_path, cli):
+    tensors = {"a": np.arange(12, dtype=np.float32).reshape(3, 4),
+               "b": np.array([1, -2, 3], dtype=np.int64)}
+    source = tmp_path / "in.safetensors"
+    mnp.save_file(tensors, str(source))
+    report = modelbin.convert(source, tmp_path / "ours.bt", progress=False)
+    run(cli, "convert", source, "-o", tmp_path / "theirs.bt")
+    assert (tmp_path / "ours.bt").read_bytes() == (tmp_path / "theirs.bt").read_bytes()
+    assert report == {"from": "safetensors", "to": "bintensors", "tensors": 2,
+                      "bytes_written": (tmp_path / "ours.bt").stat().st_size}
+    back = modelbin.convert(tmp_path / "ours.bt", tmp_path / "back", to="safetensors",
+                            progress=False)
+    assert back["to"] == "safetensors"
+    np.testing.assert_array_equal(mnp.load_file(str(tmp_path / "back"))["a"], tensors["a"])
+    with pytest.raises(ValueError, match="cannot tell the output format"):
+        modelbin.convert(source, tmp_path / "out.unknown")
+    with pytest.raises(ValueError, match="unknown weight dtype"):
+        modelbin.convert(source, tmp_path / "x.embd", dtype="f8")
+    with pytest.raises(FileNotFoundError):
+        modelbin.convert(tmp_path / "missing.bt", tmp_path / "y.bt")
+
+
+def test_cost_is_the_commands_json(tmp_path, cli):
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    (tmp_path / "text.txt").write_text(text)
+    theirs = json.loads(run(cli, "tokens", "cost", "-m", "gpt-4o-2024-08-06",
+                            "--output-tokens", "500", "--json", tmp_path / "text.txt"))
+    assert modelbin.cost("gpt-4o-2024-08-06", text, output_tokens=500) == theirs
+    counted = modelbin.get_encoding("o200k_base").encode_ordinary(text)
+    assert modelbin.cost("GPT-4o-2024-08-06", len(counted), 500)["total_cost"] == \
+        theirs["total_cost"]
+    with pytest.raises(KeyError, match="gpt-4-32k"):
+        modelbin.cost("gpt-4-32k", 10)
+    with pytest.raises(ValueError, match="no output price"):
+        modelbin.cost("text-embedding-3-small", 10, output_tokens=100)
+    with pytest.raises(ValueError, match="cached"):
+        modelbin.cost("gpt-4o", 10, cached_tokens=11)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"as_of": "2026-11-01", "currency": "USD",
+                                  "unit": "per 1M tokens", "models": {
+                                      "house-model": {"input": 2.0, "output": 4.0,
+                                                      "encoding": "cl100k_base"}}}))
+    ours = modelbin.cost("house-model", 1_000_000, 1_000_000, prices=prices)
+    assert (ours["encoding"], ours["total_cost"]) == ("cl100k_base", 6.0)
+
+
+def sine_dataset(root, n_imgs=64, d=16):
+    """1 CLS + 4 patches of width d at layers -2 and -1, values from a sine
+    (as the command line's SAE tests make)."""
+    metadata = {"vit_family": "test", "vit_ckpt": "sine", "layers": [-2, -1],
+                "n_patches_per_img": 4, "cls_token": True, "d_vit": d, "seed": 0,
+                "n_imgs": n_imgs, "max_patches_per_shard": 200, "data": "sine values"}
+    per_img = 2 * 5 * d
+    values = np.sin(np.arange(n_imgs * per_img, dtype=np.float64) * 0.37).astype(np.float32)
+    with modelbin.saev.Writer(root, metadata) as writer:
+        writer.write(values.reshape(n_imgs, 2, 5, d))
+    (path,) = root.iterdir()
+    return path
+
+
+@pytest.mark.parametrize("architecture", ["topk", "batchtopk", "relu"])
+def test_sae_training_is_bit_identical_to_the_command(tmp_path, cli, architecture):
+    data = sine_dataset(tmp_path / "acts")
+    args = dict(layer=-1, d_sae=64, k=4, steps=30, batch_size=32, lr=3e-3, seed=7, threads=2,
+                architecture=architecture)
+    steps = []
+    ours = modelbin.sae.train(data, out=tmp_path / "ours", progress=False,
+                              on_step=steps.append, **args)
+    run(cli, "sae", "train", data, "--layer", "-1", "--d-sae", "64", "-k", "4", "--steps", "30",
+        "--batch-size", "32", "--lr", "3e-3", "--seed", "7", "--threads", "2",
+        "--architecture", architecture, "--out", tmp_path / "theirs")
+    weights = "sae_weights.safetensors"
+    assert (tmp_path / "ours" / weights).read_bytes() == \
+        (tmp_path / "theirs" / weights).read_bytes()
+    assert [s["step"] for s in steps] == list(range(1, 31))
+    assert ours.summary["steps"] == 30 and math.isfinite(ours.summary["fvu"])
+    assert ours.path == str(tmp_path / "ours")
+
+    theirs = json.loads(run(cli, "sae", "eval", tmp_path / "theirs", data, "--layer", "-1",
+                            "--batch-size", "32", "--json"))
+    assert modelbin.sae.evaluate(tmp_path / "ours", data, layer=-1, batch_size=32,
+                                 progress=False) == theirs
+    assert modelbin.sae.evaluate(ours, data, layer=-1, progress=False) == theirs
+
+
+def test_sae_training_refuses_and_stops_cleanly(tmp_path):
+    data = sine_dataset(tmp_path / "acts")
+    with pytest.raises(ValueError, match="layer 5: the dataset recorded layers"):
+        modelbin.sae.train(data, layer=5, out=tmp_path / "x", steps=2, progress=False)
+    with pytest.raises(ValueError, match="k 80 is more than d_sae 64"):
+        modelbin.sae.train(data, layer=-1, d_sae=64, k=80, out=tmp_path / "x", progress=False)
+
+    def interrupt(report):
+        if report["step"] == 3:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=20, batch_size=16, out=out,
+                           progress=False, on_step=interrupt)
+    assert sorted(p.name for p in out.iterdir()) == []
+    modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=4, batch_size=16, out=out,
+                       progress=False)
+    with pytest.raises(ValueError, match="holds an autoencoder"):
+        modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=4, batch_size=16, out=out,
+                           progress=False)
+    with pytest.raises(ValueError, match="takes vectors of 16 values"):
+        other = sine_dataset(tmp_path / "wide", d=8)
+        modelbin.sae.evaluate(out, other, layer=-1, progress=False)
