@@ -25,7 +25,6 @@ mod progress;
 mod record;
 mod sae;
 mod sae_features;
-mod splice;
 mod stdout;
 mod tllm;
 mod token_text;

@@ -13,6 +13,7 @@ use modelbin_infer::sae::evaluate::{
     Evaluation, evaluate, open_for_view as open_for_view_of, trained_elsewhere,
 };
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
+use modelbin_infer::sae::splice::Splice;
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
 
@@ -143,6 +144,27 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
         }
         SaeError::AlreadyTrained { steps } => format!(
             "--resume: already trained for {steps} steps; pass a larger --steps (the schedule then spans the new --steps)"
+        ),
+        SaeError::NotTllmRecording { family } => format!(
+            "--model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
+        ),
+        SaeError::NoTokenIds { dataset } => format!(
+            "--model: {} kept no token ids (tokens.bin); record it again with `modelbin acts record`",
+            dataset.display()
+        ),
+        SaeError::NotTllm { model, format } => {
+            return Failure::Invalid(format!(
+                "{}: the file's format is {format}; --model takes the TLLM model the dataset was recorded from",
+                model.display()
+            ));
+        }
+        SaeError::OtherModel {
+            model,
+            hash,
+            recorded,
+        } => format!(
+            "--model {}: its hash is {hash}, the dataset was recorded from {recorded}",
+            model.display()
         ),
         SaeError::Diverged { step, mse } => {
             return Failure::Invalid(format!(
@@ -344,7 +366,8 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         .model
         .as_deref()
         .map(|model| {
-            crate::splice::Splice::open(model, view.dataset(), view.layer(), args.ce_windows)
+            Splice::open(model, view.dataset(), view.layer(), args.ce_windows)
+                .map_err(|e| sae_failure(e, model))
         })
         .transpose()?;
     let mut progress = Progress::new("evaluating");
@@ -356,7 +379,7 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
     let mut result = evaluated.map_err(|e| sae_failure(e, &args.sae))?;
     if let Some(splice) = &splice {
         let pool = crate::work::thread_pool(Some(view.threads()))?;
-        result.cross_entropy = Some(pool.install(|| splice.measure(&sae))?);
+        result.cross_entropy = Some(pool.install(|| splice.measure(&sae)).map_err(invalid)?);
     }
     if args.json {
         print_json(&result)?;

@@ -56,6 +56,9 @@ pub enum Error {
     /// A sparse-autoencoder run that cannot start or continue.
     #[error(transparent)]
     Sae(#[from] SaeError),
+    /// A recording that cannot start.
+    #[error(transparent)]
+    Record(crate::record::RecordError),
     /// Work that needs more memory than this process may take.
     #[error(transparent)]
     Memory(#[from] modelbin_format::memory::Shortfall),
@@ -168,6 +171,42 @@ pub enum SaeError {
         sae: usize,
         /// The dataset's vector width.
         dataset: usize,
+    },
+    /// The cross-entropy is measured on TLLM recordings only.
+    #[error(
+        "model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
+    )]
+    NotTllmRecording {
+        /// The dataset's model family.
+        family: String,
+    },
+    /// The dataset kept no token ids to run the model on.
+    #[error(
+        "model: {dataset} kept no token ids (tokens.bin); record it again with `modelbin acts record`"
+    )]
+    NoTokenIds {
+        /// The dataset directory.
+        dataset: PathBuf,
+    },
+    /// The model to splice into is not a TLLM file.
+    #[error(
+        "{model}: the file's format is {format}; the cross-entropy needs the TLLM model the dataset was recorded from"
+    )]
+    NotTllm {
+        /// The file.
+        model: PathBuf,
+        /// Its format.
+        format: modelbin_format::Format,
+    },
+    /// The model is not the one the dataset was recorded from.
+    #[error("model {model}: its hash is {hash}, the dataset was recorded from {recorded}")]
+    OtherModel {
+        /// The model.
+        model: PathBuf,
+        /// Its hash.
+        hash: String,
+        /// The hash the dataset names.
+        recorded: String,
     },
     /// The caller stopped the run (an interrupt); nothing was saved past
     /// the last checkpoint.

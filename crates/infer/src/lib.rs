@@ -5,8 +5,10 @@
 //! sampling-based generation; [`train`] trains it on bytes (hand-written
 //! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
 //! sentence embeddings with the BERT encoder of an EMBD file, equal to
-//! sentence-transformers'. [`sae`] trains TopK sparse autoencoders on
-//! activation vectors and saves them in SAELens's layout.
+//! sentence-transformers'. [`record`] writes a model's residual stream over
+//! text as a SAEV dataset; [`sae`] trains, evaluates and reads sparse
+//! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
+//! layout.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -47,6 +49,7 @@ mod linear;
 mod packed;
 mod panel_tasks;
 mod quantized;
+pub mod record;
 pub mod sae;
 pub mod tllm;
 pub mod train;

@@ -9,6 +9,7 @@ mod embedder;
 mod encoding;
 mod errors;
 mod id_list;
+mod record;
 mod sae;
 mod saev;
 mod tensors;
@@ -29,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sae::NativeSae>()?;
     m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(record::acts_record, m)?)?;
     m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::cost, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;

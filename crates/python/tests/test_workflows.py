@@ -4,6 +4,7 @@ the same JSON, bit-identical autoencoders."""
 
 import json
 import math
+import pathlib
 import subprocess
 
 import numpy as np
@@ -128,3 +129,48 @@ def test_sae_training_refuses_and_stops_cleanly(tmp_path):
     with pytest.raises(ValueError, match="takes vectors of 16 values"):
         other = sine_dataset(tmp_path / "wide", d=8)
         modelbin.sae.evaluate(out, other, layer=-1, progress=False)
+
+
+def tree(root):
+    """Every file under root, by relative path, with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
+    model = tmp_path / "m.tllm"
+    run(cli, "tllm", "init", "--dim", "16", "--layers", "3", "--heads", "2", "--ffn", "32",
+        "--seq", "16", "--seed", "4", "-o", model)
+    text = tmp_path / "t.txt"
+    text.write_text("The residual stream of a tiny model, recorded window by window. " * 40)
+    ours = modelbin.acts.record(model, [text], out=tmp_path / "ours", layers=[0, -1],
+                                tokens_per_text=8, progress=False)
+    run(cli, "acts", "record", "-m", model, "--layers", "0,-1", "--tokens-per-text", "8",
+        "-o", tmp_path / "theirs", text)
+    assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
+    assert modelbin.saev.Dataset(ours, layer=-1, patches="image")[0].shape == (16,)
+
+    # The command line is a debug build here: a short text keeps BERT quick.
+    short = tmp_path / "short.txt"
+    short.write_text("The residual stream of a small model, recorded window by window. " * 3)
+    bert = modelbin.acts.record(minilm_dir, [short], out=tmp_path / "bert", cls=True,
+                                tokens_per_text=12, progress=False)
+    run(cli, "acts", "record", "-m", minilm_dir, "--cls", "--tokens-per-text", "12",
+        "-o", tmp_path / "bert-cli", short)
+    assert tree(tmp_path / "bert") == tree(tmp_path / "bert-cli")
+    assert json.loads((pathlib.Path(bert) / "metadata.json").read_text())["cls_token"] is True
+
+    with pytest.raises(ValueError, match="layers 3: the model has 3 blocks"):
+        modelbin.acts.record(model, [text], out=tmp_path / "x", layers=[3], progress=False)
+    with pytest.raises(ValueError, match="at most 16 tokens fit"):
+        modelbin.acts.record(model, [text], out=tmp_path / "x", tokens_per_text=17,
+                             progress=False)
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        modelbin._native.acts_record(str(model), [str(text)], str(tmp_path / "stopped"),
+                                     layers=[-1], tokens_per_text=1, cls=False,
+                                     max_patches_per_shard=2_400_000, progress=interrupt)
+    assert list((tmp_path / "stopped").rglob("*.bin")) == []

@@ -4,11 +4,80 @@
 //! block's output zeroed (Gao et al., 2024, section 4.1; SAELens's
 //! "CE loss score").
 
+use std::path::Path;
+
+use modelbin_format::Format;
+use modelbin_format::saev::Dataset;
 use rayon::prelude::*;
 
 use super::Sae;
 use crate::tllm::Model;
-use crate::{Error, Result};
+use crate::{Error, Result, SaeError};
+
+/// A TLLM model checked to be the one a dataset was recorded from, with the
+/// block to splice and the windows to run.
+pub struct Splice {
+    model: Model,
+    block: usize,
+    windows: Vec<Vec<u32>>,
+}
+
+impl Splice {
+    /// Checks that `model_path` is the model `dataset` was recorded from
+    /// (by its hash) and takes the dataset's first `windows` windows;
+    /// `layer` is the layer as recorded.
+    pub fn open(model_path: &Path, dataset: &Dataset, layer: i64, windows: u64) -> Result<Splice> {
+        let metadata = dataset.metadata();
+        if metadata.vit_family != "tllm" {
+            return Err(SaeError::NotTllmRecording {
+                family: metadata.vit_family.clone(),
+            }
+            .into());
+        }
+        let Some(ids) = dataset.token_ids() else {
+            return Err(SaeError::NoTokenIds {
+                dataset: dataset.dir().to_path_buf(),
+            }
+            .into());
+        };
+        if !model_path.is_dir()
+            && let Ok(format) = modelbin_format::detect::detect(model_path)
+            && format != Format::Tllm
+        {
+            return Err(SaeError::NotTllm {
+                model: model_path.to_path_buf(),
+                format,
+            }
+            .into());
+        }
+        let hash = crate::record::checkpoint_id(model_path)?;
+        if hash != metadata.vit_ckpt {
+            return Err(SaeError::OtherModel {
+                model: model_path.to_path_buf(),
+                hash,
+                recorded: metadata.vit_ckpt.clone(),
+            }
+            .into());
+        }
+        let model = Model::open(model_path)?;
+        let blocks = i64::from(model.config().n_layers);
+        let block = if layer < 0 { blocks + layer } else { layer };
+        let windows = (0..windows.min(metadata.n_imgs))
+            .filter_map(|img| ids.window(img))
+            .collect();
+        Ok(Splice {
+            model,
+            block: block as usize,
+            windows,
+        })
+    }
+
+    /// The windows run clean, with `sae`'s reconstruction spliced in, and
+    /// with the layer zeroed.
+    pub fn measure(&self, sae: &Sae<f32>) -> Result<CrossEntropy> {
+        cross_entropy(&self.model, sae, self.block, &self.windows)
+    }
+}
 
 /// Mean next-token cross-entropy (nats per token) of three passes over the
 /// same windows.

@@ -13,7 +13,8 @@
   formats.
 - Pricing: :func:`cost`.
 - Workflows, through the same engine as the command line:
-  :func:`modelbin.sae.train`, :func:`modelbin.sae.evaluate`.
+  :func:`modelbin.acts.record`, :func:`modelbin.sae.train`,
+  :func:`modelbin.sae.evaluate`.
 
 Every object pickles by path and options, so it can be shipped to worker
 processes (multiprocessing, Ray); memory-mapped files are shared through the
@@ -26,7 +27,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Union
 
-from . import numpy, sae, saev
+from . import acts, numpy, sae, saev
 from ._native import FormatError
 from .embeddings import SentenceEmbedder
 from .encoding import (
@@ -51,6 +52,7 @@ __all__ = [
     "get_encoding",
     "inspect",
     "list_encoding_names",
+    "acts",
     "numpy",
     "sae",
     "saev",

@@ -1,0 +1,466 @@
+//! Recording a model's residual stream over text files as a SAEV dataset:
+//! one image per window of tokens, the windows' token ids kept beside the
+//! shards (`tokens.bin`, and the vocabulary for WordPiece ids).
+//!
+//! A TLLM model reads bytes; a BERT model (an EMBD file or a Hugging Face
+//! directory) reads WordPiece tokens, each window run as `[CLS] window
+//! [SEP]`. The caller drives the rounds, so it can show progress and stop
+//! between them (an unfinished dataset leaves nothing behind):
+//!
+//! ```no_run
+//! use modelbin_infer::record::{Recording, RecordSettings};
+//!
+//! # fn main() -> modelbin_infer::Result<()> {
+//! let files = ["corpus.txt".into()];
+//! let mut recording = Recording::start("model.tllm".as_ref(), &files, RecordSettings::default(),
+//!                                      "acts".as_ref())?;
+//! while recording.record_round()? {
+//!     println!("{} of {} tokens", recording.tokens_done(), recording.tokens_total());
+//! }
+//! let recorded = recording.finish()?;
+//! println!("{}: {} vectors", recorded.dir.display(), recorded.vectors);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use modelbin_format::Format;
+use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::saev::{Metadata, Writer};
+use rayon::prelude::*;
+
+use crate::embedder::Embedder;
+use crate::tllm::Model;
+use crate::{Error, Result};
+
+/// Why a recording cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// A TLLM model whose vocabulary is not byte-level.
+    #[error(
+        "{path}: vocab_size {vocab_size} is not byte-level (≥ 256), so text cannot be its input"
+    )]
+    NotByteLevel {
+        /// The model.
+        path: PathBuf,
+        /// Its vocabulary size.
+        vocab_size: u32,
+    },
+    /// A file that is not a model this can record.
+    #[error(
+        "{path}: the file's format is {format}; recording reads TLLM and EMBD models (or a Hugging Face model directory)"
+    )]
+    NotAModel {
+        /// The file.
+        path: PathBuf,
+        /// Its format.
+        format: Format,
+    },
+    /// The CLS row asked of a model without one.
+    #[error("cls: a TLLM model has no [CLS] token")]
+    NoClsToken,
+    /// A layer the model does not have.
+    #[error("layers {layer}: the model has {blocks} blocks")]
+    NoSuchLayer {
+        /// The layer asked for.
+        layer: i64,
+        /// The model's blocks.
+        blocks: usize,
+    },
+    /// A BERT model whose context holds nothing besides CLS and SEP.
+    #[error("{path}: the model's context holds no token besides [CLS] and [SEP]")]
+    NoRoom {
+        /// The model.
+        path: PathBuf,
+    },
+    /// A window longer than the model's context.
+    #[error("tokens_per_text {window}: at most {longest} tokens fit the model's context")]
+    WindowTooLong {
+        /// The window asked for.
+        window: usize,
+        /// The longest that fits.
+        longest: usize,
+    },
+    /// A text file that is not UTF-8, for a model that reads text.
+    #[error("{path}: is not UTF-8 text (a BERT model reads text)")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Fewer tokens than one window.
+    #[error("the text has {tokens} tokens, fewer than one window of {window}")]
+    TooFewTokens {
+        /// Tokens in the files.
+        tokens: usize,
+        /// The window.
+        window: usize,
+    },
+    /// The caller stopped the recording; nothing was written.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSettings {
+    /// Blocks whose output is recorded (0 is the first; negative values
+    /// count from the end, -1 is the last).
+    pub layers: Vec<i64>,
+    /// Tokens per window, one SAEV image each (`None`: the model's
+    /// context; for BERT its max_seq_length less the CLS and SEP tokens).
+    pub tokens_per_text: Option<usize>,
+    /// BERT: also record the CLS row of each window, as the CLS token.
+    pub cls: bool,
+    /// The budget of vectors per shard.
+    pub max_patches_per_shard: u64,
+}
+
+impl Default for RecordSettings {
+    /// The last block, the model's context, no CLS, 2,400,000 vectors per
+    /// shard: the command line's defaults.
+    fn default() -> Self {
+        RecordSettings {
+            layers: vec![-1],
+            tokens_per_text: None,
+            cls: false,
+            max_patches_per_shard: 2_400_000,
+        }
+    }
+}
+
+/// Tokens computed together before their windows are written in order.
+const TOKENS_PER_ROUND: usize = 16_384;
+
+/// A recording between its checks and its finished dataset.
+pub struct Recording {
+    model: RecordedModel,
+    blocks: Vec<usize>,
+    cls: bool,
+    window: usize,
+    ids: Vec<u32>,
+    writer: Writer,
+    /// Windows written.
+    written: usize,
+}
+
+/// A finished recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The dataset directory (`<root>/<HASH>`).
+    pub dir: PathBuf,
+    /// Windows recorded (SAEV images).
+    pub images: usize,
+    /// Vectors recorded, over every layer.
+    pub vectors: usize,
+}
+
+impl Recording {
+    /// Opens the model, reads and tokenizes `files` (concatenated in
+    /// order), checks the settings, and starts the dataset under `root`.
+    pub fn start(
+        model_path: &Path,
+        files: &[PathBuf],
+        settings: RecordSettings,
+        root: &Path,
+    ) -> Result<Recording> {
+        let model = RecordedModel::open(model_path)?;
+        if settings.cls && matches!(model, RecordedModel::Tllm(_)) {
+            return Err(RecordError::NoClsToken.into());
+        }
+        let n_blocks = model.blocks();
+        let blocks = settings
+            .layers
+            .iter()
+            .map(|&layer| {
+                let block = if layer < 0 {
+                    n_blocks as i64 + layer
+                } else {
+                    layer
+                };
+                match usize::try_from(block) {
+                    Ok(block) if block < n_blocks => Ok(block),
+                    _ => Err(RecordError::NoSuchLayer {
+                        layer,
+                        blocks: n_blocks,
+                    }),
+                }
+            })
+            .collect::<std::result::Result<Vec<usize>, _>>()?;
+        let (longest, default) = model.windows();
+        if longest == 0 {
+            return Err(RecordError::NoRoom {
+                path: model_path.to_path_buf(),
+            }
+            .into());
+        }
+        let window = settings.tokens_per_text.unwrap_or(default.max(1));
+        if window > longest {
+            return Err(RecordError::WindowTooLong { window, longest }.into());
+        }
+        let mut ids = Vec::new();
+        let mut described = Vec::new();
+        for path in files {
+            let bytes = std::fs::read(path).map_err(|e| modelbin_format::Error::io(path, e))?;
+            described.push(serde_json::json!({
+                "path": path, "bytes": bytes.len(), "sha256": hex(&sha256(&bytes)),
+            }));
+            ids.extend(model.tokenize(path, bytes)?);
+        }
+        let n_imgs = ids.len() / window;
+        if n_imgs == 0 {
+            return Err(RecordError::TooFewTokens {
+                tokens: ids.len(),
+                window,
+            }
+            .into());
+        }
+        ids.truncate(n_imgs * window);
+        let tokens = match model {
+            RecordedModel::Tllm(_) => "bytes (token id = byte value)",
+            RecordedModel::Bert(_) => {
+                "WordPiece ids of the model's vocabulary, without [CLS]/[SEP]"
+            }
+        };
+        let metadata = Metadata {
+            vit_family: model.family().into(),
+            vit_ckpt: checkpoint_id(model_path)?,
+            layers: settings.layers.clone(),
+            n_patches_per_img: window as u64,
+            cls_token: settings.cls,
+            d_vit: model.width() as u64,
+            seed: 0,
+            n_imgs: n_imgs as u64,
+            max_patches_per_shard: settings.max_patches_per_shard,
+            data: serde_json::json!({
+                "files": described,
+                "tokens": tokens,
+                "vocab_size": model.vocab_size(),
+                "token_ids": "tokens.bin: u32 little-endian, [n_imgs, n_patches_per_img]",
+                "windowing": format!("consecutive windows of {window} tokens of the files concatenated in order; a final partial window is dropped"),
+            }),
+        };
+        let mut writer = Writer::create(root, metadata)?;
+        writer.write_tokens(&ids, model.vocabulary().as_deref())?;
+        Ok(Recording {
+            model,
+            blocks,
+            cls: settings.cls,
+            window,
+            ids,
+            writer,
+            written: 0,
+        })
+    }
+
+    /// Tokens to record.
+    pub fn tokens_total(&self) -> u64 {
+        self.ids.len() as u64
+    }
+
+    /// Tokens recorded so far.
+    pub fn tokens_done(&self) -> u64 {
+        (self.written * self.window) as u64
+    }
+
+    /// Runs the model over the next round of windows (about 16,384
+    /// tokens, on every core of the current rayon pool) and writes their
+    /// images; `false` once every window is written.
+    pub fn record_round(&mut self) -> Result<bool> {
+        let n_imgs = self.ids.len() / self.window;
+        if self.written == n_imgs {
+            return Ok(false);
+        }
+        let per_round = (TOKENS_PER_ROUND / self.window).max(1);
+        let end = (self.written + per_round).min(n_imgs);
+        let windows: Vec<&[u32]> = self.ids[self.written * self.window..end * self.window]
+            .chunks_exact(self.window)
+            .collect();
+        for image in self.model.images(&windows, &self.blocks, self.cls)? {
+            self.writer.push(&image)?;
+        }
+        self.written = end;
+        Ok(true)
+    }
+
+    /// Finishes the dataset (every round must have been recorded).
+    pub fn finish(self) -> Result<Recorded> {
+        let images = self.ids.len() / self.window;
+        let dir = self.writer.finish()?;
+        Ok(Recorded {
+            dir,
+            images,
+            vectors: self.blocks.len() * images * (self.window + usize::from(self.cls)),
+        })
+    }
+}
+
+/// How a recording names its model (`vit_ckpt`): `sha256:` and the first
+/// 16 hex digits of the model file's hash (for a directory, of its
+/// `model.safetensors`), hashed from the mapped file.
+pub fn checkpoint_id(model: &Path) -> Result<String> {
+    let file = if model.is_dir() {
+        model.join("model.safetensors")
+    } else {
+        model.to_path_buf()
+    };
+    let bytes = modelbin_format::source::MappedFile::open(&file)?;
+    Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
+}
+
+/// The model being recorded.
+enum RecordedModel {
+    Tllm(Model),
+    Bert(Box<Embedder>),
+}
+
+impl RecordedModel {
+    fn open(path: &Path) -> Result<RecordedModel> {
+        let format = if path.is_dir() {
+            Format::Embd
+        } else {
+            modelbin_format::detect::detect(path)?
+        };
+        match format {
+            Format::Tllm => {
+                let model = Model::open(path)?;
+                if model.config().vocab_size < 256 {
+                    return Err(RecordError::NotByteLevel {
+                        path: path.to_path_buf(),
+                        vocab_size: model.config().vocab_size,
+                    }
+                    .into());
+                }
+                Ok(RecordedModel::Tllm(model))
+            }
+            Format::Embd => Ok(RecordedModel::Bert(Box::new(Embedder::open_model(path)?))),
+            format => Err(RecordError::NotAModel {
+                path: path.to_path_buf(),
+                format,
+            }
+            .into()),
+        }
+    }
+
+    fn family(&self) -> &'static str {
+        match self {
+            RecordedModel::Tllm(_) => "tllm",
+            RecordedModel::Bert(_) => "bert",
+        }
+    }
+
+    fn blocks(&self) -> usize {
+        match self {
+            RecordedModel::Tllm(m) => m.config().n_layers as usize,
+            RecordedModel::Bert(e) => e.config().num_layers,
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self {
+            RecordedModel::Tllm(m) => m.config().model_dim as usize,
+            RecordedModel::Bert(e) => e.config().hidden_size,
+        }
+    }
+
+    fn vocab_size(&self) -> usize {
+        match self {
+            RecordedModel::Tllm(m) => m.config().vocab_size as usize,
+            RecordedModel::Bert(e) => e.tokenizer().vocab_size(),
+        }
+    }
+
+    /// The longest window, and the default one.
+    fn windows(&self) -> (usize, usize) {
+        match self {
+            RecordedModel::Tllm(m) => {
+                let n = m.config().max_seq_len as usize;
+                (n, n)
+            }
+            RecordedModel::Bert(e) => {
+                let c = e.config();
+                let longest = c.max_position.saturating_sub(2);
+                (
+                    longest,
+                    c.max_seq_length.min(c.max_position).saturating_sub(2),
+                )
+            }
+        }
+    }
+
+    /// The token ids of a file's text.
+    fn tokenize(&self, path: &Path, bytes: Vec<u8>) -> Result<Vec<u32>> {
+        match self {
+            RecordedModel::Tllm(_) => Ok(bytes.into_iter().map(u32::from).collect()),
+            RecordedModel::Bert(e) => {
+                let text = String::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
+                    path: path.to_path_buf(),
+                })?;
+                Ok(e.tokenizer().pieces(&text))
+            }
+        }
+    }
+
+    /// The vocabulary kept beside the token ids (none for bytes).
+    fn vocabulary(&self) -> Option<Vec<&str>> {
+        match self {
+            RecordedModel::Tllm(_) => None,
+            RecordedModel::Bert(e) => {
+                let t = e.tokenizer();
+                Some(
+                    (0..t.vocab_size() as u32)
+                        .map(|id| t.token(id).unwrap_or(""))
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// Each window's image, `[layers, tokens, width]` flattened.
+    fn images(&self, windows: &[&[u32]], blocks: &[usize], cls: bool) -> Result<Vec<Vec<f32>>> {
+        match self {
+            RecordedModel::Tllm(model) => windows
+                .par_iter()
+                .map(|ids| model.residual_stream(ids, blocks).map(|s| s.concat()))
+                .collect(),
+            RecordedModel::Bert(embedder) => {
+                let specials = embedder.tokenizer().specials();
+                let sequences: Vec<Vec<u32>> = windows
+                    .iter()
+                    .map(|w| {
+                        let mut s = Vec::with_capacity(w.len() + 2);
+                        s.push(specials.cls);
+                        s.extend_from_slice(w);
+                        s.push(specials.sep);
+                        s
+                    })
+                    .collect();
+                let refs: Vec<&[u32]> = sequences.iter().map(Vec::as_slice).collect();
+                let states = embedder.encoder().hidden_states(&refs, blocks)?;
+                let h = self.width();
+                let mut start = 0;
+                let mut images = Vec::with_capacity(windows.len());
+                for window in windows {
+                    // Rows of this sequence: [CLS] at `start`, the window
+                    // after it, [SEP] last (never recorded).
+                    let first = if cls { start } else { start + 1 };
+                    let rows = first..start + 1 + window.len();
+                    let mut image = Vec::with_capacity(blocks.len() * rows.len() * h);
+                    for state in &states {
+                        image.extend_from_slice(&state[rows.start * h..rows.end * h]);
+                    }
+                    images.push(image);
+                    start += window.len() + 2;
+                }
+                Ok(images)
+            }
+        }
+    }
+}
+
+impl From<RecordError> for Error {
+    fn from(e: RecordError) -> Self {
+        Error::Record(e)
+    }
+}
