@@ -243,7 +243,7 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
 /// `acts tokens`: the ids of one image's window and their text.
 fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
     let dataset = open(dir)?;
-    let Some(text) = crate::token_text::TokenText::of(&dataset)? else {
+    let Some(text) = modelbin_format::saev::TokenText::of(&dataset)? else {
         return Err(Failure::Invalid(format!(
             "{}: the dataset kept no token ids (tokens.bin; `modelbin acts record` writes it)",
             dir.display()
@@ -267,7 +267,7 @@ fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
     } else {
         let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
         outln!("{}", ids.join(" "))?;
-        outln!("{}", crate::token_text::visible(&shown))?;
+        outln!("{}", modelbin_format::saev::visible(&shown))?;
     }
     Ok(())
 }

@@ -27,7 +27,6 @@ mod sae;
 mod sae_features;
 mod stdout;
 mod tllm;
-mod token_text;
 mod tokens;
 mod train;
 mod verify;

@@ -208,6 +208,14 @@ pub enum SaeError {
         /// The hash the dataset names.
         recorded: String,
     },
+    /// A latent the autoencoder does not have.
+    #[error("latent {latent}: the autoencoder has {d_sae} latents")]
+    NoSuchLatent {
+        /// The latent asked for.
+        latent: usize,
+        /// Its latents.
+        d_sae: usize,
+    },
     /// The caller stopped the run (an interrupt); nothing was saved past
     /// the last checkpoint.
     #[error("interrupted")]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use modelbin_format::saev::Patches;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
+use modelbin_infer::sae::features::{FeatureOptions, features, html_page};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
@@ -232,6 +233,80 @@ pub enum SaeSource {
     Directory(PathBuf),
 }
 
+/// The view of `dataset` the `sae_*` functions read.
+fn open_view(
+    py: Python<'_>,
+    dataset: &std::path::Path,
+    layer: i64,
+    patches_name: &str,
+    batch_size: usize,
+    threads: Option<usize>,
+) -> PyResult<View> {
+    let patches = patches(patches_name)?;
+    py.detach(|| View::open(dataset, layer, patches, batch_size.max(1), threads))
+        .map_err(infer_error)
+}
+
+/// The autoencoder to run on `view`, of its width; `loaded` holds one read
+/// from a directory.
+fn resolve_sae<'s>(
+    py: Python<'_>,
+    sae: &'s SaeSource,
+    loaded: &'s mut Option<Sae<f32>>,
+    view: &View,
+) -> PyResult<&'s Sae<f32>> {
+    let sae = match sae {
+        SaeSource::Loaded(native) => &native.get().sae,
+        SaeSource::Directory(dir) => {
+            let read = py
+                .detach(|| open_for_view(dir, view))
+                .map_err(infer_error)?
+                .0;
+            loaded.insert(read)
+        }
+    };
+    if sae.d_in != view.d_in() {
+        return Err(PyValueError::new_err(format!(
+            "the autoencoder takes vectors of {} values, the dataset holds {}",
+            sae.d_in,
+            view.d_in()
+        )));
+    }
+    Ok(sae)
+}
+
+/// Runs `work` without the GIL, giving it a progress callback that calls
+/// `progress(done, total)` (when given) and stops the work on Ctrl-C or an
+/// exception from the callback, which is then raised.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<Py<PyAny>>,
+    work: impl FnOnce(&mut dyn FnMut(u64, u64) -> bool) -> modelbin_infer::Result<T> + Send,
+) -> PyResult<T> {
+    let mut raised = None;
+    let result = py.detach(|| {
+        work(&mut |done, total| {
+            Python::attach(|py| {
+                let called = match &progress {
+                    Some(progress) => progress.call1(py, (done, total)).map(drop),
+                    None => Ok(()),
+                };
+                match called.and_then(|()| py.check_signals()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        raised = Some(e);
+                        false
+                    }
+                }
+            })
+        })
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => result.map_err(infer_error),
+    }
+}
+
 /// Measures an autoencoder on a dataset view, as `modelbin sae eval
 /// --json` does; returns that JSON text. `progress(done, total)` is called
 /// with bytes after each batch.
@@ -248,49 +323,57 @@ pub fn sae_evaluate(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let patches = patches(patches_name)?;
-    let view = py
-        .detach(|| View::open(&dataset, layer, patches, batch_size.max(1), threads))
-        .map_err(infer_error)?;
-    let loaded;
-    let sae = match &sae {
-        SaeSource::Loaded(native) => &native.get().sae,
-        SaeSource::Directory(dir) => {
-            loaded = py
-                .detach(|| open_for_view(dir, &view))
-                .map_err(infer_error)?
-                .0;
-            &loaded
-        }
-    };
-    if sae.d_in != view.d_in() {
-        return Err(PyValueError::new_err(format!(
-            "the autoencoder takes vectors of {} values, the dataset holds {}",
-            sae.d_in,
-            view.d_in()
-        )));
-    }
-    let mut interrupted = None;
-    let result = py.detach(|| {
-        evaluate(sae, &view, &mut |done, total| {
-            Python::attach(|py| {
-                let called = match &progress {
-                    Some(progress) => progress.call1(py, (done, total)).map(drop),
-                    None => Ok(()),
-                };
-                match called.and_then(|()| py.check_signals()) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        interrupted = Some(e);
-                        false
-                    }
-                }
-            })
-        })
-    });
-    if let Some(e) = interrupted {
-        return Err(e);
-    }
-    let evaluation = result.map_err(infer_error)?;
+    let view = open_view(py, &dataset, layer, patches_name, batch_size, threads)?;
+    let mut loaded = None;
+    let sae = resolve_sae(py, &sae, &mut loaded, &view)?;
+    let evaluation = with_progress(py, progress, |progress| evaluate(sae, &view, progress))?;
     Ok(serde_json::to_string(&evaluation).expect("an evaluation serializes"))
+}
+
+/// The inputs each latent fires on most, as `modelbin sae features --json`
+/// prints them (a JSON array of its lines); with `html`, also the page
+/// `--html` writes. `progress(done, total)` is called with bytes.
+#[pyfunction]
+#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, top, latent, latents, html, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn sae_features(
+    py: Python<'_>,
+    sae: SaeSource,
+    dataset: PathBuf,
+    layer: i64,
+    patches_name: &str,
+    batch_size: usize,
+    threads: Option<usize>,
+    top: usize,
+    latent: Option<usize>,
+    latents: usize,
+    html: Option<PathBuf>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let name = match &sae {
+        SaeSource::Directory(dir) => dir.display().to_string(),
+        SaeSource::Loaded(_) => "an autoencoder".to_owned(),
+    };
+    let view = open_view(py, &dataset, layer, patches_name, batch_size, threads)?;
+    let mut loaded = None;
+    let sae = resolve_sae(py, &sae, &mut loaded, &view)?;
+    let options = FeatureOptions {
+        top,
+        latent,
+        latents,
+    };
+    let found = with_progress(py, progress, |progress| {
+        features(sae, &view, options, progress)
+    })?;
+    if let Some(path) = html {
+        let page = html_page(&name, &found.features);
+        py.detach(|| {
+            let mut file = modelbin_format::output::OutputFile::create(&path)?;
+            std::io::Write::write_all(&mut file, page.as_bytes())
+                .map_err(|e| modelbin_format::Error::io(&path, e))?;
+            file.commit()
+        })
+        .map_err(crate::errors::format_error)?;
+    }
+    Ok(serde_json::to_string(&found.features).expect("features serialize"))
 }

@@ -104,6 +104,19 @@ def test_sae_training_is_bit_identical_to_the_command(tmp_path, cli, architectur
                                  progress=False) == theirs
     assert modelbin.sae.evaluate(ours, data, layer=-1, progress=False) == theirs
 
+    lines = run(cli, "sae", "features", tmp_path / "theirs", data, "--layer", "-1", "--top", "3",
+                "--latents", "6", "--json", "--html", tmp_path / "theirs.html")
+    found = modelbin.sae.features(tmp_path / "ours", data, layer=-1, top=3, latents=6,
+                                  html=tmp_path / "ours.html", progress=False)
+    assert found == [json.loads(line) for line in lines.splitlines()]
+    assert len(found) == 6 and all(len(f["top"]) <= 3 for f in found)
+    assert (tmp_path / "ours.html").read_text().replace(str(tmp_path / "ours"), "SAE") == \
+        (tmp_path / "theirs.html").read_text().replace(str(tmp_path / "theirs"), "SAE")
+    one = modelbin.sae.features(ours, data, layer=-1, latent=found[0]["latent"], progress=False)
+    assert [f["latent"] for f in one] == [found[0]["latent"]]
+    with pytest.raises(ValueError, match="latent 64: the autoencoder has 64 latents"):
+        modelbin.sae.features(ours, data, layer=-1, latent=64, progress=False)
+
 
 def test_sae_training_refuses_and_stops_cleanly(tmp_path):
     data = sine_dataset(tmp_path / "acts")

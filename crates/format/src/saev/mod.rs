@@ -10,6 +10,7 @@ mod loader;
 mod metadata;
 mod pyjson;
 mod stats;
+mod token_text;
 mod tokens;
 mod writer;
 
@@ -18,6 +19,7 @@ pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};
 pub use stats::LayerStats;
+pub use token_text::{TokenText, visible};
 pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
 pub use writer::Writer;
 

@@ -14,7 +14,8 @@
 //! latent's encoder and decoder vectors are contiguous; SAELens's files
 //! hold the encoder transposed (`W_enc [d_in, d_sae]`), see [`saelens`].
 //! [`view`] reads a layer of a SAEV dataset in batches; [`run`] drives a
-//! whole training run on it and [`evaluate`] measures an autoencoder there.
+//! whole training run on it, [`evaluate`] measures an autoencoder there and
+//! [`features`] finds the inputs each latent fires on most.
 //! [`train`] fits one with Adam, unit-norm decoder rows and the AuxK loss on
 //! dead latents (or L1 for ReLU); [`checkpoint`] saves a run's state;
 //! [`splice`] measures a TLLM's loss with a reconstruction spliced in. The
@@ -22,6 +23,7 @@
 
 pub mod checkpoint;
 pub mod evaluate;
+pub mod features;
 pub mod run;
 pub mod saelens;
 pub mod splice;

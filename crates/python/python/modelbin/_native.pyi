@@ -106,3 +106,7 @@ def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
 def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
                 tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
                 progress: Optional[Callable[[int, int], None]]) -> str: ...
+def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
+                 batch_size: int, threads: Optional[int], top: int, latent: Optional[int],
+                 latents: int, html: Optional[str],
+                 progress: Optional[Callable[[int, int], None]]) -> str: ...

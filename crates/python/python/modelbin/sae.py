@@ -1,8 +1,9 @@
 """Sparse autoencoders saved in SAELens's layout (``cfg.json`` and
 ``sae_weights.safetensors``, as ``modelbin sae train`` writes them), with
 ``encode``/``decode``/``forward`` on numpy arrays through the engine's
-kernels; :func:`train` and :func:`evaluate` run what ``modelbin sae train``
-and ``modelbin sae eval`` run, with the same arguments and results.
+kernels; :func:`train`, :func:`evaluate` and :func:`features` run what
+``modelbin sae train``, ``sae eval`` and ``sae features`` run, with the same
+arguments and results.
 
 The codes are SAELens's, from ``pre = (x − b_dec) @ W_enc + b_enc``:
 
@@ -26,7 +27,7 @@ import numpy as np
 from . import _native, _progress
 from . import numpy as mnp
 
-__all__ = ["SAE", "ARCHITECTURES", "train", "evaluate"]
+__all__ = ["SAE", "ARCHITECTURES", "train", "evaluate", "features"]
 
 
 #: The architectures read, by their SAELens names.
@@ -193,6 +194,30 @@ def evaluate(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
         result = _native.sae_evaluate(source, os.fspath(dataset), layer,
                                       patches_name=patches, batch_size=batch_size,
                                       threads=threads, progress=callback)
+    finally:
+        if bar is not None:
+            bar.close()
+    return json.loads(result)
+
+
+def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[str]", *,
+             layer: int, patches: str = "image", top: int = 5, latent: Optional[int] = None,
+             latents: int = 20, html: "Optional[str | os.PathLike[str]]" = None,
+             batch_size: int = 4096, threads: Optional[int] = None,
+             progress: Optional[bool] = None) -> "list[Dict[str, Any]]":
+    """The inputs each latent fires on most: for ``latent`` only, or for the
+    ``latents`` most often firing ones, the ``top`` strongest inputs each,
+    with their text around the token (``context``: before, token, after)
+    when the dataset kept its token ids. The list of what ``modelbin sae
+    features --json`` prints, one dict per latent (``latent``, ``density``,
+    ``top``); ``html`` also writes the page ``--html`` writes."""
+    source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
+    callback, bar = _progress.bytes_callback(progress, "scanning")
+    try:
+        result = _native.sae_features(
+            source, os.fspath(dataset), layer, patches_name=patches, batch_size=batch_size,
+            threads=threads, top=top, latent=latent, latents=latents,
+            html=None if html is None else os.fspath(html), progress=callback)
     finally:
         if bar is not None:
             bar.close()

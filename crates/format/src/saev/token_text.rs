@@ -2,9 +2,8 @@
 //! shards): bytes for TLLM recordings, WordPiece strings (with `vocab.txt`)
 //! for BERT ones.
 
-use modelbin_format::saev::{Dataset, TokenIds};
-
-use crate::failure::{Failure, invalid};
+use super::{Dataset, TokenIds};
+use crate::Result;
 
 /// Tokens shown before and after the token of a context.
 const CONTEXT_BEFORE: usize = 24;
@@ -22,14 +21,14 @@ pub struct TokenText<'d> {
 
 impl<'d> TokenText<'d> {
     /// The dataset's token text, or `None` when it kept no token ids.
-    pub fn of(dataset: &'d Dataset) -> Result<Option<TokenText<'d>>, Failure> {
+    pub fn of(dataset: &'d Dataset) -> Result<Option<TokenText<'d>>> {
         let Some(ids) = dataset.token_ids() else {
             return Ok(None);
         };
         let metadata = dataset.metadata();
         Ok(Some(TokenText {
             ids,
-            vocabulary: dataset.vocabulary().map_err(invalid)?,
+            vocabulary: dataset.vocabulary()?,
             window: metadata.n_patches_per_img,
             cls: metadata.cls_token,
         }))
