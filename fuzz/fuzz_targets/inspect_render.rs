@@ -1,11 +1,16 @@
 //! Fuzz `inspect`: whatever the file (detected by content), its summary
-//! serializes to JSON, has a one-line form, and its tensor table renders
-//! as text, without a panic.
+//! serializes to JSON, has a one-line form (escaped for a terminal), and its
+//! tensor table renders through the command line's table writer
+//! without a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use modelbin_format::inspect::{Summary, TensorSummary};
-use modelbin_format::text_table;
+
+// The command line's table writer, compiled from its own source file (the
+// CLI is a binary crate, so there is no library to depend on).
+#[path = "../../crates/cli/src/text_table.rs"]
+mod text_table;
 
 fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().unwrap();
@@ -15,10 +20,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = serde_json::to_string(&summary).unwrap();
-    let _ = summary.one_line();
+    let _ = text_table::printable(&summary.one_line());
     if let Summary::Tensors(s) = &summary {
         let rows: Vec<Vec<String>> = s.tensors.iter().map(TensorSummary::table_row).collect();
         let headings = TensorSummary::TABLE_HEADINGS;
-        let _ = text_table::render(&headings, &rows, headings.len() - TensorSummary::NUMERIC_COLUMNS);
+        let mut out = Vec::new();
+        text_table::write(&mut out, &headings, &rows, headings.len() - TensorSummary::NUMERIC_COLUMNS)
+            .unwrap();
     }
 });

@@ -10,10 +10,10 @@ use modelbin_infer::{Embedder, cosine};
 
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
-use crate::npy::NpyWriter;
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
 use modelbin_format::lines::{Line, read_line};
+use modelbin_format::npy::NpyWriter;
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::text_table::{self, printable};
 use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
     Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
 };
-use modelbin_format::text_table::{self, printable};
 use modelbin_format::{AnyFile, Format};
 
 use crate::args::parse_format;

@@ -639,7 +639,7 @@ fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
         })
         .collect();
     let mut out = std::io::stdout().lock();
-    modelbin_format::text_table::write(
+    crate::text_table::write(
         &mut out,
         &["MODEL", "ENCODING", "INPUT", "CACHED", "OUTPUT"],
         &cells,

@@ -148,6 +148,7 @@ pub mod inspect;
 mod json;
 pub mod lines;
 pub mod memory;
+pub mod npy;
 pub mod output;
 pub mod rng;
 pub mod saev;
@@ -156,7 +157,6 @@ pub mod source;
 pub mod stats;
 mod table;
 pub mod tensor;
-pub mod text_table;
 pub mod tllm;
 mod write;
 

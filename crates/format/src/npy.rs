@@ -10,7 +10,7 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use modelbin_format::output::OutputFile;
+use crate::output::OutputFile;
 
 /// Magic, version, header length and the padded dictionary: a multiple of
 /// 64 bytes, as NumPy aligns data, and room for any `u64` row count.
@@ -27,12 +27,12 @@ pub struct NpyWriter {
 
 impl NpyWriter {
     /// Starts `path`, a matrix of `columns` float32 columns.
-    pub fn create(path: &Path, columns: usize) -> modelbin_format::Result<Self> {
+    pub fn create(path: &Path, columns: usize) -> crate::Result<Self> {
         let mut file = OutputFile::create(path)?;
         let held = file.is_stream().then(Vec::new);
         if held.is_none() {
             file.write_all(&header(0, columns))
-                .map_err(|e| modelbin_format::Error::io(path, e))?;
+                .map_err(|e| crate::Error::io(path, e))?;
         }
         Ok(NpyWriter {
             file,
@@ -57,9 +57,9 @@ impl NpyWriter {
     }
 
     /// Writes the final header and commits the file.
-    pub fn finish(mut self) -> modelbin_format::Result<()> {
+    pub fn finish(mut self) -> crate::Result<()> {
         let target = self.file.target().to_path_buf();
-        let io = |e| modelbin_format::Error::io(&target, e);
+        let io = |e| crate::Error::io(&target, e);
         if self.held.is_none() {
             self.file.seek(SeekFrom::Start(0)).map_err(io)?;
         }

@@ -86,16 +86,16 @@ pub fn write(
     Ok(())
 }
 
-/// [`write()`] into a string.
-pub fn render(headings: &[&str], rows: &[Vec<String>], left_columns: usize) -> String {
-    let mut out = Vec::new();
-    write(&mut out, headings, rows, left_columns).expect("writing to memory");
-    String::from_utf8(out).expect("cells are UTF-8")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`write()`] into a string.
+    fn render(headings: &[&str], rows: &[Vec<String>], left_columns: usize) -> String {
+        let mut out = Vec::new();
+        write(&mut out, headings, rows, left_columns).expect("writing to memory");
+        String::from_utf8(out).expect("cells are UTF-8")
+    }
 
     #[test]
     fn aligns_columns_and_escapes_control_characters() {
