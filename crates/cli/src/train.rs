@@ -1,14 +1,10 @@
 //! `modelbin tllm train`: train a byte-level TLLM model on text files.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use modelbin_format::tllm::Config;
-use modelbin_infer::train::data::{Corpus, read_corpus};
-use modelbin_infer::train::optim::AdamW;
-use modelbin_infer::train::{StepReport, Trainer};
+use modelbin_infer::train::run::{TrainingRun, TrainingSettings, bits_per_byte};
 
 use crate::args::{parse_coefficient, parse_fraction, parse_positive};
 use crate::failure::{Failure, invalid};
@@ -73,188 +69,121 @@ pub struct TrainArgs {
     json: bool,
 }
 
-/// A training error, with the flag that would change it where one would.
-fn training_failure(e: modelbin_infer::Error) -> Failure {
+/// A training error, worded with the flag that would change it where one
+/// would.
+fn training_failure(e: modelbin_infer::Error, out: &Path) -> Failure {
     use modelbin_infer::{Error, TrainingError};
-    let hint = match &e {
-        Error::Training(TrainingError::ValidationFraction(_)) => " (--val-fraction)",
-        Error::Training(TrainingError::CorpusTooShort {
-            part: "training", ..
-        }) => ": use more text or a shorter --seq",
-        Error::Training(TrainingError::CorpusTooShort { .. }) => {
-            ": use more text or a larger --val-fraction"
+    let Error::Training(training) = &e else {
+        return match e {
+            Error::Memory(shortfall) => Failure::Usage(shortfall.to_string()),
+            e => Failure::Invalid(e.to_string()),
+        };
+    };
+    let hint = match training {
+        TrainingError::OutputExists { .. } => {
+            return Failure::Usage(format!(
+                "{} exists; pass --resume to continue training it or --force to start over",
+                out.display()
+            ));
         }
-        Error::Training(TrainingError::EmptyBatch) => " (--batch-size)",
-        Error::Training(TrainingError::OtherSeed { .. }) => " (--seed)",
+        TrainingError::AlreadyTrained { steps, .. } => {
+            return Failure::Usage(format!(
+                "{} is already trained for {steps} steps; pass a larger --steps to go on",
+                out.display()
+            ));
+        }
+        TrainingError::Diverged { step, loss } => {
+            return Failure::Invalid(format!(
+                "training diverged at step {step} (loss {loss}); nothing was saved since the last checkpoint: lower --lr"
+            ));
+        }
+        TrainingError::ValidationFraction(_) => " (--val-fraction)",
+        TrainingError::CorpusTooShort {
+            part: "training", ..
+        } => ": use more text or a shorter --seq",
+        TrainingError::CorpusTooShort { .. } => ": use more text or a larger --val-fraction",
+        TrainingError::EmptyBatch => " (--batch-size)",
+        TrainingError::OtherSeed { .. } => " (--seed)",
         _ => "",
     };
     Failure::Invalid(format!("{e}{hint}"))
 }
 
-/// Refuses a configuration whose training memory exceeds the machine's:
-/// weights, gradients and the two Adam moments, one gradient per thread,
-/// and the activations a batch saves for the backward pass.
-fn check_training_memory(config: &Config, args: &TrainArgs) -> Result<(), Failure> {
-    let parameters = config.parameter_count().map_or(f64::INFINITY, |n| n as f64);
-    let threads = args.threads.unwrap_or_else(rayon::current_num_threads) as f64;
-    let (d, f, layers) = (
-        f64::from(config.model_dim),
-        f64::from(config.ffn_hidden_dim),
-        f64::from(config.n_layers),
-    );
-    let tokens = args.batch_size as f64 * f64::from(config.max_seq_len);
-    let per_token = layers * (12.0 * d + 3.0 * f) + 2.0 * f64::from(config.vocab_size);
-    let bytes = 4.0 * (parameters * (4.0 + threads) + tokens * per_token);
-    crate::work::check_memory(bytes, "this training run")
-}
-
-/// Bits per byte of a loss in nats per byte.
-fn bits(nats: f64) -> f64 {
-    nats / std::f64::consts::LN_2
-}
-
-#[derive(serde::Serialize)]
-struct Summary {
-    path: PathBuf,
-    steps: u64,
-    train_loss: f64,
-    val_loss: Option<f64>,
-    val_bits_per_byte: Option<f64>,
-    tokens_per_second: f64,
-    seconds: f64,
-}
-
 /// Runs `modelbin tllm train`.
 pub fn train(args: &TrainArgs) -> Result<(), Failure> {
-    let config = args.shape.config(256)?;
-    check_training_memory(&config, args)?;
-    if !args.resume {
-        crate::tllm::refuse_overwrite(
-            &args.out,
-            args.force,
-            "pass --resume to continue training it or --force to start over",
-        )?;
-    }
-    let optimizer = AdamW {
-        lr: args.lr,
-        warmup: args.warmup.unwrap_or((args.steps / 10).min(100)),
+    let settings = TrainingSettings {
+        batch_size: args.batch_size as usize,
         steps: args.steps,
+        lr: args.lr,
+        warmup: args.warmup,
         weight_decay: args.weight_decay,
         clip: args.clip,
-        beta1: 0.9,
-        beta2: 0.95,
-        eps: 1e-8,
+        seed: args.seed,
+        val_fraction: args.val_fraction,
+        eval_every: args.eval_every,
+        checkpoint_every: args.checkpoint_every,
+        resume: args.resume,
+        replace: args.force,
+        threads: args.threads,
+        ..TrainingSettings::new(args.shape.config(256)?)
     };
-    let corpus = Corpus::new(
-        read_corpus(&args.corpus).map_err(training_failure)?,
-        args.val_fraction,
-        args.shape.seq as usize,
-    )
-    .map_err(training_failure)?;
-    // Fail on an unwritable output now, not after the training.
-    modelbin_format::output::OutputFile::create(&args.out)
-        .map_err(|e| Failure::Invalid(format!("cannot write the model: {e}")))?;
-    let pool = crate::work::thread_pool(args.threads)?;
-    let mut trainer = if args.resume {
-        Trainer::resume(
-            &args.out,
-            Some(config),
-            optimizer,
-            args.batch_size as usize,
-            args.seed,
-        )
-    } else {
-        Trainer::new(config, optimizer, args.batch_size as usize, args.seed)
-    }
-    .map_err(training_failure)?;
+    let failure = |e| training_failure(e, &args.out);
+    let mut run = TrainingRun::start(&args.corpus, &args.out, settings).map_err(failure)?;
     let mut log = crate::work::open_log(args.log.as_deref())?;
-    if trainer.steps_done() >= args.steps {
-        return Err(Failure::Usage(format!(
-            "{} is already trained for {} steps; pass a larger --steps to go on",
-            args.out.display(),
-            trainer.steps_done()
-        )));
-    }
-    let mut bar = Progress::steps(args.steps, trainer.steps_done());
-    let tokens_per_step = (args.batch_size as usize * args.shape.seq as usize) as f64;
-    let start = Instant::now();
-    let first_step = trainer.steps_done();
-    let mut last = None;
-    let mut val = None;
-    while trainer.steps_done() < args.steps {
-        let report: StepReport = pool.install(|| trainer.step(&corpus));
+    let mut bar = Progress::steps(args.steps, run.steps_done());
+    while !run.is_done() {
+        let step = match run.step() {
+            Ok(step) => step,
+            Err(e) => {
+                bar.finish();
+                return Err(failure(e));
+            }
+        };
+        let (report, rate) = (step.report, step.tokens_per_second);
         let done = report.step;
-        if !report.loss.is_finite() {
-            bar.finish();
-            return Err(Failure::Invalid(format!(
-                "training diverged at step {done} (loss {}); nothing was saved since the last checkpoint: lower --lr",
-                report.loss
-            )));
-        }
-        let rate = (done - first_step) as f64 * tokens_per_step / start.elapsed().as_secs_f64();
         bar.update(done, args.steps);
         bar.note(format!(
             "loss {:.3} ({:.2} bpb), {rate:.0} tok/s",
             report.loss,
-            bits(report.loss)
+            bits_per_byte(report.loss)
         ));
-        let evaluate = done.is_multiple_of(args.eval_every.max(1)) || done == args.steps;
-        if evaluate {
-            val = pool.install(|| trainer.validation_loss(&corpus));
-            let val_text = val.map_or("no validation data".into(), |v| {
-                format!("val loss {v:.4} ({:.3} bpb)", bits(v))
+        if step.evaluated {
+            let val_text = step.val_loss.map_or("no validation data".into(), |v| {
+                format!("val loss {v:.4} ({:.3} bpb)", bits_per_byte(v))
             });
-            let line = format!(
+            bar.println(format!(
                 "step {done}/{}: train loss {:.4} ({:.3} bpb), {val_text}, lr {:.2e}, {rate:.0} tok/s",
                 args.steps,
                 report.loss,
-                bits(report.loss),
+                bits_per_byte(report.loss),
                 report.lr
-            );
-            bar.println(line);
+            ));
         }
         if let Some(log) = &mut log {
             let mut entry = serde_json::json!({"step": done, "loss": report.loss, "lr": report.lr, "grad_norm": report.grad_norm, "tokens_per_second": rate});
-            if evaluate && let Some(v) = val {
+            if let Some(v) = step.val_loss {
                 entry["val_loss"] = v.into();
             }
             writeln!(log, "{entry}").map_err(invalid)?;
         }
-        if args.checkpoint_every > 0 && done.is_multiple_of(args.checkpoint_every) {
-            trainer.save(&args.out).map_err(invalid)?;
-        }
-        last = Some(report);
     }
     bar.finish();
     if let Some(log) = &mut log {
         log.flush().map_err(invalid)?;
     }
-    trainer.save(&args.out).map_err(invalid)?;
-    let seconds = start.elapsed().as_secs_f64();
-    let trained = trainer.steps_done() - first_step;
-    let summary = Summary {
-        path: args.out.clone(),
-        steps: trainer.steps_done(),
-        train_loss: last.map_or(f64::NAN, |r| r.loss),
-        val_loss: val,
-        val_bits_per_byte: val.map(bits),
-        tokens_per_second: trained as f64 * tokens_per_step / seconds.max(1e-9),
-        seconds,
-    };
+    let summary = run.finish().map_err(invalid)?;
     if args.json {
-        print_json(&summary)?;
-    } else {
-        outln!(
-            "{}: {} steps, train loss {:.4}{}, {:.0} tok/s",
-            args.out.display(),
-            summary.steps,
-            summary.train_loss,
-            val.map_or(String::new(), |v| format!(
-                ", val loss {v:.4} ({:.3} bits per byte)",
-                bits(v)
-            )),
-            summary.tokens_per_second
-        )?;
+        return print_json(&summary);
     }
-    Ok(())
+    outln!(
+        "{}: {} steps, train loss {:.4}{}, {:.0} tok/s",
+        args.out.display(),
+        summary.steps,
+        summary.train_loss,
+        summary.val_loss.map_or(String::new(), |v| format!(
+            ", val loss {v:.4} ({:.3} bits per byte)",
+            bits_per_byte(v)
+        )),
+        summary.tokens_per_second
+    )
 }

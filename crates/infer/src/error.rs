@@ -288,6 +288,34 @@ pub enum TrainingError {
         /// The one asked for.
         requested: u64,
     },
+    /// The output holds a model and neither resuming nor replacing it was
+    /// asked for.
+    #[error("{path} exists; resume training it or ask to start over")]
+    OutputExists {
+        /// The model file.
+        path: PathBuf,
+    },
+    /// The output cannot be written (checked before any work).
+    #[error("cannot write the model: {0}")]
+    OutputUnwritable(#[source] modelbin_format::Error),
+    /// The checkpoint holds as many steps as asked for, or more.
+    #[error("{path} is already trained for {steps} steps; ask for more steps to go on")]
+    AlreadyTrained {
+        /// The model file.
+        path: PathBuf,
+        /// Steps it holds.
+        steps: u64,
+    },
+    /// The loss became NaN or infinite.
+    #[error(
+        "training diverged at step {step} (loss {loss}); nothing was saved since the last checkpoint: lower the learning rate"
+    )]
+    Diverged {
+        /// The step.
+        step: u64,
+        /// Its loss.
+        loss: f64,
+    },
     /// The optimiser state beside a checkpoint cannot be used.
     #[error("{path}: {reason}")]
     OptimizerState {

@@ -72,3 +72,104 @@ impl NativeTllm {
         Ok((generation.ids, generation.stopped))
     }
 }
+
+/// Trains a byte-level model on `corpus` and saves it at `out`, as
+/// `modelbin tllm train` does with the same arguments; returns the summary
+/// `tllm train --json` prints, as JSON text. `progress(report)` is called
+/// after each step with its report as JSON text (`step`, `loss`, `lr`,
+/// `grad_norm`, `tokens_per_second`, and `val_loss` where evaluated);
+/// Ctrl-C between steps raises `KeyboardInterrupt`, leaving the last
+/// checkpoint.
+#[pyfunction]
+#[pyo3(signature = (
+    corpus, out, *, dim, layers, heads, ffn, seq, dropout, batch_size, steps, lr, warmup,
+    weight_decay, clip, seed, val_fraction, eval_every, checkpoint_every, resume, force, threads,
+    progress
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn tllm_train(
+    py: Python<'_>,
+    corpus: Vec<PathBuf>,
+    out: PathBuf,
+    dim: u32,
+    layers: u32,
+    heads: u32,
+    ffn: u32,
+    seq: u32,
+    dropout: f32,
+    batch_size: usize,
+    steps: u64,
+    lr: f64,
+    warmup: Option<u64>,
+    weight_decay: f64,
+    clip: f64,
+    seed: u64,
+    val_fraction: f64,
+    eval_every: u64,
+    checkpoint_every: u64,
+    resume: bool,
+    force: bool,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    use modelbin_format::tllm::Config;
+    use modelbin_infer::train::run::{TrainingRun, TrainingSettings};
+    let config = Config {
+        model_dim: dim,
+        n_layers: layers,
+        n_heads: heads,
+        ffn_hidden_dim: ffn,
+        max_seq_len: seq,
+        vocab_size: 256,
+        dropout,
+    };
+    config.validate().map_err(crate::errors::format_error)?;
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    let coefficient = |value: f64| value.is_finite() && value >= 0.0;
+    if steps == 0
+        || batch_size == 0
+        || !positive(lr)
+        || !coefficient(weight_decay)
+        || !coefficient(clip)
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "steps and batch_size must be at least 1, lr finite and above 0, weight_decay and clip finite and 0 or more",
+        ));
+    }
+    let settings = TrainingSettings {
+        batch_size,
+        steps,
+        lr,
+        warmup,
+        weight_decay,
+        clip,
+        seed,
+        val_fraction,
+        eval_every,
+        checkpoint_every,
+        resume,
+        replace: force,
+        threads,
+        ..TrainingSettings::new(config)
+    };
+    let mut run = py
+        .detach(|| TrainingRun::start(&corpus, &out, settings))
+        .map_err(infer_error)?;
+    while !run.is_done() {
+        let step = py.detach(|| run.step()).map_err(infer_error)?;
+        py.check_signals()?;
+        if let Some(progress) = &progress {
+            let report = step.report;
+            let mut entry = serde_json::json!({
+                "step": report.step, "loss": report.loss, "lr": report.lr,
+                "grad_norm": report.grad_norm, "tokens_per_second": step.tokens_per_second,
+            });
+            if let Some(val) = step.val_loss {
+                entry["val_loss"] = val.into();
+            }
+            progress.call1(py, (entry.to_string(),))?;
+        }
+    }
+    let summary = py.detach(|| run.finish()).map_err(infer_error)?;
+    Ok(serde_json::to_string(&summary).expect("a summary serializes"))
+}

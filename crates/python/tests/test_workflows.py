@@ -187,3 +187,25 @@ def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
                                      layers=[-1], tokens_per_text=1, cls=False,
                                      max_patches_per_shard=2_400_000, progress=interrupt)
     assert list((tmp_path / "stopped").rglob("*.bin")) == []
+
+
+def test_tllm_training_is_bit_identical_to_the_command(tmp_path, cli):
+    text = tmp_path / "t.txt"
+    text.write_text("A small corpus for a small model, read byte by byte. " * 30)
+    shape = dict(dim=16, layers=1, heads=2, ffn=32, seq=16)
+    steps = []
+    model = modelbin.TLLM.train([text], tmp_path / "ours.tllm", steps=12, batch_size=4,
+                                eval_every=5, seed=3, threads=2, progress=False,
+                                on_step=steps.append, **shape)
+    run(cli, "tllm", "train", text, "--out", tmp_path / "theirs.tllm", "--steps", "12",
+        "--batch-size", "4", "--eval-every", "5", "--seed", "3", "--threads", "2",
+        *[arg for key, value in shape.items() for arg in (f"--{key}", value)])
+    assert (tmp_path / "ours.tllm").read_bytes() == (tmp_path / "theirs.tllm").read_bytes()
+    assert [s["step"] for s in steps] == list(range(1, 13))
+    assert [s["step"] for s in steps if "val_loss" in s] == [5, 10, 12]
+    assert model.summary["steps"] == 12 and model.max_seq_len == 16
+    with pytest.raises(ValueError, match="exists"):
+        modelbin.TLLM.train([text], tmp_path / "ours.tllm", steps=2, progress=False, **shape)
+    with pytest.raises(ValueError, match="already trained for 12 steps"):
+        modelbin.TLLM.train([text], tmp_path / "ours.tllm", steps=12, seed=3, resume=True,
+                            progress=False, **shape)

@@ -15,6 +15,7 @@ pub mod data;
 mod layout;
 mod ops;
 pub mod optim;
+pub mod run;
 
 use std::path::Path;
 
@@ -36,7 +37,7 @@ pub const INIT_STD: f64 = 0.02;
 const MAX_VAL_WINDOWS: usize = 64;
 
 /// What one step did.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct StepReport {
     /// The step number (1-based).
     pub step: u64,

@@ -110,3 +110,9 @@ def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patche
                  batch_size: int, threads: Optional[int], top: int, latent: Optional[int],
                  latents: int, html: Optional[str],
                  progress: Optional[Callable[[int, int], None]]) -> str: ...
+def tllm_train(corpus: List[str], out: str, *, dim: int, layers: int, heads: int, ffn: int,
+               seq: int, dropout: float, batch_size: int, steps: int, lr: float,
+               warmup: Optional[int], weight_decay: float, clip: float, seed: int,
+               val_fraction: float, eval_every: int, checkpoint_every: int, resume: bool,
+               force: bool, threads: Optional[int],
+               progress: Optional[Callable[[str], None]]) -> str: ...

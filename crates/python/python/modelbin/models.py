@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
-from typing import List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _native
+from . import _native, _progress
 
 
 class TLLM:
@@ -17,9 +18,56 @@ class TLLM:
     def __init__(self, path: "str | os.PathLike[str]") -> None:
         self._path = os.fspath(path)
         self._native = _native.NativeTllm(self._path)
+        #: What training measured (``train``'s result only).
+        self.summary: Optional[Dict[str, Any]] = None
 
     def __reduce__(self):
         return (TLLM, (self._path,))
+
+    @classmethod
+    def train(cls, corpus: "Sequence[str | os.PathLike[str]]", out: "str | os.PathLike[str]", *,
+              dim: int = 64, layers: int = 2, heads: int = 4, ffn: int = 256, seq: int = 64,
+              dropout: float = 0.0, batch_size: int = 16, steps: int = 1000, lr: float = 3e-3,
+              warmup: Optional[int] = None, weight_decay: float = 0.1, clip: float = 1.0,
+              seed: int = 0, val_fraction: float = 0.1, eval_every: int = 100,
+              checkpoint_every: int = 0, resume: bool = False, force: bool = False,
+              threads: Optional[int] = None, progress: Optional[bool] = None,
+              on_step: Optional[Callable[[Dict[str, Any]], None]] = None) -> "TLLM":
+        """Trains a byte-level model on the ``corpus`` files (concatenated;
+        bytes are the tokens) and saves it at ``out``: what ``modelbin tllm
+        train`` does with the same arguments (the keyword arguments are its
+        flags, with its defaults), bit for bit with the same seed and
+        ``threads``. ``resume=True`` continues the checkpoint at ``out``,
+        ``force=True`` replaces a model there. ``on_step`` gets each step's
+        report (``step``, ``loss``, ``lr``, ``grad_norm``,
+        ``tokens_per_second``, ``val_loss`` where evaluated). Ctrl-C stops
+        between steps (``KeyboardInterrupt``), leaving the last checkpoint.
+        Returns the trained model; its ``summary`` is what ``tllm train
+        --json`` prints."""
+        bar = _progress.Bar("training", steps, "steps") if _progress.wanted(progress) else None
+
+        def step(report_json: str) -> None:
+            report = json.loads(report_json)
+            if bar is not None:
+                bar.update(report["step"], note=f"loss {report['loss']:.3f}")
+            if on_step is not None:
+                on_step(report)
+
+        try:
+            summary = _native.tllm_train(
+                [os.fspath(path) for path in corpus], os.fspath(out), dim=dim, layers=layers,
+                heads=heads, ffn=ffn, seq=seq, dropout=dropout, batch_size=batch_size,
+                steps=steps, lr=lr, warmup=warmup, weight_decay=weight_decay, clip=clip,
+                seed=seed, val_fraction=val_fraction, eval_every=eval_every,
+                checkpoint_every=checkpoint_every, resume=resume, force=force,
+                threads=threads,
+                progress=step if bar is not None or on_step is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        model = cls(out)
+        model.summary = json.loads(summary)
+        return model
 
     @property
     def vocab_size(self) -> int:
