@@ -24,6 +24,8 @@ mod progress;
 mod record;
 mod sae;
 mod sae_features;
+mod shell;
+mod sigbus;
 mod stdout;
 mod text_table;
 mod tllm;
@@ -85,38 +87,8 @@ enum Command {
     InitTllm(tllm::InitArgs),
 }
 
-/// The message and exit status for a memory-mapped input that shrank under
-/// us: reading a page past the new end of a mapped file raises SIGBUS.
-const SHRANK_MESSAGE: &[u8] = b"error: an input file shrank while it was being read \
-(another process truncated or rewrote it); no output file was replaced\n";
-
-extern "C" fn input_shrank(_: libc::c_int) {
-    // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is a
-    // static byte string.
-    unsafe {
-        libc::write(
-            libc::STDERR_FILENO,
-            SHRANK_MESSAGE.as_ptr().cast(),
-            SHRANK_MESSAGE.len(),
-        );
-        libc::_exit(1);
-    }
-}
-
-/// Turns SIGBUS (a mapped input truncated by another process) into exit 1
-/// with a message instead of a crash. Temporary output files are left for
-/// the next write to the same path to remove (see `atomic`).
-fn exit_cleanly_on_sigbus() {
-    let handler: extern "C" fn(libc::c_int) = input_shrank;
-    // SAFETY: called once at start-up, before any thread exists; the
-    // handler only calls async-signal-safe functions.
-    unsafe {
-        libc::signal(libc::SIGBUS, handler as libc::sighandler_t);
-    }
-}
-
 fn main() -> ExitCode {
-    exit_cleanly_on_sigbus();
+    sigbus::exit_cleanly_on_sigbus();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args),
@@ -131,36 +103,11 @@ fn main() -> ExitCode {
         Command::Search(args) => embed::search(&args),
         Command::Acts(command) => acts::run(command),
         Command::Sae(command) => sae::run(command),
-        Command::Completions { shell } => completions(shell),
-        Command::Man => stdout::with_buffered(|out| man_pages(&Cli::command(), "modelbin", out)),
+        Command::Completions { shell } => shell::completions(shell, &mut Cli::command()),
+        Command::Man => shell::man(&Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }
-}
-
-/// Prints the completion script for `shell`. clap_complete writes with
-/// `write_all(..).expect(..)`, so the script is rendered in memory and
-/// written here, where a write error can fail cleanly.
-fn completions(shell: clap_complete::Shell) -> Result<(), failure::Failure> {
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "modelbin", &mut script);
-    stdout::with_buffered(|out| out.write_all(&script))
-}
-
-/// The man page of `command` (titled `title`) followed by those of all its
-/// subcommands, depth first (one roff document after another).
-fn man_pages(
-    command: &clap::Command,
-    title: &str,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    clap_mangen::Man::new(command.clone())
-        .title(title)
-        .render(out)?;
-    for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
-        man_pages(sub, &format!("{title}-{}", sub.get_name()), out)?;
-    }
-    Ok(())
 }
