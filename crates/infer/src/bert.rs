@@ -14,10 +14,10 @@ use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::source::MappedFile;
 use rayon::prelude::*;
 
-use crate::f32_tensor::{F32Tensor, decoded};
-use crate::int8_kernels::Int8Kernel;
-use crate::kernels::{gelu_erf, gemm_strided, layer_norm, shifted_exp};
-use crate::linear::LinearWeights;
+use crate::nn::f32_tensor::{F32Tensor, decoded};
+use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::kernels::{gelu_erf, gemm_strided, layer_norm, shifted_exp};
+use crate::nn::linear::LinearWeights;
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task, at most.

@@ -42,13 +42,7 @@
 pub mod bert;
 pub mod embedder;
 mod error;
-mod f32_tensor;
-mod int8_kernels;
-mod kernels;
-mod linear;
-mod packed;
-mod panel_tasks;
-mod quantized;
+mod nn;
 pub mod record;
 pub mod sae;
 pub mod tllm;
@@ -56,9 +50,9 @@ pub mod train;
 
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, Result, SaeError, SettingDifference, TrainingError};
-pub use int8_kernels::Int8Kernel;
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
+pub use nn::int8_kernels::Int8Kernel;
 
 /// The instruction set the element-wise kernels (LayerNorm, GELU,
 /// softmax, and the quantization of int8 layers' inputs) use on this CPU:
@@ -69,7 +63,7 @@ pub use modelbin_format::rng;
 /// assert!(["avx512", "avx2", "portable"].contains(&tier));
 /// ```
 pub fn elementwise_instruction_set() -> &'static str {
-    kernels::Tier::widest().name()
+    nn::kernels::Tier::widest().name()
 }
 
 /// The README's Rust examples, compiled as doc tests.

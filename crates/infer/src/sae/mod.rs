@@ -33,7 +33,7 @@ pub mod view;
 use num_traits::Float;
 use rayon::prelude::*;
 
-use crate::kernels::gemm_strided;
+use crate::nn::kernels::gemm_strided;
 
 /// Which latents fire, given the pre-activations.
 #[derive(Debug, Clone, PartialEq)]

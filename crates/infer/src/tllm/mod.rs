@@ -13,7 +13,7 @@ use modelbin_format::tllm::{
     self, Config, LAYER_NORM_EPS, LayerTensor::*, ModelTensor, PerLayerTensor, Tllm,
 };
 
-use crate::kernels::{gelu_tanh, layer_norm, matmul, softmax};
+use crate::nn::kernels::{gelu_tanh, layer_norm, matmul, softmax};
 use crate::rng::Rng;
 use crate::{Error, Result};
 

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::Model;
-use crate::kernels::softmax;
+use crate::nn::kernels::softmax;
 use crate::rng::Rng;
 use crate::{Error, Result};
 

@@ -6,7 +6,7 @@
 use modelbin_format::tllm::LAYER_NORM_EPS;
 use num_traits::Float;
 
-use crate::kernels::{GELU_TANH_C, GELU_TANH_CUBIC, gemm_strided};
+use crate::nn::kernels::{GELU_TANH_C, GELU_TANH_CUBIC, gemm_strided};
 use crate::rng::Rng;
 
 /// A float type the trainer computes in.
@@ -37,7 +37,7 @@ impl Real for f32 {
     /// with separate multiplies and adds: the inference GELU fuses them
     /// where the CPU has FMA, so the two can differ in the last bits.
     fn fast_tanh(self) -> Self {
-        crate::kernels::tanh::<crate::kernels::Separate>(self)
+        crate::nn::kernels::tanh::<crate::nn::kernels::Separate>(self)
     }
 }
 

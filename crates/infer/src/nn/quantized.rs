@@ -14,13 +14,13 @@
 //! With `S[r, j] = Σ_b s[j, b] · Σ_{i in b} q[r, i] · w[j, i]` and
 //! `C[j] = Σ_b s[j, b] · Σ_{i in b} w[j, i]` the output is
 //! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`
-//! (see [`crate::int8_kernels`] for the order of the f32 operations).
+//! (see [`crate::nn::int8_kernels`] for the order of the f32 operations).
 
 use rayon::prelude::*;
 
-use crate::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
-use crate::kernels::Tier;
-use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
+use crate::nn::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
+use crate::nn::kernels::Tier;
+use crate::nn::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// The widest input an int8 product accepts: beyond it the i32 sums of a
 /// block that spans a whole row could overflow (255 · 127 per product).
@@ -40,7 +40,7 @@ pub struct QuantizedWeights {
     /// Groups of four inputs per scale block.
     block4: usize,
     /// `ceil(n / QNR)` panels of `k4 · QNR` bytes (see
-    /// [`crate::int8_kernels`]), zero past `n` and `k`.
+    /// [`crate::nn::int8_kernels`]), zero past `n` and `k`.
     panels: Vec<i8>,
     /// Per panel, `QNR` scales per block, zero past `n`.
     scales: Vec<f32>,

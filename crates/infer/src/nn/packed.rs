@@ -17,8 +17,8 @@
 
 use rayon::prelude::*;
 
-use crate::kernels::matmul_bt;
-use crate::panel_tasks::{BlockOut, for_each_block, row_tiles};
+use crate::nn::kernels::matmul_bt;
+use crate::nn::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// Output features per panel.
 pub const NR: usize = 16;

@@ -17,10 +17,10 @@ use modelbin_format::embd::{Embd, int8};
 use modelbin_format::tensor::TensorStore;
 
 use crate::Result;
-use crate::f32_tensor::F32Tensor;
-use crate::int8_kernels::Int8Kernel;
-use crate::packed::{self, PackedWeights};
-use crate::quantized::{MAX_INPUT_FEATURES, QuantizedWeights};
+use crate::nn::f32_tensor::F32Tensor;
+use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::packed::{self, PackedWeights};
+use crate::nn::quantized::{MAX_INPUT_FEATURES, QuantizedWeights};
 
 /// A weight matrix `W[n, k]` ready for `x · Wᵀ`.
 #[derive(Debug, Clone)]

@@ -1,0 +1,14 @@
+//! The numeric kernels under the engines: matrix products and their tiling
+//! across threads (`kernels`, `panel_tasks`), packed and int8-quantized
+//! weights (`packed`, `quantized`, `int8_kernels`), linear layers over
+//! either (`linear`), and the f32 tensor helpers the BERT encoder uses
+//! (`f32_tensor`). Each kernel picks its CPU tier at run time and keeps a
+//! portable path.
+
+pub(crate) mod f32_tensor;
+pub(crate) mod int8_kernels;
+pub(crate) mod kernels;
+pub(crate) mod linear;
+pub(crate) mod packed;
+pub(crate) mod panel_tasks;
+pub(crate) mod quantized;
