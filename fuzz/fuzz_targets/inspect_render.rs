@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("input");
     std::fs::write(&path, data).unwrap();
-    let Ok(summary) = modelbin_format::open(&path).map(|file| file.summary()) else {
+    let Ok(summary) = modelbin_format::open(&path).map(|file| Summary::of(&file)) else {
         return;
     };
     let _ = serde_json::to_string(&summary).unwrap();

@@ -51,7 +51,7 @@ fn parse_filter(pattern: &str) -> Result<fancy_regex::Regex, String> {
 /// printed and the others are still shown (exit 1 at the end).
 pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     crate::failure::for_each_path(&args.paths, |path, first| {
-        let mut summary = open(path, args.format)?.summary();
+        let mut summary = Summary::of(&open(path, args.format)?);
         if let Some(filter) = &args.filter {
             keep_matching(&mut summary, filter);
         }

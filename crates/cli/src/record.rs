@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use modelbin_infer::record::{RecordError, RecordSettings, Recording};
+use modelbin_infer::RecordError;
+use modelbin_infer::record::{RecordSettings, Recording};
 
 use crate::failure::{Failure, at};
 use crate::progress::Progress;

@@ -6,19 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
-use modelbin_format::saev::Patches;
-use modelbin_infer::SaeError;
-use modelbin_infer::sae::Sae;
-use modelbin_infer::sae::evaluate::{
-    Evaluation, evaluate, open_for_view as open_for_view_of, trained_elsewhere,
-};
+use modelbin_infer::sae::evaluate::{Evaluation, evaluate, trained_elsewhere};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::splice::Splice;
 use modelbin_infer::sae::train::Architecture;
-use modelbin_infer::sae::view::View;
 
-use crate::failure::{Failure, at, invalid};
+use crate::failure::{Failure, invalid};
 use crate::progress::Progress;
+use crate::sae_view::{ViewArgs, open_for_view, sae_failure};
 use crate::stdout::{errln, outln, print_json};
 
 /// `modelbin sae …`.
@@ -42,138 +37,6 @@ pub enum ArchitectureArg {
     Batchtopk,
     /// Every positive latent, with an L1 penalty (--l1-coeff).
     Relu,
-}
-
-/// Which tokens of each image are examples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PatchesArg {
-    /// The image patches (CLS excluded).
-    Image,
-    /// Only the CLS token.
-    Cls,
-    /// CLS and patches.
-    All,
-}
-
-impl From<PatchesArg> for Patches {
-    fn from(p: PatchesArg) -> Patches {
-        match p {
-            PatchesArg::Image => Patches::Image,
-            PatchesArg::Cls => Patches::Cls,
-            PatchesArg::All => Patches::All,
-        }
-    }
-}
-
-/// The dataset view the `sae` commands read.
-#[derive(Debug, Args)]
-pub struct ViewArgs {
-    /// The SAEV dataset directory (`<root>/<HASH>`).
-    pub dataset: PathBuf,
-    /// The recorded layer to read (as in the dataset's `layers`, e.g. -1).
-    #[arg(long, allow_negative_numbers = true)]
-    pub layer: i64,
-    /// Which tokens are examples.
-    #[arg(long, value_enum, default_value = "image")]
-    pub patches: PatchesArg,
-    /// Examples per batch.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    batch_size: u64,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
-}
-
-impl ViewArgs {
-    /// Opens the dataset and checks that the view exists.
-    pub fn open(&self) -> Result<View, Failure> {
-        View::open(
-            &self.dataset,
-            self.layer,
-            self.patches.into(),
-            self.batch_size as usize,
-            self.threads.map(|t| t as usize),
-        )
-        .map_err(|e| sae_failure(e, &self.dataset))
-    }
-}
-
-/// A library error of the `sae` commands as a failure, worded with the
-/// command line's flags where it is about one; `path` is the file or
-/// directory the command was working on.
-pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
-    let modelbin_infer::Error::Sae(sae) = e else {
-        return match e {
-            modelbin_infer::Error::Memory(shortfall) => Failure::Usage(shortfall.to_string()),
-            e => at(path, e),
-        };
-    };
-    let usage = match &sae {
-        SaeError::NoSuchLayer { layer, recorded } => {
-            format!("--layer {layer}: the dataset recorded layers {recorded:?}")
-        }
-        SaeError::Patches(reason) => format!("--patches: {reason}"),
-        SaeError::KAboveLatents { k, d_sae } => format!("-k {k} is more than --d-sae {d_sae}"),
-        SaeError::OutputHoldsAutoencoder { dir } => format!(
-            "{} holds an autoencoder; pass --force to replace it",
-            dir.display()
-        ),
-        SaeError::OutputHoldsCheckpoint { dir } => format!(
-            "{} holds a run's checkpoint; pass --resume to continue it or --force to start over",
-            dir.display()
-        ),
-        SaeError::NoCheckpoint { dir, file } => {
-            format!("--resume: {} holds no checkpoint ({file})", dir.display())
-        }
-        SaeError::OtherSettings { differences } => {
-            let differ: Vec<String> = differences
-                .iter()
-                .map(|d| {
-                    let hint = if d.setting == "threads" {
-                        format!(" — pass --threads {}", d.saved)
-                    } else {
-                        String::new()
-                    };
-                    format!("{} {} (checkpoint: {}){hint}", d.setting, d.asked, d.saved)
-                })
-                .collect();
-            format!(
-                "--resume: the checkpoint was made with other settings: {}",
-                differ.join(", ")
-            )
-        }
-        SaeError::AlreadyTrained { steps } => format!(
-            "--resume: already trained for {steps} steps; pass a larger --steps (the schedule then spans the new --steps)"
-        ),
-        SaeError::NotTllmRecording { family } => format!(
-            "--model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
-        ),
-        SaeError::NoTokenIds { dataset } => format!(
-            "--model: {} kept no token ids (tokens.bin); record it again with `modelbin acts record`",
-            dataset.display()
-        ),
-        SaeError::NotTllm { model, format } => {
-            return Failure::Invalid(format!(
-                "{}: the file's format is {format}; --model takes the TLLM model the dataset was recorded from",
-                model.display()
-            ));
-        }
-        SaeError::OtherModel {
-            model,
-            hash,
-            recorded,
-        } => format!(
-            "--model {}: its hash is {hash}, the dataset was recorded from {recorded}",
-            model.display()
-        ),
-        SaeError::Diverged { step, mse } => {
-            return Failure::Invalid(format!(
-                "training diverged at step {step} (mse {mse}); nothing was saved: lower --lr"
-            ));
-        }
-        _ => return invalid(sae),
-    };
-    Failure::Usage(usage)
 }
 
 /// Arguments of `modelbin sae train`.
@@ -339,17 +202,6 @@ pub struct EvalArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// Opens the autoencoder in `dir` and the view; refused when their widths
-/// differ.
-pub fn open_for_view(
-    dir: &Path,
-    view: &ViewArgs,
-) -> Result<(Sae<f32>, serde_json::Value, View), Failure> {
-    let opened = view.open()?;
-    let (sae, config) = open_for_view_of(dir, &opened).map_err(|e| sae_failure(e, dir))?;
-    Ok((sae, config, opened))
 }
 
 fn eval(args: &EvalArgs) -> Result<(), Failure> {

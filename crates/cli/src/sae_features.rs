@@ -11,7 +11,7 @@ use modelbin_infer::sae::features::{
 
 use crate::failure::{Failure, at};
 use crate::progress::Progress;
-use crate::sae::ViewArgs;
+use crate::sae_view::{ViewArgs, open_for_view, sae_failure};
 use crate::stdout::{errln, outln, print_json};
 
 /// Arguments of `modelbin sae features`.
@@ -40,7 +40,7 @@ pub struct FeaturesArgs {
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
-    let (sae, _, view) = crate::sae::open_for_view(&args.sae, &args.view)?;
+    let (sae, _, view) = open_for_view(&args.sae, &args.view)?;
     let options = FeatureOptions {
         top: args.top as usize,
         latent: args
@@ -64,7 +64,7 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         modelbin_infer::Error::Sae(SaeError::NoSuchLatent { latent, d_sae }) => Failure::Usage(
             format!("--latent {latent}: the autoencoder has {d_sae} latents"),
         ),
-        e => crate::sae::sae_failure(e, &args.sae),
+        e => sae_failure(e, &args.sae),
     })?;
     for feature in &found.features {
         if args.json {

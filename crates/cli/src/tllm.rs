@@ -4,56 +4,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use modelbin_format::tllm::Config;
 use modelbin_infer::tllm::{Model, Sampling, generate};
 
 use crate::args::{
     IdList, OutputPath, flatten_ids, parse_ids, parse_non_negative, parse_probability,
 };
 use crate::failure::{Failure, at, invalid};
+use crate::model_shape::ModelShape;
 use crate::stdout::{json_text, outln, print_json, report_beside};
-
-/// The shape of a model: the same flags and defaults for `tllm init` and
-/// `tllm train`.
-#[derive(Debug, Args)]
-pub struct ModelShape {
-    /// Model dimension.
-    #[arg(long, default_value_t = 64)]
-    pub dim: u32,
-    /// Transformer blocks.
-    #[arg(long, default_value_t = 2)]
-    pub layers: u32,
-    /// Attention heads (must divide --dim).
-    #[arg(long, default_value_t = 4)]
-    pub heads: u32,
-    /// Feed-forward hidden dimension.
-    #[arg(long, default_value_t = 256)]
-    pub ffn: u32,
-    /// Context length (max_seq_len; training runs on windows this long).
-    #[arg(long, default_value_t = 64)]
-    pub seq: u32,
-    /// Residual dropout rate (stored in the header; used by training only).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative)]
-    pub dropout: f32,
-}
-
-impl ModelShape {
-    /// The configuration of a model of this shape over `vocab_size` tokens,
-    /// checked, its errors in the flags' words.
-    pub fn config(&self, vocab_size: u32) -> Result<Config, Failure> {
-        let config = Config {
-            model_dim: self.dim,
-            n_layers: self.layers,
-            n_heads: self.heads,
-            ffn_hidden_dim: self.ffn,
-            max_seq_len: self.seq,
-            vocab_size,
-            dropout: self.dropout,
-        };
-        config.validate().map_err(config_failure)?;
-        Ok(config)
-    }
-}
 
 /// Refuses to replace an existing file unless `force` (a usage error:
 /// exit 2 with the flag that allows it).
@@ -83,33 +41,6 @@ pub struct InitArgs {
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
-}
-
-/// A configuration error in the words of the flags that set each field: a
-/// usage error (exit 2), as an invalid value is.
-pub fn config_failure(e: modelbin_format::Error) -> Failure {
-    use modelbin_format::{Error, TllmError};
-    match e {
-        Error::Tllm(TllmError::InvalidConfig {
-            field,
-            value,
-            reason,
-            ..
-        }) => {
-            let flag = match field {
-                "model_dim" => "--dim",
-                "n_layers" => "--layers",
-                "n_heads" => "--heads",
-                "ffn_hidden_dim" => "--ffn",
-                "max_seq_len" => "--seq",
-                "vocab_size" => "--vocab",
-                _ => "--dropout",
-            };
-            let reason = reason.replace("model_dim", "--dim");
-            Failure::Usage(format!("{flag} {value}: {reason}"))
-        }
-        other => Failure::Invalid(other.to_string()),
-    }
 }
 
 /// Writes a model with N(0, 0.02) weights, LayerNorm weights 1, biases 0.

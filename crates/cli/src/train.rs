@@ -21,7 +21,7 @@ pub struct TrainArgs {
     #[arg(short, long)]
     out: PathBuf,
     #[command(flatten)]
-    shape: crate::tllm::ModelShape,
+    shape: crate::model_shape::ModelShape,
     /// Sequences per step.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,

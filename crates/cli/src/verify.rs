@@ -40,7 +40,7 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
     crate::failure::for_each_path(&args.paths, |path, _| {
         let outcome = crate::inspect::open(path, args.format).and_then(|file| {
             file.verify()
-                .map(|()| file.summary())
+                .map(|()| Summary::of(&file))
                 .map_err(|e| crate::failure::at(path, e))
         });
         report(path, outcome, args.json)

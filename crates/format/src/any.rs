@@ -5,7 +5,6 @@ use std::path::Path;
 use crate::bpe2::{self, Bpe2};
 use crate::embd::bert::BertConfig;
 use crate::file::TensorFile;
-use crate::inspect::Summary;
 use crate::saev::{self, Dataset};
 use crate::source::MappedFile;
 use crate::tensor::TensorStore;
@@ -105,11 +104,6 @@ impl AnyFile {
             AnyFile::Tiktoken { vocabulary, .. } => vocabulary.verify(),
             AnyFile::Saev(dataset) => dataset.verify(),
         }
-    }
-
-    /// What `modelbin inspect` shows of the file.
-    pub fn summary(&self) -> Summary {
-        Summary::of(self)
     }
 
     /// The file's tensors, when its format holds named tensors.

@@ -144,6 +144,13 @@ impl serde::Serialize for DType {
     }
 }
 
+/// Byte length of a `dtype` tensor of `shape`, or `None` on overflow.
+pub fn byte_len(dtype: DType, shape: &[usize]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,8 +14,8 @@ use std::ops::Range;
 
 use crate::LayoutError;
 use crate::checksum::fnv1a32;
+use crate::dtype::byte_len;
 use crate::error::At;
-use crate::tensor::{TensorView, byte_len};
 use crate::{DType, Error, Result};
 
 const EMPTY_SLOT: u32 = u32::MAX;
@@ -295,15 +295,19 @@ impl TensorTable {
         }
     }
 
-    /// A view of tensor `index` inside `file`, the bytes the table was
-    /// validated against.
-    pub fn view<'a>(&'a self, file: &'a [u8], index: usize) -> TensorView<'a> {
+    /// The name, dtype, shape and data of tensor `index` inside `file`, the
+    /// bytes the table was validated against.
+    pub fn parts<'a>(
+        &'a self,
+        file: &'a [u8],
+        index: usize,
+    ) -> (&'a str, DType, &'a [usize], &'a [u8]) {
         let entry = &self.entries[index];
         // Validated when built: the range lies inside the file and its length
         // is dtype × shape.
         let base = self.data_offset as usize;
         let data = &file[base + entry.start as usize..base + entry.end as usize];
-        TensorView::from_validated(
+        (
             self.name(index),
             entry.dtype,
             &self.dims[entry.shape.clone()],

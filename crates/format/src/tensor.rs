@@ -185,11 +185,15 @@ pub(crate) mod sealed {
     }
 }
 
-/// Byte length of a `dtype` tensor of `shape`, or `None` on overflow.
-pub fn byte_len(dtype: DType, shape: &[usize]) -> Option<u64> {
-    shape
-        .iter()
-        .try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d as u64))
+pub use crate::dtype::byte_len;
+
+impl crate::table::TensorTable {
+    /// A view of tensor `index` inside `file`, the bytes the table was
+    /// validated against.
+    pub fn view<'a>(&'a self, file: &'a [u8], index: usize) -> TensorView<'a> {
+        let (name, dtype, shape, data) = self.parts(file, index);
+        TensorView::from_validated(name, dtype, shape, data)
+    }
 }
 
 /// One index of a slicing request.

@@ -49,7 +49,7 @@ pub mod tllm;
 pub mod train;
 
 pub use embedder::{Embedder, cosine};
-pub use error::{Error, Result, SaeError, SettingDifference, TrainingError};
+pub use error::{Error, RecordError, Result, SaeError, SettingDifference, TrainingError};
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
 pub use nn::int8_kernels::Int8Kernel;

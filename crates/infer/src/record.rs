@@ -32,75 +32,7 @@ use rayon::prelude::*;
 
 use crate::embedder::Embedder;
 use crate::tllm::Model;
-use crate::{Error, Result};
-
-/// Why a recording cannot start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RecordError {
-    /// A TLLM model whose vocabulary is not byte-level.
-    #[error(
-        "{path}: vocab_size {vocab_size} is not byte-level (≥ 256), so text cannot be its input"
-    )]
-    NotByteLevel {
-        /// The model.
-        path: PathBuf,
-        /// Its vocabulary size.
-        vocab_size: u32,
-    },
-    /// A file that is not a model this can record.
-    #[error(
-        "{path}: the file's format is {format}; recording reads TLLM and EMBD models (or a Hugging Face model directory)"
-    )]
-    NotAModel {
-        /// The file.
-        path: PathBuf,
-        /// Its format.
-        format: Format,
-    },
-    /// The CLS row asked of a model without one.
-    #[error("cls: a TLLM model has no [CLS] token")]
-    NoClsToken,
-    /// A layer the model does not have.
-    #[error("layers {layer}: the model has {blocks} blocks")]
-    NoSuchLayer {
-        /// The layer asked for.
-        layer: i64,
-        /// The model's blocks.
-        blocks: usize,
-    },
-    /// A BERT model whose context holds nothing besides CLS and SEP.
-    #[error("{path}: the model's context holds no token besides [CLS] and [SEP]")]
-    NoRoom {
-        /// The model.
-        path: PathBuf,
-    },
-    /// A window longer than the model's context.
-    #[error("tokens_per_text {window}: at most {longest} tokens fit the model's context")]
-    WindowTooLong {
-        /// The window asked for.
-        window: usize,
-        /// The longest that fits.
-        longest: usize,
-    },
-    /// A text file that is not UTF-8, for a model that reads text.
-    #[error("{path}: is not UTF-8 text (a BERT model reads text)")]
-    NotUtf8 {
-        /// The file.
-        path: PathBuf,
-    },
-    /// Fewer tokens than one window.
-    #[error("the text has {tokens} tokens, fewer than one window of {window}")]
-    TooFewTokens {
-        /// Tokens in the files.
-        tokens: usize,
-        /// The window.
-        window: usize,
-    },
-    /// The caller stopped the recording; nothing was written.
-    #[error("interrupted")]
-    Interrupted,
-}
+use crate::{RecordError, Result};
 
 /// What to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -456,11 +388,5 @@ impl RecordedModel {
                 Ok(images)
             }
         }
-    }
-}
-
-impl From<RecordError> for Error {
-    fn from(e: RecordError) -> Self {
-        Error::Record(e)
     }
 }

@@ -136,7 +136,8 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
 pub fn inspect_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         let file = modelbin_format::open(&path).map_err(format_error)?;
-        serde_json::to_string(&file.summary()).map_err(|e| PyValueError::new_err(e.to_string()))
+        serde_json::to_string(&modelbin_format::inspect::Summary::of(&file))
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     })
 }
 

@@ -37,7 +37,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::index;
 use crate::layout::{Reader, Writer};
 use crate::prefix_trie::{ID_LIMIT, NONE, Prefix, PrefixTrie};
-use crate::vocab::Vocab;
+
+/// What building the tables reads of a vocabulary (a trait, so that this
+/// module does not depend on the vocabulary that holds its tables).
+pub trait Tokens {
+    /// Tokens in the vocabulary, ranks `0..count`.
+    fn token_count(&self) -> u32;
+    /// The bytes of token `rank` when it is an ordinary (not special) one.
+    fn ordinary_token(&self, rank: u32) -> Option<&[u8]>;
+    /// The rank of the token spelled `bytes`.
+    fn rank_of(&self, bytes: &[u8]) -> Option<u32>;
+}
 
 /// The tables of the backtracking encoder for one vocabulary.
 #[derive(Debug, PartialEq)]
@@ -179,12 +189,10 @@ impl Backtracker {
     /// not the merge of two lower-ranked tokens (the encoder would not be
     /// exact for such a vocabulary), or when an ordinary token's rank is
     /// 2^23 - 1 or more (beyond what the trie's node words hold).
-    pub fn new(vocab: &Vocab) -> Option<Backtracker> {
-        let count = vocab.file().token_count();
+    pub fn new(vocab: &impl Tokens) -> Option<Backtracker> {
+        let count = vocab.token_count();
         // Each ordinary token's bytes, looked up once.
-        let tokens: Vec<Option<&[u8]>> = (0..count)
-            .map(|r| vocab.token(r).filter(|_| vocab.ordinary(r)))
-            .collect();
+        let tokens: Vec<Option<&[u8]>> = (0..count).map(|r| vocab.ordinary_token(r)).collect();
         let mut tables = Backtracker {
             trie: PrefixTrie::new(
                 tokens
@@ -208,7 +216,7 @@ impl Backtracker {
             let prefix = match token {
                 Some(bytes) if bytes.len() > 1 => (1..bytes.len())
                     .rev()
-                    .find_map(|len| vocab.rank(&bytes[..len]))
+                    .find_map(|len| vocab.rank_of(&bytes[..len]))
                     .unwrap_or(NONE),
                 _ => NONE,
             };
@@ -244,7 +252,7 @@ impl Backtracker {
     /// place; `None` when the arrays' sizes do not fit the vocabulary. Only
     /// the sizes are checked: the contents are trusted, as they come from
     /// `build.rs` (and a test compares them with a fresh build).
-    pub fn read(r: &mut Reader<'static>, vocab: &Vocab) -> Option<Self> {
+    pub fn read(r: &mut Reader<'static>, vocab: &impl Tokens) -> Option<Self> {
         let tables = Backtracker {
             trie: PrefixTrie::read(r)?,
             token_len: r.u32s()?.into(),
@@ -253,7 +261,7 @@ impl Backtracker {
             merges: r.u32s()?.into(),
             memo: PairMemo::default(),
         };
-        let count = vocab.file().token_count() as usize;
+        let count = vocab.token_count() as usize;
         let consistent = tables.token_len.len() == count
             && tables.next_prefix.len() == count
             && tables.split.len() == count
@@ -322,11 +330,11 @@ impl Backtracker {
 
     /// The pair of lower-ranked tokens, valid as a pair, that spells
     /// `bytes` (the token `rank`), trying left parts from the longest.
-    fn find_split(&self, vocab: &Vocab, rank: u32, bytes: &[u8]) -> Option<[u32; 2]> {
+    fn find_split(&self, vocab: &impl Tokens, rank: u32, bytes: &[u8]) -> Option<[u32; 2]> {
         let mut left = self.next_prefix[rank as usize];
         while left != NONE {
             let rest = &bytes[self.token_len[left as usize] as usize..];
-            if let Some(right) = vocab.rank(rest)
+            if let Some(right) = vocab.rank_of(rest)
                 && left < rank
                 && right < rank
                 && self.is_valid_pair(left, right)

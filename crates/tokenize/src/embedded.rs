@@ -88,22 +88,25 @@ pub(crate) fn name(name: &str) -> Option<&'static str> {
     NAMES.into_iter().find(|&known| known == name)
 }
 
-/// The built-in tokenizer called `name`, built once on first use.
-pub fn tokenizer(name: &str) -> Result<&'static Tokenizer> {
-    static CL100K: OnceLock<Tokenizer> = OnceLock::new();
-    static O200K: OnceLock<Tokenizer> = OnceLock::new();
-    let (cell, embedded) = match name {
-        "cl100k_base" => (&CL100K, &CL100K_BASE),
-        "o200k_base" => (&O200K, &O200K_BASE),
-        "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
-        _ => return Err(Error::UnknownEncodingName(name.to_owned())),
-    };
-    if let Some(t) = cell.get() {
-        return Ok(t);
+impl Tokenizer {
+    /// A built-in encoding (`cl100k_base`, `o200k_base`), built once on
+    /// first use.
+    pub fn embedded(name: &str) -> Result<&'static Tokenizer> {
+        static CL100K: OnceLock<Tokenizer> = OnceLock::new();
+        static O200K: OnceLock<Tokenizer> = OnceLock::new();
+        let (cell, embedded) = match name {
+            "cl100k_base" => (&CL100K, &CL100K_BASE),
+            "o200k_base" => (&O200K, &O200K_BASE),
+            "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
+            _ => return Err(Error::UnknownEncodingName(name.to_owned())),
+        };
+        if let Some(t) = cell.get() {
+            return Ok(t);
+        }
+        let built = Tokenizer::from_file(embedded.file(), None, embedded.laid_out())
+            .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
+        Ok(cell.get_or_init(|| built))
     }
-    let built = Tokenizer::from_file(embedded.file(), None, embedded.laid_out())
-        .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
-    Ok(cell.get_or_init(|| built))
 }
 
 #[cfg(test)]

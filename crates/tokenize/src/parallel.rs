@@ -50,20 +50,22 @@ pub fn chunks(text: &str, min_chunk: usize) -> Vec<&str> {
     out
 }
 
-/// The ordinary token count of `text`, in parallel where it is large.
-pub fn count(tokenizer: &Tokenizer, text: &str) -> crate::Result<usize> {
-    let threads = rayon::current_num_threads();
-    if threads < 2
-        || text.len() < 2 * MIN_CHUNK
-        || matches!(tokenizer.pattern(), Pattern::Custom(_))
-    {
-        return tokenizer.count(text);
+impl Tokenizer {
+    /// Like [`Tokenizer::count`], splitting large texts into chunks at
+    /// boundaries where no piece can cross and counting them in parallel.
+    /// Gives the same total.
+    pub fn count_parallel(&self, text: &str) -> crate::Result<usize> {
+        let threads = rayon::current_num_threads();
+        if threads < 2 || text.len() < 2 * MIN_CHUNK || matches!(self.pattern(), Pattern::Custom(_))
+        {
+            return self.count(text);
+        }
+        let chunk = (text.len() / (threads * 4)).max(MIN_CHUNK);
+        chunks(text, chunk)
+            .par_iter()
+            .map(|part| self.count(part))
+            .sum()
     }
-    let chunk = (text.len() / (threads * 4)).max(MIN_CHUNK);
-    chunks(text, chunk)
-        .par_iter()
-        .map(|part| tokenizer.count(part))
-        .sum()
 }
 
 #[cfg(test)]

@@ -99,11 +99,6 @@ impl Tokenizer {
         Self::from_bpe2(Source::Mapped(MappedFile::open(path)?), pattern)
     }
 
-    /// A built-in encoding (`cl100k_base`, `o200k_base`), built on first use.
-    pub fn embedded(name: &str) -> Result<&'static Tokenizer> {
-        crate::embedded::tokenizer(name)
-    }
-
     /// The encoding's name, when the vocabulary is a known one.
     pub fn name(&self) -> Option<&'static str> {
         self.name
@@ -159,13 +154,6 @@ impl Tokenizer {
         let mut n = 0;
         self.for_each_ordinary(text, &mut |_| n += 1)?;
         Ok(n)
-    }
-
-    /// Like [`Tokenizer::count`], splitting large texts into chunks at
-    /// boundaries where no piece can cross and counting them in parallel.
-    /// Gives the same total.
-    pub fn count_parallel(&self, text: &str) -> Result<usize> {
-        crate::parallel::count(self, text)
     }
 
     /// tiktoken's `encode`: `allowed` special tokens in the text become their

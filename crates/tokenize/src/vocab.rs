@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
 
-use crate::backtrack::Backtracker;
+use crate::backtrack::{Backtracker, Tokens};
 use crate::index::{self, EMPTY, INLINE, Slot};
 use crate::layout::Reader;
 
@@ -299,6 +299,20 @@ impl Vocab {
             }
             at = (at + 1) & self.mask;
         }
+    }
+}
+
+impl Tokens for Vocab {
+    fn token_count(&self) -> u32 {
+        self.file().token_count()
+    }
+
+    fn ordinary_token(&self, rank: u32) -> Option<&[u8]> {
+        self.token(rank).filter(|_| self.ordinary(rank))
+    }
+
+    fn rank_of(&self, bytes: &[u8]) -> Option<u32> {
+        self.rank(bytes)
     }
 }
 
