@@ -2,22 +2,27 @@
 //! binary uses them in place instead of building them at run time: the hash
 //! index, its filter, the two-byte pair table and the direct tables of single
 //! bytes and three digits (see `src/index.rs`) and the backtracking
-//! encoder's tables (see `src/backtrack.rs` and `src/layout.rs`); and the
-//! table of every char's pre-tokenizer class (`src/class_table.rs`). The
-//! modules are the crate's own, compiled into this script.
+//! encoder's tables (see `src/bpe/backtrack.rs` and `src/layout.rs`); and
+//! the table of every char's pre-tokenizer class
+//! (`src/pretokenize/class_table.rs`). The modules are the crate's own,
+//! compiled into this script in the same module tree.
 
 #![allow(dead_code)]
 
-#[path = "src/backtrack.rs"]
-mod backtrack;
-#[path = "src/class_table.rs"]
-mod class_table;
+// The same module tree as the crate's, for the modules it uses.
+#[path = "src/bpe"]
+mod bpe {
+    pub mod backtrack;
+    pub mod prefix_trie;
+}
+#[path = "src/pretokenize"]
+mod pretokenize {
+    pub mod class_table;
+}
 #[path = "src/index.rs"]
 mod index;
 #[path = "src/layout.rs"]
 mod layout;
-#[path = "src/prefix_trie.rs"]
-mod prefix_trie;
 #[path = "src/vocab.rs"]
 mod vocab;
 
@@ -50,7 +55,7 @@ fn main() {
             .write(&mut tables);
         write(name, "backtrack", tables.finish());
     }
-    write("classes", "bin", class_table::table());
+    write("classes", "bin", pretokenize::class_table::table());
     for module in [
         "backtrack",
         "class_table",

@@ -34,18 +34,13 @@
 
 #![deny(missing_docs)]
 
-mod backtrack;
 mod bpe;
-mod class_table;
-mod classify;
 pub mod cost;
 mod embedded;
 mod error;
 mod index;
 mod layout;
 mod parallel;
-mod piece_cache;
-mod prefix_trie;
 pub mod pretokenize;
 mod tokenizer;
 mod vocab;

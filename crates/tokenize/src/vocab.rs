@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use modelbin_format::bpe2::Bpe2;
 use modelbin_format::source::MappedFile;
 
-use crate::backtrack::{Backtracker, Tokens};
+use crate::bpe::backtrack::{Backtracker, Tokens};
 use crate::index::{self, EMPTY, INLINE, Slot};
 use crate::layout::Reader;
 

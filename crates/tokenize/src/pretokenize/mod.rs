@@ -12,7 +12,12 @@
 //! pieces tile the text. A custom pattern runs through `fancy-regex`, like
 //! tiktoken, and text between matches is dropped, as tiktoken drops it.
 
-use crate::classify::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, ascii_class, class, is_other};
+pub(crate) mod class_table;
+pub(crate) mod classify;
+
+use crate::pretokenize::classify::{
+    LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, ascii_class, class, is_other,
+};
 
 /// A pre-tokenizer pattern.
 #[derive(Debug, Clone)]

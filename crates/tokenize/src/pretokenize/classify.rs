@@ -2,8 +2,8 @@
 //! table lookup for ASCII, and for other chars two loads from the table
 //! `build.rs` lays out from their Unicode categories (`class_table.rs`).
 
-use crate::class_table::{BLOCK, BLOCKS};
-pub use crate::class_table::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
+use crate::pretokenize::class_table::{BLOCK, BLOCKS};
+pub use crate::pretokenize::class_table::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
 
 /// Every char's class (see `class_table.rs`), laid out by `build.rs`.
 static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classes.bin"));
@@ -85,8 +85,12 @@ mod tests {
     #[test]
     fn every_char_has_its_category_class() {
         for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
-            assert_eq!(class(c), crate::class_table::by_category(c), "{c:?}");
+            assert_eq!(
+                class(c),
+                crate::pretokenize::class_table::by_category(c),
+                "{c:?}"
+            );
         }
-        assert_eq!(TABLE, crate::class_table::table());
+        assert_eq!(TABLE, crate::pretokenize::class_table::table());
     }
 }

@@ -34,9 +34,9 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::bpe::prefix_trie::{ID_LIMIT, NONE, Prefix, PrefixTrie};
 use crate::index;
 use crate::layout::{Reader, Writer};
-use crate::prefix_trie::{ID_LIMIT, NONE, Prefix, PrefixTrie};
 
 /// What building the tables reads of a vocabulary (a trait, so that this
 /// module does not depend on the vocabulary that holds its tables).

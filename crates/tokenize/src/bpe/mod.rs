@@ -16,11 +16,15 @@
 //! pairs with a linked list of parts (O(n log n)). A vocabulary the
 //! backtracking encoder cannot serve exactly keeps the scan and the heap.
 
+pub(crate) mod backtrack;
+pub(crate) mod piece_cache;
+pub(crate) mod prefix_trie;
+
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::piece_cache::PieceCache;
+use crate::bpe::piece_cache::PieceCache;
 use crate::vocab::Vocab;
 
 /// Pieces at least this long use the heap merge when the backtracking
@@ -409,7 +413,7 @@ mod tests {
             for pattern in &patterns {
                 let huge = (pattern.len() == 1).then_some(super::HUGE_PIECE + 1);
                 // Past where the backtracker remembers its searches.
-                let remembering = crate::backtrack::REMEMBER_SEARCHES_FROM + 7;
+                let remembering = crate::bpe::backtrack::REMEMBER_SEARCHES_FROM + 7;
                 for len in [7, 8, 9, 15, 16, 17, 127, 128, 129, 200, 1000, remembering]
                     .into_iter()
                     .chain(huge)
