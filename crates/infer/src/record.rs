@@ -101,25 +101,7 @@ impl Recording {
         if settings.cls && matches!(model, RecordedModel::Tllm(_)) {
             return Err(RecordError::NoClsToken.into());
         }
-        let n_blocks = model.blocks();
-        let blocks = settings
-            .layers
-            .iter()
-            .map(|&layer| {
-                let block = if layer < 0 {
-                    n_blocks as i64 + layer
-                } else {
-                    layer
-                };
-                match usize::try_from(block) {
-                    Ok(block) if block < n_blocks => Ok(block),
-                    _ => Err(RecordError::NoSuchLayer {
-                        layer,
-                        blocks: n_blocks,
-                    }),
-                }
-            })
-            .collect::<std::result::Result<Vec<usize>, _>>()?;
+        let blocks = blocks_of(&settings.layers, model.blocks())?;
         let (longest, default) = model.windows();
         if longest == 0 {
             return Err(RecordError::NoRoom {
@@ -131,15 +113,7 @@ impl Recording {
         if window > longest {
             return Err(RecordError::WindowTooLong { window, longest }.into());
         }
-        let mut ids = Vec::new();
-        let mut described = Vec::new();
-        for path in files {
-            let bytes = std::fs::read(path).map_err(|e| modelbin_format::Error::io(path, e))?;
-            described.push(serde_json::json!({
-                "path": path, "bytes": bytes.len(), "sha256": hex(&sha256(&bytes)),
-            }));
-            ids.extend(model.tokenize(path, bytes)?);
-        }
+        let (mut ids, described) = model.read_files(files)?;
         let n_imgs = ids.len() / window;
         if n_imgs == 0 {
             return Err(RecordError::TooFewTokens {
@@ -226,6 +200,29 @@ impl Recording {
             vectors: self.blocks.len() * images * (self.window + usize::from(self.cls)),
         })
     }
+}
+
+/// The blocks that `layers` name (negative values count from the end) in
+/// a model of `n_blocks` blocks.
+fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
+    layers
+        .iter()
+        .map(|&layer| {
+            let block = if layer < 0 {
+                n_blocks as i64 + layer
+            } else {
+                layer
+            };
+            match usize::try_from(block) {
+                Ok(block) if block < n_blocks => Ok(block),
+                _ => Err(RecordError::NoSuchLayer {
+                    layer,
+                    blocks: n_blocks,
+                }
+                .into()),
+            }
+        })
+        .collect()
 }
 
 /// How a recording names its model (`vit_ckpt`): `sha256:` and the first
@@ -332,6 +329,21 @@ impl RecordedModel {
                 Ok(e.tokenizer().pieces(&text))
             }
         }
+    }
+
+    /// The token ids of `files`, concatenated in order, and how the
+    /// dataset's metadata describes each file (path, size, SHA-256).
+    fn read_files(&self, files: &[PathBuf]) -> Result<(Vec<u32>, Vec<serde_json::Value>)> {
+        let mut ids = Vec::new();
+        let mut described = Vec::new();
+        for path in files {
+            let bytes = std::fs::read(path).map_err(|e| modelbin_format::Error::io(path, e))?;
+            described.push(serde_json::json!({
+                "path": path, "bytes": bytes.len(), "sha256": hex(&sha256(&bytes)),
+            }));
+            ids.extend(self.tokenize(path, bytes)?);
+        }
+        Ok((ids, described))
     }
 
     /// The vocabulary kept beside the token ids (none for bytes).

@@ -151,21 +151,8 @@ impl TrainRun {
             }
             .into());
         }
-        prepare_output(out, settings.replace || settings.resume)?;
+        prepare_output(out, &settings)?;
         let checkpoint_path = out.join(checkpoint::CHECKPOINT_FILE);
-        if !settings.resume && !settings.replace && checkpoint_path.is_file() {
-            return Err(SaeError::OutputHoldsCheckpoint {
-                dir: out.to_path_buf(),
-            }
-            .into());
-        }
-        if settings.resume && !checkpoint_path.is_file() {
-            return Err(SaeError::NoCheckpoint {
-                dir: out.to_path_buf(),
-                file: checkpoint::CHECKPOINT_FILE,
-            }
-            .into());
-        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(view.threads())
             .build()
@@ -358,10 +345,13 @@ fn check_same_settings(asked: &serde_json::Value, saved: &serde_json::Value) -> 
     Err(SaeError::OtherSettings { differences }.into())
 }
 
-/// Creates `dir` if needed and checks that it can take the autoencoder's
-/// files, before any work: one already there is refused unless `replace`.
-fn prepare_output(dir: &Path, replace: bool) -> Result<()> {
-    if dir.join(saelens::CONFIG_FILE).exists() && !replace {
+/// Creates `dir` if needed and checks that it can take the run's files,
+/// before any work: an autoencoder already there is refused unless
+/// replacing or resuming, a checkpoint unless replacing or resuming, and
+/// resuming needs a checkpoint.
+fn prepare_output(dir: &Path, settings: &TrainSettings) -> Result<()> {
+    let (resume, replace) = (settings.resume, settings.replace);
+    if dir.join(saelens::CONFIG_FILE).exists() && !replace && !resume {
         return Err(SaeError::OutputHoldsAutoencoder {
             dir: dir.to_path_buf(),
         }
@@ -370,6 +360,20 @@ fn prepare_output(dir: &Path, replace: bool) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| modelbin_format::Error::io(dir, e))?;
     // Creating (and dropping) a temporary file proves the directory writable.
     OutputFile::create(dir.join(saelens::CONFIG_FILE))?;
+    let has_checkpoint = dir.join(checkpoint::CHECKPOINT_FILE).is_file();
+    if !resume && !replace && has_checkpoint {
+        return Err(SaeError::OutputHoldsCheckpoint {
+            dir: dir.to_path_buf(),
+        }
+        .into());
+    }
+    if resume && !has_checkpoint {
+        return Err(SaeError::NoCheckpoint {
+            dir: dir.to_path_buf(),
+            file: checkpoint::CHECKPOINT_FILE,
+        }
+        .into());
+    }
     Ok(())
 }
 

@@ -245,8 +245,6 @@ fn block_backward<R: Real>(
 ) -> Vec<R> {
     let (d, heads, f) = (layout.d, layout.heads, layout.f);
     let t_len = dx.len() / d;
-    let hd = d / heads;
-    let scale = R::of(1.0 / (hd as f64).sqrt());
     // x = h + drop(FFN(LN2(h)))
     let mut dffn = dx.clone();
     apply_mask(&mut dffn, &c.drop2);
@@ -283,6 +281,49 @@ fn block_backward<R: Real>(
     let mut dattn = dh.clone();
     apply_mask(&mut dattn, &c.drop1);
     let dctx = linear_backward((&c.ctx, &dattn), p, grad, (o[AttnO], None), (t_len, d, d));
+    let dqkv = attention_backward(&c, &dctx, (t_len, heads, d));
+    let mut da = vec![R::zero(); t_len * d];
+    for (dm, w) in dqkv.iter().zip([o[AttnQ], o[AttnK], o[AttnV]]) {
+        mm(
+            (&c.a, true),
+            (dm, false),
+            &mut grad[w..][..d * d],
+            (d, t_len, d),
+            true,
+        );
+        mm(
+            (dm, false),
+            (&p[w..][..d * d], true),
+            &mut da,
+            (t_len, d, d),
+            true,
+        );
+    }
+    let mut dx_in = dh;
+    {
+        let (head, tail) = grad.split_at_mut(o[Ln1Bias]);
+        ln_backward(
+            &c.ln1,
+            &da,
+            &p[o[Ln1Weight]..][..d],
+            d,
+            &mut dx_in,
+            (&mut head[o[Ln1Weight]..][..d], &mut tail[..d]),
+        );
+    }
+    dx_in
+}
+
+/// The gradients of the query, key and value projections' outputs
+/// (`[t_len, d]` each) from that of the attention's context `dctx`, head by
+/// head, through the softmax the forward pass cached in `c.probs`.
+fn attention_backward<R: Real>(
+    c: &LayerCache<R>,
+    dctx: &[R],
+    (t_len, heads, d): (usize, usize, usize),
+) -> [Vec<R>; 3] {
+    let hd = d / heads;
+    let scale = R::of(1.0 / (hd as f64).sqrt());
     let mut dqkv = [
         vec![R::zero(); t_len * d],
         vec![R::zero(); t_len * d],
@@ -290,7 +331,7 @@ fn block_backward<R: Real>(
     ];
     for h in 0..heads {
         let [qh, kh, vh] = [&c.qkv[0], &c.qkv[1], &c.qkv[2]].map(|m| head_columns(m, h, hd, d));
-        let dch = head_columns(&dctx, h, hd, d);
+        let dch = head_columns(dctx, h, hd, d);
         let pr = &c.probs[h * t_len * t_len..][..t_len * t_len];
         // dP = dctx_h · v_hᵀ; dv_h = Pᵀ · dctx_h
         let mut ds = vec![R::zero(); t_len * t_len];
@@ -336,34 +377,5 @@ fn block_backward<R: Real>(
             scatter_head(g, m, h, hd, d);
         }
     }
-    let mut da = vec![R::zero(); t_len * d];
-    for (dm, w) in dqkv.iter().zip([o[AttnQ], o[AttnK], o[AttnV]]) {
-        mm(
-            (&c.a, true),
-            (dm, false),
-            &mut grad[w..][..d * d],
-            (d, t_len, d),
-            true,
-        );
-        mm(
-            (dm, false),
-            (&p[w..][..d * d], true),
-            &mut da,
-            (t_len, d, d),
-            true,
-        );
-    }
-    let mut dx_in = dh;
-    {
-        let (head, tail) = grad.split_at_mut(o[Ln1Bias]);
-        ln_backward(
-            &c.ln1,
-            &da,
-            &p[o[Ln1Weight]..][..d],
-            d,
-            &mut dx_in,
-            (&mut head[o[Ln1Weight]..][..d], &mut tail[..d]),
-        );
-    }
-    dx_in
+    dqkv
 }
