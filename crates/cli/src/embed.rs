@@ -3,15 +3,16 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use modelbin_infer::search::LineIndex;
 use modelbin_infer::{Embedder, cosine};
 
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
 use crate::progress::Progress;
-use crate::stdout::{outln, print_json};
+use crate::stdout::{errln, outln, print_json};
 use modelbin_format::lines::{Line, read_line};
 use modelbin_format::npy::NpyWriter;
 
@@ -20,7 +21,7 @@ use modelbin_format::npy::NpyWriter;
 pub struct ModelChoice {
     /// The model: an `.embd` file or a Hugging Face / sentence-transformers directory.
     #[arg(short, long)]
-    model: PathBuf,
+    pub model: PathBuf,
     /// Check the model file's checksums before using it.
     #[arg(long)]
     verify: bool,
@@ -114,6 +115,11 @@ pub struct SearchArgs {
     /// How many lines to show.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     top: u64,
+    /// Keep the lines' embeddings in this file (safetensors) and reuse them
+    /// while the model and the files are unchanged, so that each later
+    /// query embeds only itself.
+    #[arg(long, value_name = "FILE")]
+    index: Option<PathBuf>,
     /// Print one JSON object per hit and line: {"score", "path", "line", "text"}.
     #[arg(long)]
     json: bool,
@@ -305,45 +311,45 @@ pub fn similarity(args: &SimilarityArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One candidate line of `search`.
-#[derive(serde::Serialize)]
-struct Hit<'a> {
-    score: f32,
-    path: &'a Path,
-    line: usize,
-    text: String,
-}
-
 /// Runs `modelbin search`: the lines closest to the query by cosine.
 pub fn search(args: &SearchArgs) -> Result<(), Failure> {
     let (embedder, pool) = args.model.open()?;
-    let mut candidates = Vec::new();
-    for path in &args.files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
-        for (index, line) in text.lines().enumerate() {
-            if !line.trim().is_empty() {
-                candidates.push((path.as_path(), index + 1, line.to_owned()));
+    let model = &args.model.model;
+    let build = || -> Result<LineIndex, Failure> {
+        pool.install(|| LineIndex::build(&embedder, model, &args.files))
+            .map_err(|e| at(model, e))
+    };
+    let index = match &args.index {
+        None => build()?,
+        Some(path) => {
+            let kept = if path.exists() {
+                let index = LineIndex::load(path).map_err(|e| at(path, e))?;
+                let current = index
+                    .is_current(model, &args.files)
+                    .map_err(|e| at(model, e))?;
+                if !current {
+                    errln!(
+                        "note: {} was built from another model or other files; embedding the lines again",
+                        path.display()
+                    );
+                }
+                current.then_some(index)
+            } else {
+                None
+            };
+            match kept {
+                Some(index) => index,
+                None => {
+                    let index = build()?;
+                    index.save(path).map_err(|e| at(path, e))?;
+                    index
+                }
             }
         }
-    }
-    let query = pool
-        .install(|| embedder.embed(&[args.query.as_str()]))
+    };
+    let hits = pool
+        .install(|| index.search(&embedder, &args.query, args.top as usize))
         .map_err(invalid)?;
-    let texts: Vec<&str> = candidates.iter().map(|(_, _, t)| t.as_str()).collect();
-    let vectors = pool.install(|| embedder.embed(&texts)).map_err(invalid)?;
-    let mut hits: Vec<Hit> = candidates
-        .into_iter()
-        .zip(&vectors)
-        .map(|((path, line, text), vector)| Hit {
-            score: cosine(&query[0], vector),
-            path,
-            line,
-            text,
-        })
-        .collect();
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    hits.truncate(args.top as usize);
     for hit in &hits {
         if args.json {
             print_json(hit)?;

@@ -292,4 +292,65 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
     assert_eq!(hits[0]["line"], 3);
     assert_eq!(hits[0]["text"], "A man is eating a piece of bread.");
     assert!(hits[0]["score"].as_f64().unwrap() > hits[1]["score"].as_f64().unwrap());
+
+    // With --index the lines are embedded once: a second query reuses the
+    // file (unchanged on disk, the same hits), and a changed corpus rebuilds it.
+    let index = dir.path().join("lines.index.safetensors");
+    let search = |query: &str| {
+        common::run(
+            &[
+                "search",
+                "-m",
+                s(&model),
+                "-q",
+                query,
+                "--top",
+                "2",
+                "--json",
+                "--index",
+                s(&index),
+                s(&corpus),
+            ],
+            "",
+        )
+    };
+    let first = search("Someone eats food");
+    assert_eq!(first.status.code(), Some(0));
+    let indexed: Vec<serde_json::Value> = String::from_utf8(first.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(indexed, hits);
+    let built = std::fs::read(&index).unwrap();
+    let again = search("Someone eats food");
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        again.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(std::fs::read(&index).unwrap(), built);
+    let other = search("the weather");
+    let top: serde_json::Value = serde_json::from_str(
+        String::from_utf8(other.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(top["text"], "It is raining.");
+    std::fs::write(&corpus, "Bread is food.\n").unwrap();
+    let changed = search("Someone eats food");
+    assert!(
+        String::from_utf8_lossy(&changed.stderr).contains("embedding the lines again"),
+        "{}",
+        String::from_utf8_lossy(&changed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&changed.stdout).contains("Bread is food."));
+    assert_ne!(std::fs::read(&index).unwrap(), built);
+    std::fs::write(&index, b"not an index").unwrap();
+    let bad = search("x");
+    assert_eq!(bad.status.code(), Some(1));
 }

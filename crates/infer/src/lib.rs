@@ -6,7 +6,8 @@
 //! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
 //! sentence embeddings with the BERT encoder of an EMBD file, equal to
 //! sentence-transformers'. [`record`] writes a model's residual stream over
-//! text as a SAEV dataset; [`sae`] trains, evaluates and reads sparse
+//! text as a SAEV dataset; [`search`] ranks the lines of text files by
+//! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
 //! layout.
 //!
@@ -45,6 +46,7 @@ mod error;
 mod nn;
 pub mod record;
 pub mod sae;
+pub mod search;
 pub mod tllm;
 pub mod train;
 

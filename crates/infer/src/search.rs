@@ -1,0 +1,264 @@
+//! Semantic search over the lines of text files: every non-empty line
+//! embedded once, then ranked by cosine similarity to each query. An index
+//! can be saved (a safetensors file: the embeddings, the lines' text and
+//! where each comes from, and the model and files it was built from) and
+//! reused while the model and the files are unchanged, so a corpus is
+//! embedded once and queried many times.
+//!
+//! ```no_run
+//! use modelbin_infer::Embedder;
+//! use modelbin_infer::search::LineIndex;
+//!
+//! # fn main() -> modelbin_infer::Result<()> {
+//! let embedder = Embedder::open("all-MiniLM-L6-v2.embd")?;
+//! let files = ["notes.txt".into()];
+//! let index = LineIndex::build(&embedder, "all-MiniLM-L6-v2.embd".as_ref(), &files)?;
+//! index.save("notes.index.safetensors".as_ref())?;
+//! for hit in index.search(&embedder, "where did I park", 3)? {
+//!     println!("{:.3} {}:{} {}", hit.score, hit.path.display(), hit.line, hit.text);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::{DType, TensorStore, TensorView, safetensors};
+
+use crate::embedder::{Embedder, cosine};
+use crate::{Error, Result};
+
+/// The index format's version, kept in its metadata.
+const INDEX_VERSION: &str = "1";
+
+/// Embedded lines of text files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineIndex {
+    /// What the index was built from: the model's hash and each file's
+    /// path and SHA-256.
+    source: Source,
+    /// Each line's file (an index into `source.files`) and line number.
+    places: Vec<(u32, u32)>,
+    /// The lines' text, concatenated, and where each starts and ends.
+    text: String,
+    bounds: Vec<u64>,
+    /// The embeddings, `[lines, dim]`.
+    vectors: Vec<f32>,
+    dim: usize,
+}
+
+/// What an index was built from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Source {
+    model: String,
+    files: Vec<(PathBuf, String)>,
+}
+
+/// One line found by [`LineIndex::search`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SearchHit<'a> {
+    /// Cosine similarity to the query.
+    pub score: f32,
+    /// The file.
+    pub path: &'a Path,
+    /// The line number (1-based).
+    pub line: usize,
+    /// The line's text.
+    pub text: &'a str,
+}
+
+impl LineIndex {
+    /// Embeds every non-empty line of `files` with `embedder`, the model
+    /// read from `model` (whose hash the index keeps).
+    pub fn build(embedder: &Embedder, model: &Path, files: &[PathBuf]) -> Result<LineIndex> {
+        let source = Source::of(model, files)?;
+        let mut places = Vec::new();
+        let (mut text, mut bounds) = (String::new(), vec![0u64]);
+        for (file, path) in files.iter().enumerate() {
+            let content =
+                std::fs::read_to_string(path).map_err(|e| modelbin_format::Error::io(path, e))?;
+            for (number, line) in content.lines().enumerate() {
+                if !line.trim().is_empty() {
+                    places.push((file as u32, number as u32 + 1));
+                    text.push_str(line);
+                    bounds.push(text.len() as u64);
+                }
+            }
+        }
+        let lines: Vec<&str> = (0..places.len())
+            .map(|i| &text[bounds[i] as usize..bounds[i + 1] as usize])
+            .collect();
+        let vectors = if lines.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed(&lines)?.concat()
+        };
+        Ok(LineIndex {
+            source,
+            places,
+            bounds,
+            dim: embedder.config().hidden_size,
+            vectors,
+            text,
+        })
+    }
+
+    /// Lines indexed.
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Whether no line was indexed.
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// Whether the index was built from the model at `model` and from
+    /// `files` as they are now (same paths, same contents).
+    pub fn is_current(&self, model: &Path, files: &[PathBuf]) -> Result<bool> {
+        Ok(Source::of(model, files)? == self.source)
+    }
+
+    /// The `top` lines closest to `query` (embedded with `embedder`, which
+    /// must be the index's model), best first.
+    pub fn search(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+        top: usize,
+    ) -> Result<Vec<SearchHit<'_>>> {
+        let query = embedder.embed(&[query])?.concat();
+        let mut hits: Vec<SearchHit> = self
+            .vectors
+            .chunks_exact(self.dim.max(1))
+            .enumerate()
+            .map(|(i, vector)| {
+                let (file, line) = self.places[i];
+                SearchHit {
+                    score: cosine(&query, vector),
+                    path: &self.source.files[file as usize].0,
+                    line: line as usize,
+                    text: &self.text[self.bounds[i] as usize..self.bounds[i + 1] as usize],
+                }
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(top);
+        Ok(hits)
+    }
+
+    /// Writes the index as a safetensors file, atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        // safetensors stores little-endian values.
+        let vectors: Vec<u8> = self.vectors.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let places: Vec<u8> = self
+            .places
+            .iter()
+            .flat_map(|&(f, l)| [f, l])
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        let bounds: Vec<u8> = self.bounds.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let shapes = [
+            [self.len(), self.dim],
+            [self.len(), 2],
+            [self.bounds.len(), 1],
+            [self.text.len(), 1],
+        ];
+        let tensors = [
+            TensorView::new("embeddings", DType::F32, &shapes[0], &vectors)?,
+            TensorView::new("places", DType::U32, &shapes[1], &places)?,
+            TensorView::new("bounds", DType::U64, &shapes[2], &bounds)?,
+            TensorView::new("text", DType::U8, &shapes[3], self.text.as_bytes())?,
+        ];
+        let metadata = BTreeMap::from([
+            ("modelbin_line_index".to_owned(), INDEX_VERSION.to_owned()),
+            (
+                "source".to_owned(),
+                serde_json::to_string(&self.source).expect("a source serializes"),
+            ),
+        ]);
+        safetensors::write_file(path, tensors, Some(&metadata), &mut |_, _| {})?;
+        Ok(())
+    }
+
+    /// Reads an index [`LineIndex::save`] wrote, checking that its parts
+    /// agree with each other.
+    pub fn load(path: &Path) -> Result<LineIndex> {
+        let file = safetensors::open(path)?;
+        let invalid = |reason: &str| {
+            Error::Format(modelbin_format::Error::InvalidArgument(format!(
+                "{}: not a line index: {reason}",
+                path.display()
+            )))
+        };
+        let metadata = file.metadata().cloned().unwrap_or_default();
+        if metadata.get("modelbin_line_index").map(String::as_str) != Some(INDEX_VERSION) {
+            return Err(invalid("no modelbin_line_index version 1 in its metadata"));
+        }
+        let source: Source = metadata
+            .get("source")
+            .and_then(|s| serde_json::from_str(s).ok())
+            .ok_or_else(|| invalid("its metadata has no source"))?;
+        let tensor = |name: &str, dtype: DType| {
+            file.get(name)
+                .filter(|t| t.dtype() == dtype && t.shape().len() == 2)
+                .ok_or_else(|| invalid(&format!("no 2-D {dtype} tensor `{name}`")))
+        };
+        let embeddings = tensor("embeddings", DType::F32)?;
+        let places = tensor("places", DType::U32)?;
+        let bounds = tensor("bounds", DType::U64)?;
+        let text = tensor("text", DType::U8)?;
+        let lines = embeddings.shape()[0];
+        let places: Vec<u32> = places
+            .data()
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .collect();
+        let bounds: Vec<u64> = bounds
+            .data()
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        let text = String::from_utf8(text.data().to_vec())
+            .map_err(|_| invalid("its text is not UTF-8"))?;
+        let consistent = places.len() == 2 * lines
+            && bounds.len() == lines + 1
+            && bounds.first() == Some(&0)
+            && bounds.windows(2).all(|w| w[0] <= w[1])
+            && bounds.last() == Some(&(text.len() as u64))
+            && bounds.iter().all(|&b| text.is_char_boundary(b as usize))
+            && places
+                .chunks_exact(2)
+                .all(|p| (p[0] as usize) < source.files.len());
+        if !consistent {
+            return Err(invalid("its lines, places and text do not agree"));
+        }
+        Ok(LineIndex {
+            places: places.chunks_exact(2).map(|p| (p[0], p[1])).collect(),
+            dim: embeddings.shape()[1],
+            vectors: embeddings.to_f32()?.into_owned(),
+            source,
+            bounds,
+            text,
+        })
+    }
+}
+
+impl Source {
+    /// The model's hash and each file's path and SHA-256.
+    fn of(model: &Path, files: &[PathBuf]) -> Result<Source> {
+        let files = files
+            .iter()
+            .map(|path| {
+                let bytes = modelbin_format::source::MappedFile::open(path)?;
+                Ok((path.clone(), hex(&sha256(&bytes))))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Source {
+            model: crate::record::checkpoint_id(model)?,
+            files,
+        })
+    }
+}
