@@ -1,7 +1,7 @@
 //! Streaming writer of NumPy `.npy` files (format version 1.0) holding a
 //! float32 matrix whose row count is known only at the end.
 //!
-//! The header has a fixed size of [`HEADER_BYTES`], written once with a
+//! The header has a fixed size (128 bytes), written once with a
 //! placeholder row count and rewritten with the real one before the file
 //! is committed (atomically, as every output). A stream (standard output,
 //! a FIFO) cannot go back to its header: its rows are kept in memory and
