@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use modelbin_infer::search::LineIndex;
@@ -109,17 +109,19 @@ pub struct SearchArgs {
     /// What to look for.
     #[arg(short, long)]
     query: String,
-    /// Text files; each non-empty line is a candidate.
-    #[arg(required = true)]
+    /// Text files; each non-empty line is a candidate (optional with
+    /// --embeddings FILE, which then holds the lines).
+    #[arg(required_unless_present = "embeddings")]
     files: Vec<PathBuf>,
     /// How many lines to show.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     top: u64,
-    /// Keep the lines' embeddings in this file (safetensors) and reuse them
-    /// while the model and the files are unchanged, so that each later
-    /// query embeds only itself.
+    /// The lines' embeddings (a safetensors file `embed --input F -o
+    /// FILE.safetensors` writes, or this command with files): with files,
+    /// kept in FILE and reused while the model and the files are unchanged;
+    /// alone, searched as they are. Each query then embeds only itself.
     #[arg(long, value_name = "FILE")]
-    index: Option<PathBuf>,
+    embeddings: Option<PathBuf>,
     /// Print one JSON object per hit and line: {"score", "path", "line", "text"}.
     #[arg(long)]
     json: bool,
@@ -198,8 +200,17 @@ impl Sink {
     }
 }
 
-/// Runs `modelbin embed`: one vector per input, in order.
+/// Runs `modelbin embed`: one vector per input, in order; or, with `--input
+/// FILE -o OUT.safetensors`, the embeddings of FILE's lines with where each
+/// comes from, for `search --embeddings`.
 pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
+    if let Some(out) = args
+        .out
+        .as_deref()
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+    {
+        return embed_lines(args, out);
+    }
     let (embedder, pool) = args.model.open()?;
     let mut sink = Sink::open(args, embedder.dim())?;
     let max_tokens = embedder.config().max_seq_length;
@@ -231,6 +242,22 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// `embed --input FILE -o OUT.safetensors`: FILE's non-empty lines, their
+/// embeddings and places, as `search --embeddings` reads them.
+fn embed_lines(args: &EmbedArgs, out: &Path) -> Result<(), Failure> {
+    let Some(input) = &args.input else {
+        return Err(Failure::Usage(
+            "-o FILE.safetensors keeps the lines of --input FILE with their embeddings: pass --input".into(),
+        ));
+    };
+    let (embedder, pool) = args.model.open()?;
+    let model = &args.model.model;
+    let index = pool
+        .install(|| LineIndex::build(&embedder, model, std::slice::from_ref(input)))
+        .map_err(|e| at(input, e))?;
+    index.save(out).map_err(|e| at(out, e))
 }
 
 /// Reads lines from `--input` or stdin in batches of `--batch-size`, with a
@@ -319,8 +346,19 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
         pool.install(|| LineIndex::build(&embedder, model, &args.files))
             .map_err(|e| at(model, e))
     };
-    let index = match &args.index {
+    let index = match &args.embeddings {
         None => build()?,
+        Some(path) if args.files.is_empty() => {
+            let index = LineIndex::load(path).map_err(|e| at(path, e))?;
+            if !index.has_model(model).map_err(|e| at(model, e))? {
+                return Err(Failure::Usage(format!(
+                    "{} holds embeddings of another model than {}",
+                    path.display(),
+                    model.display()
+                )));
+            }
+            index
+        }
         Some(path) => {
             let kept = if path.exists() {
                 let index = LineIndex::load(path).map_err(|e| at(path, e))?;

@@ -293,7 +293,7 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
     assert_eq!(hits[0]["text"], "A man is eating a piece of bread.");
     assert!(hits[0]["score"].as_f64().unwrap() > hits[1]["score"].as_f64().unwrap());
 
-    // With --index the lines are embedded once: a second query reuses the
+    // With --embeddings the lines are embedded once: a second query reuses the
     // file (unchanged on disk, the same hits), and a changed corpus rebuilds it.
     let index = dir.path().join("lines.index.safetensors");
     let search = |query: &str| {
@@ -307,7 +307,7 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
                 "--top",
                 "2",
                 "--json",
-                "--index",
+                "--embeddings",
                 s(&index),
                 s(&corpus),
             ],
@@ -350,6 +350,34 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
     );
     assert!(String::from_utf8_lossy(&changed.stdout).contains("Bread is food."));
     assert_ne!(std::fs::read(&index).unwrap(), built);
+    // embed --input writes the same kind of file, and search reads it alone.
+    let written = dir.path().join("corpus.safetensors");
+    ok(
+        &[
+            "embed",
+            "-m",
+            s(&model),
+            "--input",
+            s(&corpus),
+            "-o",
+            s(&written),
+        ],
+        "",
+    );
+    let alone = ok(
+        &[
+            "search",
+            "-m",
+            s(&model),
+            "-q",
+            "Someone eats food",
+            "--json",
+            "--embeddings",
+            s(&written),
+        ],
+        "",
+    );
+    assert!(alone.contains("Bread is food."), "{alone}");
     std::fs::write(&index, b"not an index").unwrap();
     let bad = search("x");
     assert_eq!(bad.status.code(), Some(1));

@@ -121,6 +121,17 @@ impl LineIndex {
         Ok(Source::of(model, files)? == self.source)
     }
 
+    /// Whether the index was built with the model at `model` (so that its
+    /// queries can be compared with the lines).
+    pub fn has_model(&self, model: &Path) -> Result<bool> {
+        Ok(crate::record::checkpoint_id(model)? == self.source.model)
+    }
+
+    /// The files the lines come from, as given when the index was built.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.source.files.iter().map(|(path, _)| path.as_path())
+    }
+
     /// The `top` lines closest to `query` (embedded with `embedder`, which
     /// must be the index's model), best first.
     pub fn search(
