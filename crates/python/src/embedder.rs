@@ -69,3 +69,78 @@ impl NativeEmbedder {
         py.detach(|| texts.iter().map(|t| self.embedder.tokenize(t)).collect())
     }
 }
+
+/// Embedded lines of text files, searched by meaning (see
+/// `modelbin_infer::search`).
+#[pyclass(frozen, module = "modelbin._native")]
+pub struct NativeLineIndex {
+    index: modelbin_infer::search::LineIndex,
+}
+
+#[pymethods]
+impl NativeLineIndex {
+    /// Embeds the non-empty lines of `files` with `embedder`, the model at
+    /// `model`.
+    #[staticmethod]
+    fn build(
+        py: Python<'_>,
+        embedder: &NativeEmbedder,
+        model: PathBuf,
+        files: Vec<PathBuf>,
+    ) -> PyResult<Self> {
+        let index = py
+            .detach(|| modelbin_infer::search::LineIndex::build(&embedder.embedder, &model, &files))
+            .map_err(infer_error)?;
+        Ok(NativeLineIndex { index })
+    }
+
+    /// Reads an index `save` (or `modelbin embed -o FILE.safetensors`) wrote.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let index = py
+            .detach(|| modelbin_infer::search::LineIndex::load(&path))
+            .map_err(infer_error)?;
+        Ok(NativeLineIndex { index })
+    }
+
+    /// Writes the index, atomically.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.index.save(&path)).map_err(infer_error)
+    }
+
+    /// Lines indexed.
+    fn __len__(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the index was built with the model at `model`.
+    fn has_model(&self, py: Python<'_>, model: PathBuf) -> PyResult<bool> {
+        py.detach(|| self.index.has_model(&model))
+            .map_err(infer_error)
+    }
+
+    /// The `top` lines closest to `query`: (score, path, line, text), best
+    /// first.
+    fn search(
+        &self,
+        py: Python<'_>,
+        embedder: &NativeEmbedder,
+        query: &str,
+        top: usize,
+    ) -> PyResult<Vec<(f32, PathBuf, usize, String)>> {
+        let hits = py
+            .detach(|| self.index.search(&embedder.embedder, query, top))
+            .map_err(infer_error)?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| {
+                (
+                    hit.score,
+                    hit.path.to_path_buf(),
+                    hit.line,
+                    hit.text.to_owned(),
+                )
+            })
+            .collect())
+    }
+}

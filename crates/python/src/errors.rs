@@ -13,6 +13,28 @@ pyo3::create_exception!(
     "A file that breaks the rules of its format; `offset` is the byte it names (or None), `path` the file (or None)."
 );
 
+/// A format error about the file at `path` as the Python exception that
+/// fits it: a `FormatError` gets `path` (and its message names the file)
+/// even where the library's error does not carry one.
+pub fn format_error_at(e: modelbin_format::Error, path: &std::path::Path) -> PyErr {
+    let Some(file) = e.path().is_none().then_some(path) else {
+        return format_error(e);
+    };
+    Python::attach(|py| {
+        let err = format_error(e);
+        if err.is_instance_of::<FormatError>(py) {
+            let value = err.value(py);
+            let message = format!("{}: {}", file.display(), value);
+            let named = FormatError::new_err(message);
+            let named_value = named.value(py);
+            let _ = named_value.setattr("offset", value.getattr("offset").ok());
+            let _ = named_value.setattr("path", file.display().to_string());
+            return named;
+        }
+        err
+    })
+}
+
 /// A format error as the Python exception that fits it.
 pub fn format_error(e: modelbin_format::Error) -> PyErr {
     use modelbin_format::Error;

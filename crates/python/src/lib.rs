@@ -21,8 +21,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormatError", m.py().get_type::<errors::FormatError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<encoding::NativeEncoding>()?;
     m.add_class::<embedder::NativeEmbedder>()?;
+    m.add_class::<embedder::NativeLineIndex>()?;
     m.add_class::<saev::NativeDataset>()?;
     m.add_class::<saev::NativeLoader>()?;
     m.add_class::<saev::NativeWriter>()?;

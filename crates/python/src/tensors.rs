@@ -14,7 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::format_error;
+use crate::errors::{format_error, format_error_at};
 
 /// One tensor: name, dtype name, shape, absolute data offset, byte length.
 type Entry = (String, &'static str, Vec<usize>, u64, u64);
@@ -44,7 +44,7 @@ fn table(format: Format, file: &impl TensorStore) -> Table {
 #[pyfunction]
 pub fn tensor_table(py: Python<'_>, path: PathBuf) -> PyResult<Table> {
     py.detach(|| {
-        let file = TensorFile::open(&path).map_err(format_error)?;
+        let file = TensorFile::open(&path).map_err(|e| format_error_at(e, &path))?;
         Ok(table(file.format(), &file))
     })
 }
@@ -126,8 +126,8 @@ pub fn serialize<'py>(
 #[pyfunction]
 pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
     py.detach(|| {
-        let file = modelbin_format::open(&path).map_err(format_error)?;
-        file.verify().map_err(format_error)
+        let file = modelbin_format::open(&path).map_err(|e| format_error_at(e, &path))?;
+        file.verify().map_err(|e| format_error_at(e, &path))
     })
 }
 
@@ -135,7 +135,7 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
 #[pyfunction]
 pub fn inspect_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
-        let file = modelbin_format::open(&path).map_err(format_error)?;
+        let file = modelbin_format::open(&path).map_err(|e| format_error_at(e, &path))?;
         serde_json::to_string(&modelbin_format::inspect::Summary::of(&file))
             .map_err(|e| PyValueError::new_err(e.to_string()))
     })

@@ -209,3 +209,48 @@ def test_tllm_training_is_bit_identical_to_the_command(tmp_path, cli):
     with pytest.raises(ValueError, match="already trained for 12 steps"):
         modelbin.TLLM.train([text], tmp_path / "ours.tllm", steps=12, seed=3, resume=True,
                             progress=False, **shape)
+
+
+def test_line_index_answers_as_the_command(tmp_path, cli, minilm_dir):
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("The stock market fell sharply today.\n\nA man is eating a piece of bread.\n"
+                      "It is raining.\n")
+    embedder = modelbin.SentenceEmbedder(minilm_dir)
+    index = modelbin.LineIndex.build(embedder, [corpus])
+    assert len(index) == 3
+    index.save(tmp_path / "ours.safetensors")
+    run(cli, "embed", "-m", minilm_dir, "--input", corpus, "-o", tmp_path / "theirs.safetensors")
+    theirs = [json.loads(line) for line in run(
+        cli, "search", "-m", minilm_dir, "-q", "Someone eats food", "--top", "2", "--json",
+        "--embeddings", tmp_path / "ours.safetensors").splitlines()]
+    loaded = modelbin.LineIndex.load(tmp_path / "theirs.safetensors")
+    ours = loaded.search(embedder, "Someone eats food", top=2)
+    assert [(h["path"], h["line"], h["text"]) for h in ours] == \
+        [(h["path"], h["line"], h["text"]) for h in theirs]
+    assert ours[0]["text"] == "A man is eating a piece of bread."
+    np.testing.assert_allclose([h["score"] for h in ours], [h["score"] for h in theirs],
+                               rtol=1e-6)
+
+
+def test_the_package_face(tmp_path):
+    import tomllib
+
+    cargo = tomllib.loads((pathlib.Path(__file__).parents[3] / "Cargo.toml").read_text())
+    assert modelbin.__version__ == cargo["workspace"]["package"]["version"]
+    assert set(dir(modelbin)) == set(modelbin.__all__) | {"__version__"}
+    # A file that breaks its format names itself.
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}       ")
+    with pytest.raises(modelbin.FormatError) as caught:
+        modelbin.safe_open(broken, "np")
+    assert caught.value.path == str(broken) and str(broken) in str(caught.value)
+    # safetensors lists names sorted.
+    mnp.save_file({"b": np.zeros(1, np.float32), "a": np.ones(1, np.float32)},
+                  str(tmp_path / "two.safetensors"))
+    with modelbin.safe_open(tmp_path / "two.safetensors", "np") as f:
+        assert f.keys() == ["a", "b"]
+    # Dataset slices stack examples.
+    data = sine_dataset(tmp_path / "acts", n_imgs=4, d=8)
+    ds = modelbin.saev.Dataset(data, layer=-1, patches="image")
+    np.testing.assert_array_equal(ds[2:5], np.stack([ds[2], ds[3], ds[4]]))
+    assert ds[3:3].shape == (0, 8)

@@ -5,6 +5,8 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 import numpy.typing as npt
 
+__version__: str
+
 class FormatError(ValueError):
     """A file that breaks the rules of its format."""
 
@@ -116,3 +118,14 @@ def tllm_train(corpus: List[str], out: str, *, dim: int, layers: int, heads: int
                val_fraction: float, eval_every: int, checkpoint_every: int, resume: bool,
                force: bool, threads: Optional[int],
                progress: Optional[Callable[[str], None]]) -> str: ...
+
+class NativeLineIndex:
+    @staticmethod
+    def build(embedder: NativeEmbedder, model: str, files: List[str]) -> "NativeLineIndex": ...
+    @staticmethod
+    def load(path: str) -> "NativeLineIndex": ...
+    def save(self, path: str) -> None: ...
+    def __len__(self) -> int: ...
+    def has_model(self, model: str) -> bool: ...
+    def search(self, embedder: NativeEmbedder, query: str,
+               top: int) -> List[Tuple[float, str, int, str]]: ...

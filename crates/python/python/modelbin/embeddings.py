@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
@@ -81,3 +81,42 @@ class SentenceEmbedder:
             input_ids[row, :len(seq)] = seq
             mask[row, :len(seq)] = 1
         return {"input_ids": input_ids, "attention_mask": mask}
+
+
+class LineIndex:
+    """The non-empty lines of text files with their embeddings, searched by
+    meaning: what ``modelbin embed --input F -o OUT.safetensors`` writes and
+    ``modelbin search --embeddings`` reads. Build it once, save it, and each
+    later query embeds only itself."""
+
+    def __init__(self, native: "_native.NativeLineIndex") -> None:
+        self._native = native
+
+    @classmethod
+    def build(cls, embedder: SentenceEmbedder,
+              files: "Sequence[str | os.PathLike[str]]") -> "LineIndex":
+        """Embeds every non-empty line of ``files`` with ``embedder``."""
+        return cls(_native.NativeLineIndex.build(embedder._native, embedder._path,
+                                                 [os.fspath(f) for f in files]))
+
+    @classmethod
+    def load(cls, path: "str | os.PathLike[str]") -> "LineIndex":
+        """Reads an index saved by :meth:`save` or ``modelbin embed``."""
+        return cls(_native.NativeLineIndex.load(os.fspath(path)))
+
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Writes the index (a safetensors file), atomically."""
+        self._native.save(os.fspath(path))
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def search(self, embedder: SentenceEmbedder, query: str,
+               top: int = 10) -> "List[Dict[str, Any]]":
+        """The ``top`` lines closest to ``query``, best first, as dicts with
+        ``score``, ``path``, ``line`` and ``text`` (what ``modelbin search
+        --json`` prints). ``embedder`` must be the index's model."""
+        if not self._native.has_model(embedder._path):
+            raise ValueError("the index holds embeddings of another model")
+        return [{"score": score, "path": os.fspath(path), "line": line, "text": text}
+                for score, path, line, text in self._native.search(embedder._native, query, top)]

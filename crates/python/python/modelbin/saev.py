@@ -48,7 +48,15 @@ class Dataset:
     def __len__(self) -> int:
         return self._native.__len__()
 
-    def __getitem__(self, i: int) -> np.ndarray:
+    def __getitem__(self, i: "int | slice") -> np.ndarray:
+        """Example ``i`` (``[d]``), or the examples of a slice stacked
+        (``[n, d]``)."""
+        if isinstance(i, slice):
+            rows = [self._native.example(j)[0] for j in range(*i.indices(len(self)))]
+            if not rows:
+                return np.zeros((0, self._native.example(0)[0].shape[0] if len(self) else 0),
+                                np.float32)
+            return np.stack(rows)
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):

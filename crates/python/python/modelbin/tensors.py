@@ -98,8 +98,8 @@ class safe_open:
         self._map = None
 
     def keys(self) -> List[str]:
-        """Tensor names, in file order."""
-        return list(self._entries)
+        """Tensor names, sorted (as safetensors gives them)."""
+        return sorted(self._entries)
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """The string metadata (``None`` when the file has no metadata map)."""
