@@ -2,6 +2,7 @@
 embeddings equal the single-process results."""
 
 import json
+import subprocess
 import sys
 
 import numpy as np
@@ -28,13 +29,11 @@ def local_ray():
     ray.shutdown()
 
 
-def test_token_counts_equal_one_process(local_ray):
+def test_token_counts_equal_the_command(local_ray, cli):
     paths = sorted(str(p) for p in (REPO / "docs" / "formats").glob("*.md"))
-    encoding = modelbin.get_encoding("o200k_base")
-    expected = 0
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            expected += sum(encoding.count(line.rstrip("\n")) for line in f)
+    done = subprocess.run([str(cli), "tokens", "count", "-e", "o200k_base", "--json", *paths],
+                          capture_output=True, text=True, check=True)
+    expected = json.loads(done.stdout)["total"]
     assert ray_count_tokens.count_tokens(paths, "o200k_base", concurrency=2) == expected
 
 
