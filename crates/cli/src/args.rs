@@ -40,7 +40,8 @@ pub fn flatten_ids(lists: &[IdList]) -> Vec<u32> {
 /// spellings of earlier versions) a last positional argument.
 #[derive(Debug, Args)]
 pub struct OutputPath {
-    /// The file to write (atomically: a failure leaves no partial file).
+    /// The file to write, atomically (a failure leaves no partial file; an
+    /// existing file is replaced; `-` is standard output).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<PathBuf>,
     /// The file to write (same as -o).

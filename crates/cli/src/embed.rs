@@ -71,7 +71,9 @@ pub struct EmbedArgs {
     /// Input lines are JSON strings (one per line), not plain text.
     #[arg(long)]
     jsonl: bool,
-    /// Write the vectors to this file instead of stdout.
+    /// Write the vectors to this file instead of stdout, atomically,
+    /// replacing it (`.npy`: a NumPy array; `.safetensors` with --input: the
+    /// lines' embeddings for `search --embeddings`).
     #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Output format (default: npy for `-o *.npy`, else jsonl).

@@ -85,7 +85,8 @@ pub struct TrainArgs {
     /// The directory to write (cfg.json, sae_weights.safetensors).
     #[arg(short, long)]
     out: PathBuf,
-    /// Replace an existing autoencoder in --out.
+    /// Replace an existing autoencoder in --out (autoencoders are protected
+    /// without it: they can hold hours of training).
     #[arg(long)]
     force: bool,
     /// Print the final summary as JSON.

@@ -35,7 +35,8 @@ pub struct InitArgs {
     seed: u64,
     #[command(flatten)]
     output: OutputPath,
-    /// Replace the output file if it exists.
+    /// Replace the output file if it exists (models are protected without
+    /// it: one can hold hours of training).
     #[arg(long)]
     force: bool,
     /// Print a JSON report.

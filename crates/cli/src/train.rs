@@ -55,7 +55,8 @@ pub struct TrainArgs {
     /// Continue from the checkpoint at --out (same configuration and seed).
     #[arg(long, conflicts_with = "force")]
     resume: bool,
-    /// Replace an existing --out model with a new one.
+    /// Replace an existing --out model with a new one (models are protected
+    /// without it: one can hold hours of training).
     #[arg(long)]
     force: bool,
     /// Append one JSON object per step (and evaluation) to this file.
