@@ -124,9 +124,10 @@ pub struct VocabChoice {
     /// Model whose encoding to use (e.g. gpt-4o, gpt-4).
     #[arg(short, long, conflicts_with = "vocab", value_parser = parse_model)]
     model: Option<&'static str>,
-    /// A BPE2 vocabulary file (e.g. p50k_base or r50k_base built with
-    /// `modelbin convert p50k_base.tiktoken p50k_base.bpe2`).
-    #[arg(long, value_name = "FILE.bpe2")]
+    /// A vocabulary file: BPE2, or tiktoken's `.tiktoken` (e.g.
+    /// p50k_base.tiktoken; converted in memory, so `modelbin convert` it to
+    /// `.bpe2` once when it is used often).
+    #[arg(long, value_name = "FILE")]
     vocab: Option<PathBuf>,
     /// Pre-tokenizer regex (fancy-regex syntax) for a --vocab whose source
     /// is not a known encoding; overrides the built-in pattern otherwise.
@@ -141,7 +142,7 @@ fn parse_encoding(name: &str) -> Result<&'static str, String> {
             .name()
             .ok_or_else(|| format!("built-in encoding `{name}` has no name")),
         Err(e @ modelbin_tokenize::Error::NotEmbedded(_)) => {
-            Err(format!("{e}; then pass it with --vocab FILE.bpe2"))
+            Err(format!("{e}; then pass it with --vocab FILE (.tiktoken or .bpe2)"))
         }
         Err(e) => Err(e.to_string()),
     }
@@ -156,7 +157,7 @@ impl VocabChoice {
     fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
         if self.pattern.is_some() && self.vocab.is_none() {
             return Err(Failure::Usage(
-                "--pattern needs --vocab FILE.bpe2: a built-in encoding keeps its own pattern"
+                "--pattern needs --vocab FILE: a built-in encoding keeps its own pattern"
                     .into(),
             ));
         }
@@ -167,7 +168,7 @@ impl VocabChoice {
                 .map(Pattern::custom)
                 .transpose()
                 .map_err(|e| Failure::Usage(format!("--pattern: {e}")))?;
-            return Tokenizer::open(path, pattern)
+            return Tokenizer::open_vocabulary(path, pattern)
                 .map(|t| TokenizerRef::Owned(Box::new(t)))
                 .map_err(|e| at(path, e));
         }

@@ -329,6 +329,19 @@ fn other_vocabularies_load_from_files() {
         ),
         "[31373,995]\n"
     );
+    // The .tiktoken file itself is a vocabulary too, with the same ids.
+    assert_eq!(
+        ok(
+            &["tokens", "encode", "--vocab", source.to_str().unwrap()],
+            "hello world<|endoftext|>"
+        ),
+        "[31373,995,27,91,437,1659,5239,91,29]\n"
+    );
+    let err = fails(
+        &["tokens", "count", "--vocab", "Cargo.toml", "--text", "x"],
+        "",
+    );
+    assert!(err.contains("Cargo.toml"), "{err}");
     let json: serde_json::Value =
         serde_json::from_str(&ok(&["inspect", "--json", vocab.to_str().unwrap()], "")).unwrap();
     assert_eq!(json["encoding"], "p50k_base");

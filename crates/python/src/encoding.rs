@@ -3,15 +3,14 @@
 
 use std::path::PathBuf;
 
-use modelbin_format::{Format, bpe2, detect};
-use modelbin_tokenize::{Pattern, Source, Specials, Tokenizer};
+use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
-use crate::errors::{format_error, tokenize_error};
+use crate::errors::tokenize_error;
 use crate::id_list::SharedInts;
 
 /// A tokenizer: a built-in encoding or one loaded from a file.
@@ -80,21 +79,9 @@ impl NativeEncoding {
             .map(Pattern::custom)
             .transpose()
             .map_err(tokenize_error)?;
-        let tokenizer = py.detach(|| -> PyResult<Tokenizer> {
-            match detect::detect(&path).map_err(format_error)? {
-                Format::Bpe2 => Tokenizer::open(&path, pattern).map_err(tokenize_error),
-                Format::Tiktoken => {
-                    let text = std::fs::read(&path)
-                        .map_err(|e| format_error(modelbin_format::Error::io(&path, e)))?;
-                    let bytes = bpe2::build_from_tiktoken(&text, true).map_err(format_error)?;
-                    Tokenizer::from_bpe2(Source::Owned(bytes), pattern).map_err(tokenize_error)
-                }
-                other => Err(PyValueError::new_err(format!(
-                    "{}: a {other} file, not a vocabulary (.bpe2 or .tiktoken)",
-                    path.display()
-                ))),
-            }
-        })?;
+        let tokenizer = py
+            .detach(|| Tokenizer::open_vocabulary(&path, pattern))
+            .map_err(tokenize_error)?;
         Ok(NativeEncoding::new(Vocabulary::Loaded(Box::new(tokenizer))))
     }
 

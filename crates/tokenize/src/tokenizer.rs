@@ -99,6 +99,27 @@ impl Tokenizer {
         Self::from_bpe2(Source::Mapped(MappedFile::open(path)?), pattern)
     }
 
+    /// Opens a vocabulary file of either kind, told apart by content: BPE2
+    /// (memory-mapped) or tiktoken's `.tiktoken` (converted in memory, with
+    /// the special tokens of the encoding it is, when it is a known one).
+    pub fn open_vocabulary(path: impl AsRef<Path>, pattern: Option<Pattern>) -> Result<Self> {
+        use modelbin_format::{Error as FormatError, Format};
+        let path = path.as_ref();
+        match modelbin_format::detect::detect(path)? {
+            Format::Tiktoken => {
+                let text = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+                let bytes = modelbin_format::bpe2::build_from_tiktoken(&text, true)?;
+                Self::from_bpe2(Source::Owned(bytes), pattern)
+            }
+            Format::Bpe2 => Self::open(path, pattern),
+            format => Err(FormatError::UnsupportedFormat {
+                format,
+                operation: "a tokenizer, whose vocabulary is a .bpe2 or .tiktoken file",
+            }
+            .into()),
+        }
+    }
+
     /// The encoding's name, when the vocabulary is a known one.
     pub fn name(&self) -> Option<&'static str> {
         self.name
