@@ -65,6 +65,10 @@ pub enum TokensCommand {
         vocab: VocabChoice,
         #[command(flatten)]
         inputs: TextInputs,
+        /// Also count a chat (a JSON array of OpenAI messages), with
+        /// OpenAI's per-message overhead, as `tokens cost --messages` does.
+        #[arg(long, value_name = "FILE.json")]
+        messages: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -141,24 +145,30 @@ fn parse_encoding(name: &str) -> Result<&'static str, String> {
         Ok(tokenizer) => tokenizer
             .name()
             .ok_or_else(|| format!("built-in encoding `{name}` has no name")),
-        Err(e @ modelbin_tokenize::Error::NotEmbedded(_)) => {
-            Err(format!("{e}; then pass it with --vocab FILE (.tiktoken or .bpe2)"))
-        }
+        Err(e @ modelbin_tokenize::Error::NotEmbedded(_)) => Err(format!(
+            "{e}; then pass it with --vocab FILE (.tiktoken or .bpe2)"
+        )),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// A model name; its value is the model's encoding.
+/// A model name; its value is the model's encoding: tiktoken's mapping, or
+/// the bundled price table's (which matches names in any case), so that
+/// `count -m` knows every model `cost -m` does.
 fn parse_model(model: &str) -> Result<&'static str, String> {
-    encoding_for_model(model).map_err(|e| e.to_string())
+    encoding_for_model(model).or_else(|_| {
+        PriceTable::bundled()
+            .pricing(model)
+            .map(|pricing| pricing.encoding)
+            .map_err(|e| format!("{e} (`modelbin tokens models` lists the known ones)"))
+    })
 }
 
 impl VocabChoice {
     fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
         if self.pattern.is_some() && self.vocab.is_none() {
             return Err(Failure::Usage(
-                "--pattern needs --vocab FILE: a built-in encoding keeps its own pattern"
-                    .into(),
+                "--pattern needs --vocab FILE: a built-in encoding keeps its own pattern".into(),
             ));
         }
         if let Some(path) = &self.vocab {
@@ -239,8 +249,9 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
         TokensCommand::Count {
             vocab,
             inputs,
+            messages,
             json,
-        } => count(&*vocab.tokenizer()?, &inputs, json),
+        } => count(&*vocab.tokenizer()?, &inputs, messages.as_deref(), json),
         TokensCommand::Cost {
             model,
             inputs,
@@ -458,8 +469,46 @@ fn count_inputs(
     (counts, result)
 }
 
-fn count(tokenizer: &Tokenizer, inputs: &TextInputs, json: bool) -> Result<(), Failure> {
-    let (counts, result) = count_inputs(tokenizer, inputs);
+/// The tokens of the chat in `path` (a JSON array of messages), with
+/// OpenAI's per-message overhead.
+fn count_messages(tokenizer: &Tokenizer, path: &Path) -> Result<usize, Failure> {
+    let text = modelbin_format::source::read_capped_text(path, "a chat conversation", 64 << 20)
+        .map_err(|e| at(path, e))?;
+    let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
+        Failure::Invalid(format!(
+            "{}: not a JSON array of chat messages: {e}",
+            path.display()
+        ))
+    })?;
+    count_chat(tokenizer, &conversation).map_err(|e| at(path, e))
+}
+
+/// Whether the texts are read besides a chat: when given, or when there is
+/// no chat (then stdin is read).
+fn reads_texts(inputs: &TextInputs, messages: Option<&Path>) -> bool {
+    messages.is_none() || !inputs.texts.is_empty() || !inputs.files.is_empty()
+}
+
+fn count(
+    tokenizer: &Tokenizer,
+    inputs: &TextInputs,
+    messages: Option<&Path>,
+    json: bool,
+) -> Result<(), Failure> {
+    let mut counts = Vec::new();
+    if let Some(path) = messages {
+        counts.push(InputCount {
+            tokens: count_messages(tokenizer, path)?,
+            input: path.display().to_string(),
+        });
+    }
+    let result = if reads_texts(inputs, messages) {
+        let (more, result) = count_inputs(tokenizer, inputs);
+        counts.extend(more);
+        result
+    } else {
+        Ok(())
+    };
     let total = counts.iter().map(|c| c.tokens).sum();
     if json {
         print_json(&CountReport {
@@ -524,17 +573,9 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     let tokenizer = Tokenizer::embedded(pricing.encoding).map_err(invalid)?;
     let mut input_tokens = 0;
     if let Some(path) = request.messages {
-        let text = modelbin_format::source::read_capped_text(path, "a chat conversation", 64 << 20)
-            .map_err(|e| at(path, e))?;
-        let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
-            Failure::Invalid(format!(
-                "{}: not a JSON array of chat messages: {e}",
-                path.display()
-            ))
-        })?;
-        input_tokens += count_chat(tokenizer, &conversation).map_err(|e| at(path, e))?;
+        input_tokens += count_messages(tokenizer, path)?;
     }
-    if request.messages.is_none() || !inputs.texts.is_empty() || !inputs.files.is_empty() {
+    if reads_texts(inputs, request.messages) {
         let (counts, result) = count_inputs(tokenizer, inputs);
         result?;
         input_tokens += counts.iter().map(|c| c.tokens).sum::<usize>();

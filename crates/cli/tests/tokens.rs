@@ -264,6 +264,31 @@ fn cost_estimates() {
     .unwrap();
     // 3 per message + "user" (1) + "hello world" (2) + 3 priming.
     assert_eq!(json["input_tokens"], 9);
+    // `tokens count` counts the same chat the same way, beside texts.
+    let counted: serde_json::Value = serde_json::from_str(&ok(
+        &[
+            "tokens",
+            "count",
+            "-m",
+            "gpt-4",
+            "--messages",
+            messages.to_str().unwrap(),
+            "--text",
+            "hello world",
+            "--json",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(counted["inputs"][0]["tokens"], 9);
+    assert_eq!(counted["total"], 11);
+    // Model names mean the same to count and cost: case aside, a priced
+    // model counts with its price entry's encoding.
+    let gpt4o = ok(
+        &["tokens", "count", "-m", "GPT-4o", "--text", "hi", "--json"],
+        "",
+    );
+    assert!(gpt4o.contains("o200k_base"), "{gpt4o}");
 
     let prices = dir.path().join("prices.json");
     std::fs::write(&prices, r#"{"as_of": "2030-01-01", "currency": "USD", "unit": "per 1M tokens", "models": {"gpt-4o": {"input": 1000000.0}}}"#).unwrap();
