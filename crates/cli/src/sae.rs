@@ -136,7 +136,6 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             }
         };
         let rate = run.vectors() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        bar.update(report.step, args.steps);
         bar.note(format!(
             "mse {:.4}, fvu {:.3}, L0 {:.1}, dead {:.1}%, {rate:.0} vectors/s",
             report.mse,
@@ -144,6 +143,7 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
             report.l0,
             100.0 * report.dead_fraction
         ));
+        bar.update(report.step, args.steps);
         if let Some(log) = &mut log {
             let mut entry = serde_json::to_value(report).map_err(invalid)?;
             entry["vectors_per_second"] = rate.into();

@@ -142,12 +142,12 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         };
         let (report, rate) = (step.report, step.tokens_per_second);
         let done = report.step;
-        bar.update(done, args.steps);
         bar.note(format!(
             "loss {:.3} ({:.2} bpb), {rate:.0} tok/s",
             report.loss,
             bits_per_byte(report.loss)
         ));
+        bar.update(done, args.steps);
         if step.evaluated {
             let val_text = step.val_loss.map_or("no validation data".into(), |v| {
                 format!("val loss {v:.4} ({:.3} bpb)", bits_per_byte(v))

@@ -271,6 +271,34 @@ fn train_checkpoint_resume_and_generate() {
     assert!(summary["val_loss"].as_f64().unwrap() > 0.0);
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 4);
     assert!(Path::new(&format!("{o}.opt")).is_file());
+    // Under a pipe no bar is drawn; progress comes as plain lines instead
+    // (every step here, where the interval is set to 0 s).
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_modelbin"))
+        .args([
+            "tllm",
+            "train",
+            c,
+            "--out",
+            &format!("{o}.piped"),
+            "--steps",
+            "3",
+        ])
+        .args(small)
+        .env("MODELBIN_PROGRESS_EVERY", "0")
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0));
+    let stderr = String::from_utf8(piped.stderr).unwrap();
+    for step in 1..=3 {
+        assert!(
+            stderr.contains(&format!("training: steps {step}/3 (")),
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("tok/s") && stderr.contains("s left"),
+        "{stderr}"
+    );
     // Resume to 6 steps; the result loads in `generate`.
     let mut resume = vec!["tllm", "train", c, "--out", o, "--steps", "6", "--resume"];
     resume.extend(small);
