@@ -38,6 +38,11 @@ impl ModelChoice {
                 .and_then(|file| file.verify())
                 .map_err(|e| at(&self.model, e))?;
         }
+        if self.model.is_dir() && !modelbin_format::embd::is_hf_model_dir(&self.model) {
+            return Err(Failure::Invalid(crate::inspect::unknown_directory(
+                &self.model,
+            )));
+        }
         crate::inspect::expect_format(
             &self.model,
             modelbin_format::Format::Embd,
@@ -342,6 +347,12 @@ pub fn similarity(args: &SimilarityArgs) -> Result<(), Failure> {
 
 /// Runs `modelbin search`: the lines closest to the query by cosine.
 pub fn search(args: &SearchArgs) -> Result<(), Failure> {
+    if let Some(dir) = args.files.iter().find(|path| path.is_dir()) {
+        return Err(Failure::Invalid(format!(
+            "{}: is a directory; search reads the lines of text files",
+            dir.display()
+        )));
+    }
     let (embedder, pool) = args.model.open()?;
     let model = &args.model.model;
     let build = || -> Result<LineIndex, Failure> {

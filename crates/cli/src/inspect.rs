@@ -108,9 +108,12 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
 }
 
 /// Whether `path` is a directory without a `metadata.json` of any kind (a
-/// special file there is the SAEV reader's to refuse).
+/// special file there is the SAEV reader's to refuse) and without datasets
+/// under it (a SAEV root is the reader's to open or explain).
 pub fn is_not_a_dataset(path: &Path) -> bool {
-    path.is_dir() && std::fs::symlink_metadata(path.join("metadata.json")).is_err()
+    path.is_dir()
+        && std::fs::symlink_metadata(path.join("metadata.json")).is_err()
+        && modelbin_format::saev::datasets_in(path).is_empty()
 }
 
 /// Refuses a file whose content is not `expected`, saying what it is and
@@ -129,29 +132,13 @@ pub fn expect_format(path: &Path, expected: Format, what_to_do: &str) -> Result<
     }
 }
 
-/// What to say of a directory that is neither a dataset nor a model: the
-/// datasets under it when it is a SAEV root.
+/// What to say of a directory that is neither a dataset, nor a SAEV root,
+/// nor a model.
 pub fn unknown_directory(path: &Path) -> String {
-    let mut datasets: Vec<String> = std::fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| entry.path().join("metadata.json").is_file())
-        .map(|entry| entry.path().display().to_string())
-        .collect();
-    datasets.sort();
-    if datasets.is_empty() {
-        format!(
-            "{}: is a directory, but neither a SAEV dataset (metadata.json and acts*.bin) nor a model directory (config.json and model.safetensors)",
-            path.display()
-        )
-    } else {
-        format!(
-            "{}: is a SAEV root; name one of its datasets: {}",
-            path.display(),
-            datasets.join(" ")
-        )
-    }
+    format!(
+        "{}: is a directory, but neither a SAEV dataset (metadata.json and acts*.bin) nor a model directory (config.json and model.safetensors)",
+        path.display()
+    )
 }
 
 /// `PATH: FORMAT version V, N bytes`.

@@ -68,10 +68,10 @@ enum Command {
     Similarity(embed::SimilarityArgs),
     /// The lines of text files closest in meaning to a query (sentence embeddings).
     Search(embed::SearchArgs),
-    /// Inspect, verify, read, summarise, benchmark and create SAEV activation datasets.
+    /// SAEV activation datasets: record a model's activations, inspect, verify, read, summarise, benchmark, create.
     #[command(subcommand)]
     Acts(acts::ActsCommand),
-    /// Sparse autoencoders on SAEV activations: train, eval.
+    /// Sparse autoencoders on SAEV activations: train, eval, features.
     #[command(subcommand)]
     Sae(sae::SaeCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

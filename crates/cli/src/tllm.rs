@@ -118,6 +118,11 @@ pub fn run(command: TllmCommand) -> Result<(), Failure> {
 }
 
 fn open(path: &Path) -> Result<Model, Failure> {
+    crate::inspect::expect_format(
+        path,
+        modelbin_format::Format::Tllm,
+        "tllm commands take a TLLM model (`modelbin tllm init` or `tllm train` makes one)",
+    )?;
     Model::open(path).map_err(|e| at(path, e))
 }
 

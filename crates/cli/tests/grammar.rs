@@ -186,6 +186,28 @@ fn inspect_filters_tensors_and_counts_parameters() {
 #[test]
 fn directories_say_what_they_are_not() {
     let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let err = fails(&["embed", "-m", s(&empty), "x"], "");
+    assert!(err.contains("neither a SAEV dataset"), "{err}");
+    let err = fails(&["search", "-m", &m, "-q", "x", s(&empty)], "");
+    assert!(err.contains("is a directory; search reads"), "{err}");
+    let tensors = dir.path().join("t.safetensors");
+    ok(&["convert", &m, s(&tensors)], "");
+    let err = fails(
+        &["tllm", "generate", "-m", s(&tensors), "--prompt", "x"],
+        "",
+    );
+    assert!(
+        err.contains("the file's format is safetensors; tllm commands take a TLLM model"),
+        "{err}"
+    );
+    directories_of_datasets_say_what_they_are_not();
+}
+
+fn directories_of_datasets_say_what_they_are_not() {
+    let dir = tempfile::tempdir().unwrap();
     let err = fails(&["inspect", s(dir.path())], "");
     assert!(
         err.contains("is a directory, but neither a SAEV dataset"),
@@ -209,14 +231,36 @@ fn directories_say_what_they_are_not() {
         ],
         "",
     );
-    for command in [
+    let commands = [
         vec!["verify", s(&root)],
         vec!["acts", "verify", s(&root)],
         vec!["acts", "inspect", s(&root)],
-    ] {
-        let err = fails(&command, "");
+    ];
+    // A root holding one dataset stands for it.
+    for command in &commands {
+        ok(command, "");
+    }
+    // Holding two, it is refused, naming both.
+    ok(
+        &[
+            "acts",
+            "write-synthetic",
+            "-o",
+            s(&root),
+            "--n-imgs",
+            "3",
+            "--patches",
+            "2",
+            "--d-vit",
+            "4",
+        ],
+        "",
+    );
+    for command in &commands {
+        let err = fails(command, "");
         assert!(
-            err.contains("is a SAEV root; name one of its datasets:"),
+            err.contains("is a SAEV root; name one of its datasets:")
+                && err.matches(root.to_str().unwrap()).count() == 3,
             "{command:?}: {err}"
         );
     }

@@ -146,7 +146,9 @@ fn looks_like_tiktoken(bytes: &[u8]) -> bool {
 pub fn detect(path: &Path) -> Result<Format> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if meta.is_dir() {
-        return if is_saev_dir(path) {
+        // A SAEV root with datasets under it is one for `saev::open`, which
+        // opens a lone dataset and names several.
+        return if is_saev_dir(path) || !crate::saev::datasets_in(path).is_empty() {
             Ok(Format::Saev)
         } else {
             Err(Error::UnknownFormat {

@@ -6,6 +6,15 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SaevError {
+    /// A SAEV root (the directory `<root>/<HASH>/` datasets are made in)
+    /// holding several datasets, given where one dataset was expected.
+    #[error("{}: is a SAEV root; name one of its datasets: {}", .root.display(), .datasets.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" "))]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// Its datasets.
+        datasets: Vec<PathBuf>,
+    },
     /// A SAEV directory whose name is not its metadata's hash.
     #[error(
         "{dir}: the directory name is not the metadata's hash {expected} (metadata.json was changed, or the directory renamed)"

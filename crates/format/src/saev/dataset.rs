@@ -21,11 +21,41 @@ pub struct Dataset {
     token_ids: Option<TokenIds>,
 }
 
+/// The datasets directly under a SAEV root (the directories holding a
+/// `metadata.json`), sorted; none for any other directory.
+pub fn datasets_in(root: &Path) -> Vec<PathBuf> {
+    let mut datasets: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.join("metadata.json").is_file())
+        .collect();
+    datasets.sort();
+    datasets
+}
+
 /// Opens and validates the dataset in `dir`: metadata keys and types, the
-/// directory name equal to the recomputed hash, shard count and sizes.
+/// directory name equal to the recomputed hash, shard count and sizes. A
+/// SAEV root holding one dataset opens that one; holding several, it is
+/// [`SaevError::Root`], naming them.
 pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
     let dir = dir.as_ref();
     let meta_path = dir.join("metadata.json");
+    if dir.is_dir() && std::fs::symlink_metadata(&meta_path).is_err() {
+        // A root with one dataset stands for it; with several, the error
+        // names them.
+        match datasets_in(dir).as_slice() {
+            [] => {}
+            [only] => return open(only),
+            several => {
+                return Err(Error::Saev(SaevError::Root {
+                    root: dir.to_path_buf(),
+                    datasets: several.to_vec(),
+                }));
+            }
+        }
+    }
     let text = source::read_capped_text(&meta_path, "SAEV metadata.json", metadata::MAX_BYTES)?;
     let metadata = Metadata::parse(&text).map_err(|e| match e {
         Error::Layout(LayoutError::InvalidHeader {

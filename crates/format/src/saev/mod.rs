@@ -14,7 +14,7 @@ mod token_text;
 mod tokens;
 mod writer;
 
-pub use dataset::{Dataset, Example, LayerChoice, Patches, View, open};
+pub use dataset::{Dataset, Example, LayerChoice, Patches, View, datasets_in, open};
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};
