@@ -89,12 +89,13 @@ fn keep_matching(summary: &mut Summary, filter: &fancy_regex::Regex) {
 /// Opens `path` as `format`, or as its content says. A directory is a SAEV
 /// dataset, or a Hugging Face model directory (its `model.safetensors`).
 pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
-    let model_dir = modelbin_format::embd::is_hf_model_dir(path);
-    let file = if model_dir {
-        path.join("model.safetensors")
+    let weights = if modelbin_format::embd::is_hf_model_dir(path) {
+        Some(path.join("model.safetensors"))
     } else {
-        path.to_path_buf()
+        sae_weights(path)
     };
+    let model_dir = weights.is_some();
+    let file = weights.unwrap_or_else(|| path.to_path_buf());
     let opened = match format {
         Some(format) => modelbin_format::open_as(&file, format),
         None => modelbin_format::open(&file),
@@ -105,6 +106,14 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
         }
         other => other.map_err(|e| at(&file, e)),
     }
+}
+
+/// The weights of an autoencoder directory in SAELens's layout (`cfg.json`
+/// and `sae_weights.safetensors`, as `sae train` writes it).
+fn sae_weights(path: &Path) -> Option<std::path::PathBuf> {
+    let weights = path.join(modelbin_infer::sae::saelens::WEIGHTS_FILE);
+    (path.join(modelbin_infer::sae::saelens::CONFIG_FILE).is_file() && weights.is_file())
+        .then_some(weights)
 }
 
 /// Whether `path` is a directory without a `metadata.json` of any kind (a
@@ -136,7 +145,7 @@ pub fn expect_format(path: &Path, expected: Format, what_to_do: &str) -> Result<
 /// nor a model.
 pub fn unknown_directory(path: &Path) -> String {
     format!(
-        "{}: is a directory, but neither a SAEV dataset (metadata.json and acts*.bin) nor a model directory (config.json and model.safetensors)",
+        "{}: is a directory, but neither a SAEV dataset (metadata.json and acts*.bin), a model directory (config.json and model.safetensors) nor an autoencoder (cfg.json and sae_weights.safetensors)",
         path.display()
     )
 }

@@ -97,6 +97,12 @@ fn train_then_eval_in_saelens_layout() {
     assert!(explained > 0.0 && explained <= 1.0, "{eval}");
     let histogram: Vec<u64> = serde_json::from_value(eval["density_histogram"].clone()).unwrap();
     assert_eq!(histogram.iter().sum::<u64>(), 64);
+    // inspect and verify take the autoencoder's directory (its weights).
+    let inspected: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--json", s(&out)], "")).unwrap();
+    assert_eq!(inspected["format"], "safetensors");
+    assert_eq!(inspected["tensor_count"], 4);
+    ok(&["verify", s(&out)], "");
     // Same seed, same autoencoder.
     let again = dir.path().join("again");
     train(&again, &[]);
