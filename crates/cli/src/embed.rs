@@ -22,8 +22,12 @@ pub struct ModelChoice {
     /// The model: an `.embd` file or a Hugging Face / sentence-transformers directory.
     #[arg(short, long)]
     pub model: PathBuf,
-    /// Check the model file's checksums before using it.
+    /// Skip checking an EMBD file's checksums before using it (checked by
+    /// default, so a damaged file is an error rather than wrong vectors).
     #[arg(long)]
+    no_verify: bool,
+    /// Check the checksums: the default, kept for scripts that pass it.
+    #[arg(long, hide = true, conflicts_with = "no_verify")]
     verify: bool,
     /// Worker threads (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -33,7 +37,7 @@ pub struct ModelChoice {
 impl ModelChoice {
     /// Opens the model (after `--verify`'s check) and the thread pool.
     fn open(&self) -> Result<(Embedder, rayon::ThreadPool), Failure> {
-        if self.verify && !self.model.is_dir() {
+        if !self.no_verify && !self.model.is_dir() {
             modelbin_format::open(&self.model)
                 .and_then(|file| file.verify())
                 .map_err(|e| at(&self.model, e))?;

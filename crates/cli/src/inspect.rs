@@ -112,8 +112,11 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
 /// and `sae_weights.safetensors`, as `sae train` writes it).
 fn sae_weights(path: &Path) -> Option<std::path::PathBuf> {
     let weights = path.join(modelbin_infer::sae::saelens::WEIGHTS_FILE);
-    (path.join(modelbin_infer::sae::saelens::CONFIG_FILE).is_file() && weights.is_file())
-        .then_some(weights)
+    (path
+        .join(modelbin_infer::sae::saelens::CONFIG_FILE)
+        .is_file()
+        && weights.is_file())
+    .then_some(weights)
 }
 
 /// Whether `path` is a directory without a `metadata.json` of any kind (a

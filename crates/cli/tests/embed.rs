@@ -76,6 +76,11 @@ fn convert_inspect_verify_and_corruption() {
     )
     .unwrap();
     assert_eq!(json["valid"], false);
+    // The embedding commands check the checksums before using a model,
+    // unless told not to.
+    let err = fails(&["similarity", "-m", s(&bad), "a", "b"], "");
+    assert!(err.contains("tensor data checksum mismatch"), "{err}");
+    ok(&["similarity", "-m", s(&bad), "--no-verify", "a", "b"], "");
 
     // Truncated: a clear error naming the section.
     std::fs::write(&bad, &bytes[..1000]).unwrap();
