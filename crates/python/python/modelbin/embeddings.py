@@ -91,6 +91,9 @@ class LineIndex:
 
     def __init__(self, native: "_native.NativeLineIndex") -> None:
         self._native = native
+        # Models already checked against the index (the check hashes the
+        # model file, so it is done once per model).
+        self._checked: set = set()
 
     @classmethod
     def build(cls, embedder: SentenceEmbedder,
@@ -116,7 +119,9 @@ class LineIndex:
         """The ``top`` lines closest to ``query``, best first, as dicts with
         ``score``, ``path``, ``line`` and ``text`` (what ``modelbin search
         --json`` prints). ``embedder`` must be the index's model."""
-        if not self._native.has_model(embedder._path):
-            raise ValueError("the index holds embeddings of another model")
+        if embedder._path not in self._checked:
+            if not self._native.has_model(embedder._path):
+                raise ValueError("the index holds embeddings of another model")
+            self._checked.add(embedder._path)
         return [{"score": score, "path": os.fspath(path), "line": line, "text": text}
                 for score, path, line, text in self._native.search(embedder._native, query, top)]
