@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use modelbin_format::inspect::Summary;
-use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Writer};
+use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches};
 
 use crate::args::OutputPath;
 use crate::failure::{Failure, at, invalid};
@@ -368,26 +368,15 @@ fn write_synthetic(
 ) -> Result<(), Failure> {
     let values = metadata.vectors_per_img() as f64 * metadata.d_vit as f64;
     crate::work::check_memory(values * 4.0 * 2.0, "one image of this dataset")?;
-    let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
+    let bytes = metadata.n_imgs * metadata.vectors_per_img() * metadata.d_vit * 4;
     let n_imgs = metadata.n_imgs;
-    let mut rng = modelbin_infer::rng::Rng::new(metadata.seed as u64);
-    let mut writer = Writer::create(root, metadata).map_err(invalid)?;
     let mut progress = Progress::new("writing");
-    let mut image = vec![0.0f32; values_per_img];
     let started = Instant::now();
-    for img in 0..n_imgs {
-        if img == 0 || !repeat {
-            image.iter_mut().for_each(|v| *v = rng.normal(1.0) as f32);
-        }
-        writer.push(&image).map_err(invalid)?;
-        progress.update(
-            (img + 1) * values_per_img as u64 * 4,
-            n_imgs * values_per_img as u64 * 4,
-        );
-    }
-    let dir = writer.finish().map_err(invalid)?;
+    let dir = saev::write_synthetic(root, metadata, repeat, &mut |done, total| {
+        progress.update(done, total)
+    })
+    .map_err(invalid)?;
     progress.finish();
-    let bytes = n_imgs * values_per_img as u64 * 4;
     let seconds = started.elapsed().as_secs_f64();
     if json {
         print_json(&serde_json::json!({

@@ -21,7 +21,7 @@ pub use pyjson::{Layout, dumps, float_repr};
 pub use stats::LayerStats;
 pub use token_text::{TokenText, visible};
 pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
-pub use writer::Writer;
+pub use writer::{Writer, write_synthetic};
 
 /// The file name of shard `index`.
 pub fn shard_name(index: u64) -> String {
