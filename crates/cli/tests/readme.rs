@@ -1,12 +1,17 @@
-//! Every console example of the README runs and prints what the README
-//! shows (`[..]` stands for text that changes from run to run, `...` for
-//! lines left out), so the documentation and the program cannot disagree.
+//! Every console example of the README and of docs/cli.md runs and prints
+//! what the page shows (`[..]` stands for text that changes from run to run,
+//! `...` for lines left out), so the documentation and the program cannot
+//! disagree.
 //!
-//! The examples run from a scratch directory that sees the repository's
-//! `tests/`, `crates/` and `target/` (the fetched test data) and collects
-//! the files the examples write.
+//! Each page runs from its own scratch directory that sees the repository's
+//! `tests/`, `crates/` and `target/` (the fetched test data) and collects the
+//! files the examples write; the examples of a page run in order, later ones
+//! using what earlier ones wrote.
 
 use std::path::Path;
+
+/// The pages whose console examples run, each in a fresh scratch directory.
+const PAGES: [&str; 2] = ["README.md", "docs/cli.md"];
 
 #[test]
 fn readme_examples_run_as_shown() {
@@ -17,16 +22,23 @@ fn readme_examples_run_as_shown() {
             .is_file(),
         "run scripts/fetch-test-data.sh first"
     );
-    let scratch = tempfile::tempdir().unwrap();
-    for shared in ["tests", "crates", "target"] {
-        std::os::unix::fs::symlink(repo.join(shared), scratch.path().join(shared)).unwrap();
+    for page in PAGES {
+        let scratch = tempfile::tempdir().unwrap();
+        for shared in ["tests", "crates", "target"] {
+            std::os::unix::fs::symlink(repo.join(shared), scratch.path().join(shared)).unwrap();
+        }
+        let copy = scratch.path().join(page);
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(repo.join(page), &copy).unwrap();
+        // This test binary runs this one test: the working directory is
+        // ours, and the pages run one after the other.
+        std::env::set_current_dir(scratch.path()).unwrap();
+        trycmd::TestCases::new()
+            .register_bin("modelbin", Path::new(env!("CARGO_BIN_EXE_modelbin")))
+            // No periodic progress lines on stderr (which the examples'
+            // output includes) however slow the machine.
+            .env("MODELBIN_PROGRESS_EVERY", "1000000")
+            .case(&copy)
+            .run();
     }
-    let readme = scratch.path().join("README.md");
-    std::fs::copy(repo.join("README.md"), &readme).unwrap();
-    // This test binary runs this one test: the working directory is ours.
-    std::env::set_current_dir(scratch.path()).unwrap();
-    trycmd::TestCases::new()
-        .register_bin("modelbin", Path::new(env!("CARGO_BIN_EXE_modelbin")))
-        .case(&readme)
-        .run();
 }
