@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
+use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{Evaluation, evaluate, trained_elsewhere};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::splice::Splice;

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use modelbin_infer::Stepped;
 use modelbin_infer::train::run::{TrainingRun, TrainingSettings, bits_per_byte};
 
 use crate::args::{parse_coefficient, parse_fraction, parse_positive};

@@ -52,6 +52,20 @@ pub mod train;
 
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, RecordError, Result, SaeError, SettingDifference, TrainingError};
+
+/// A run of a known number of steps that its caller drives one step at a
+/// time (so a face can draw progress and stop between steps): the SAE and
+/// TLLM training runs.
+pub trait Stepped {
+    /// Steps done, a resumed run's earlier ones included.
+    fn steps_done(&self) -> u64;
+    /// Steps asked for.
+    fn steps(&self) -> u64;
+    /// Whether every step asked for is done.
+    fn is_done(&self) -> bool {
+        self.steps_done() >= self.steps()
+    }
+}
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
 pub use nn::int8_kernels::Int8Kernel;

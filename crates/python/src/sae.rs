@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use modelbin_format::saev::Patches;
+use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
 use modelbin_infer::sae::features::{FeatureOptions, features, html_page};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};

@@ -113,6 +113,7 @@ pub fn tllm_train(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     use modelbin_format::tllm::Config;
+    use modelbin_infer::Stepped;
     use modelbin_infer::train::run::{TrainingRun, TrainingSettings};
     let config = Config {
         model_dim: dim,

@@ -12,6 +12,7 @@
 //! use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 //! use modelbin_infer::sae::train::Architecture;
 //! use modelbin_infer::sae::view::View;
+//! use modelbin_infer::Stepped;
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
 //! let view = View::open("acts/3f2a…".as_ref(), -1, Patches::Image, 4096, None)?;
@@ -206,21 +207,6 @@ impl TrainRun {
         })
     }
 
-    /// Steps done, a resumed run's earlier ones included.
-    pub fn steps_done(&self) -> u64 {
-        self.trainer.steps_done()
-    }
-
-    /// Steps asked for.
-    pub fn steps(&self) -> u64 {
-        self.settings.steps
-    }
-
-    /// Whether every step asked for is done.
-    pub fn is_done(&self) -> bool {
-        self.steps_done() >= self.settings.steps
-    }
-
     /// Vectors trained on by this process so far.
     pub fn vectors(&self) -> u64 {
         self.vectors
@@ -413,5 +399,15 @@ impl Batches {
             self.taken = 0;
             self.loader = view.loader(self.seed, self.epoch, true)?;
         }
+    }
+}
+
+impl crate::Stepped for TrainRun {
+    fn steps_done(&self) -> u64 {
+        self.trainer.steps_done()
+    }
+
+    fn steps(&self) -> u64 {
+        self.settings.steps
     }
 }

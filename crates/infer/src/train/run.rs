@@ -5,6 +5,7 @@
 //!
 //! ```no_run
 //! use modelbin_format::tllm::Config;
+//! use modelbin_infer::Stepped;
 //! use modelbin_infer::train::run::{TrainingRun, TrainingSettings};
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
@@ -234,21 +235,6 @@ impl TrainingRun {
         })
     }
 
-    /// Steps done, a resumed run's earlier ones included.
-    pub fn steps_done(&self) -> u64 {
-        self.trainer.steps_done()
-    }
-
-    /// Steps asked for.
-    pub fn steps(&self) -> u64 {
-        self.settings.steps
-    }
-
-    /// Whether every step asked for is done.
-    pub fn is_done(&self) -> bool {
-        self.steps_done() >= self.settings.steps
-    }
-
     /// Training tokens per step.
     fn tokens_per_step(&self) -> f64 {
         (self.settings.batch_size * self.settings.config.max_seq_len as usize) as f64
@@ -311,4 +297,14 @@ impl TrainingRun {
 /// Bits per byte of a loss in nats per byte.
 pub fn bits_per_byte(nats: f64) -> f64 {
     nats / std::f64::consts::LN_2
+}
+
+impl crate::Stepped for TrainingRun {
+    fn steps_done(&self) -> u64 {
+        self.trainer.steps_done()
+    }
+
+    fn steps(&self) -> u64 {
+        self.settings.steps
+    }
 }

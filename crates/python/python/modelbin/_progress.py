@@ -85,3 +85,30 @@ def bytes_callback(progress: Optional[bool], desc: str) -> "tuple[Any, Optional[
                 holder[0].close()
 
     return callback, _Closer()  # type: ignore[return-value]
+
+
+class Steps:
+    """What a training call reports step by step: a bar of ``steps`` steps
+    (when progress is shown) noting ``note(report)``, and ``on_step``.
+    ``callback`` is what the native run calls with each report's JSON
+    (``None`` when nobody listens); ``close`` ends the bar."""
+
+    def __init__(self, progress: Optional[bool], steps: int,
+                 note: "Any", on_step: "Any") -> None:
+        self.bar = Bar("training", steps, "steps") if wanted(progress) else None
+        self.note, self.on_step = note, on_step
+        self.callback = self._step if self.bar is not None or on_step is not None else None
+
+    def _step(self, report_json: str) -> None:
+        import json
+
+        report = json.loads(report_json)
+        if self.bar is not None:
+            self.bar.update(report["step"], note=self.note(report))
+        if self.on_step is not None:
+            self.on_step(report)
+
+    def close(self) -> None:
+        """Ends the bar."""
+        if self.bar is not None:
+            self.bar.close()

@@ -44,15 +44,7 @@ class TLLM:
         between steps (``KeyboardInterrupt``), leaving the last checkpoint.
         Returns the trained model; its ``summary`` is what ``tllm train
         --json`` prints."""
-        bar = _progress.Bar("training", steps, "steps") if _progress.wanted(progress) else None
-
-        def step(report_json: str) -> None:
-            report = json.loads(report_json)
-            if bar is not None:
-                bar.update(report["step"], note=f"loss {report['loss']:.3f}")
-            if on_step is not None:
-                on_step(report)
-
+        reports = _progress.Steps(progress, steps, lambda r: f"loss {r['loss']:.3f}", on_step)
         try:
             summary = _native.tllm_train(
                 [os.fspath(path) for path in corpus], os.fspath(out), dim=dim, layers=layers,
@@ -60,11 +52,9 @@ class TLLM:
                 steps=steps, lr=lr, warmup=warmup, weight_decay=weight_decay, clip=clip,
                 seed=seed, val_fraction=val_fraction, eval_every=eval_every,
                 checkpoint_every=checkpoint_every, resume=resume, force=force,
-                threads=threads,
-                progress=step if bar is not None or on_step is not None else None)
+                threads=threads, progress=reports.callback)
         finally:
-            if bar is not None:
-                bar.close()
+            reports.close()
         model = cls(out)
         model.summary = json.loads(summary)
         return model

@@ -157,25 +157,17 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
     (``KeyboardInterrupt``), leaving only the last checkpoint. The summary
     ``sae train --json`` prints is the returned autoencoder's ``summary``.
     """
-    bar = _progress.Bar("training", steps, "steps") if _progress.wanted(progress) else None
-
-    def step(report_json: str) -> None:
-        report = json.loads(report_json)
-        if bar is not None:
-            bar.update(report["step"], note=f"fvu {report['fvu']:.3f}, L0 {report['l0']:.1f}")
-        if on_step is not None:
-            on_step(report)
-
+    reports = _progress.Steps(progress, steps,
+                              lambda r: f"fvu {r['fvu']:.3f}, L0 {r['l0']:.1f}", on_step)
     try:
         summary = _native.sae_train(
             os.fspath(dataset), layer, os.fspath(out), patches_name=patches, d_sae=d_sae,
             architecture=architecture, k=k, l1_coeff=l1_coeff, steps=steps,
             batch_size=batch_size, lr=lr, seed=seed, aux_k=aux_k, dead_after=dead_after,
             threads=threads, checkpoint_every=checkpoint_every, resume=resume, force=force,
-            progress=step if bar is not None or on_step is not None else None)
+            progress=reports.callback)
     finally:
-        if bar is not None:
-            bar.close()
+        reports.close()
     sae = SAE.load(out)
     sae.summary = json.loads(summary)
     return sae
