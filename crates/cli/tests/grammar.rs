@@ -630,3 +630,21 @@ fn a_model_of_the_wrong_kind_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn help_lists_every_subcommand() {
+    let top = ok(&["--help"], "");
+    assert!(
+        top.contains("train, eval, features") && top.contains("record a model's activations"),
+        "{top}"
+    );
+    for (group, verbs) in [
+        ("sae", &["train", "eval", "features"][..]),
+        ("acts", &["record", "inspect", "verify", "get", "stats", "bench"][..]),
+    ] {
+        let help = ok(&[group, "--help"], "");
+        for verb in verbs {
+            assert!(help.contains(&format!("  {verb} ")), "{group}: {verb}\n{help}");
+        }
+    }
+}
