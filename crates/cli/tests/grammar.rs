@@ -640,11 +640,17 @@ fn help_lists_every_subcommand() {
     );
     for (group, verbs) in [
         ("sae", &["train", "eval", "features"][..]),
-        ("acts", &["record", "inspect", "verify", "get", "stats", "bench"][..]),
+        (
+            "acts",
+            &["record", "inspect", "verify", "get", "stats", "bench"][..],
+        ),
     ] {
         let help = ok(&[group, "--help"], "");
         for verb in verbs {
-            assert!(help.contains(&format!("  {verb} ")), "{group}: {verb}\n{help}");
+            assert!(
+                help.contains(&format!("  {verb} ")),
+                "{group}: {verb}\n{help}"
+            );
         }
     }
 }
