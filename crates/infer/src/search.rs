@@ -141,6 +141,15 @@ impl LineIndex {
         top: usize,
     ) -> Result<Vec<SearchHit<'_>>> {
         let query = embedder.embed(&[query])?.concat();
+        if query.len() != self.dim {
+            return Err(Error::Format(modelbin_format::Error::InvalidArgument(
+                format!(
+                    "the index holds embeddings of width {}, the model gives {}",
+                    self.dim,
+                    query.len()
+                ),
+            )));
+        }
         let mut hits: Vec<SearchHit> = self
             .vectors
             .chunks_exact(self.dim.max(1))

@@ -42,6 +42,15 @@ impl NativeSae {
         threshold: Option<PyReadonlyArray1<'_, f32>>,
     ) -> PyResult<Self> {
         let [d_in, d_sae] = <[usize; 2]>::try_from(w_enc.shape()).expect("two dimensions");
+        if w_dec.shape() != [d_sae, d_in] || b_enc.len() != d_sae || b_dec.len() != d_in {
+            return Err(PyValueError::new_err(format!(
+                "inconsistent shapes: W_enc {:?}, W_dec {:?}, b_enc [{}], b_dec [{}]",
+                w_enc.shape(),
+                w_dec.shape(),
+                b_enc.len(),
+                b_dec.len()
+            )));
+        }
         let activation = match (architecture, k, threshold) {
             ("topk", Some(k), _) if (1..=d_sae).contains(&k) => Activation::TopK(k),
             ("jumprelu", _, Some(threshold)) if threshold.len() == d_sae => {
@@ -75,7 +84,8 @@ impl NativeSae {
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let rows = x.shape()[0];
+        let [rows, width] = <[usize; 2]>::try_from(x.shape()).expect("two dimensions");
+        check_width("inputs", width, self.sae.d_in)?;
         let input = x.as_array().iter().copied().collect::<Vec<f32>>();
         let d_sae = self.sae.d_sae;
         let dense = py.detach(|| {
@@ -97,7 +107,8 @@ impl NativeSae {
         py: Python<'py>,
         z: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let rows = z.shape()[0];
+        let [rows, width] = <[usize; 2]>::try_from(z.shape()).expect("two dimensions");
+        check_width("codes", width, self.sae.d_sae)?;
         let z = z.as_array();
         let mut codes = Codes {
             offsets: Vec::with_capacity(rows + 1),
@@ -116,6 +127,18 @@ impl NativeSae {
         }
         let recon = py.detach(|| self.sae.decode(&codes));
         numpy::PyArray1::from_vec(py, recon).reshape([rows, self.sae.d_in])
+    }
+}
+
+/// Refuses `what` of `width` columns where `expected` are needed (the
+/// engine indexes rows by that width).
+fn check_width(what: &str, width: usize, expected: usize) -> PyResult<()> {
+    if width == expected {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} of width {width}; this autoencoder takes {expected}"
+        )))
     }
 }
 

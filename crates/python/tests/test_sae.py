@@ -100,3 +100,18 @@ def test_bad_directories_are_value_errors(tmp_path):
         modelbin.sae.SAE.load(tmp_path / "ok").encode(np.zeros(5, np.float32))
     with pytest.raises(FileNotFoundError):
         modelbin.sae.SAE.load(tmp_path / "missing")
+
+
+def test_the_native_autoencoder_refuses_shapes_it_cannot_run():
+    from modelbin import _native
+
+    w = np.zeros((6, 10), np.float32)
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        _native.NativeSae(w, np.zeros((10, 5), np.float32), np.zeros(10, np.float32),
+                          np.zeros(6, np.float32), "topk", 3)
+    sae = _native.NativeSae(w, np.zeros((10, 6), np.float32), np.zeros(10, np.float32),
+                            np.zeros(6, np.float32), "topk", 3)
+    with pytest.raises(ValueError, match="inputs of width 5"):
+        sae.encode(np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match="codes of width 6"):
+        sae.decode(np.zeros((2, 6), np.float32))
