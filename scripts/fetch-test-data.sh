@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetch the real models the test suite runs on and cache them under target/.
 #
-# The .tiktoken vocabularies come from the crates.io package tiktoken-rs (a
+# The .tiktoken vocabularies, and GPT-2's original vocab.bpe and
+# encoder.json, come from the crates.io package tiktoken-rs (a
 # dev-dependency), located through `cargo metadata` and copied to
 # target/test-data/tiktoken/.
 #
@@ -27,12 +28,13 @@ if [ -z "$python" ]; then
 fi
 
 tiktoken_dir="$cache/tiktoken"
-if [ ! -f "$tiktoken_dir/o200k_base.tiktoken" ]; then
+if [ ! -f "$tiktoken_dir/o200k_base.tiktoken" ] || [ ! -f "$tiktoken_dir/vocab.bpe" ]; then
     cargo fetch --locked --manifest-path "$root/Cargo.toml" >/dev/null
     manifest=$(cargo metadata --locked --format-version 1 --manifest-path "$root/Cargo.toml" |
         "$python" -c 'import json, sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "tiktoken-rs"))')
     mkdir -p "$tiktoken_dir"
-    cp "$(dirname "$manifest")"/assets/*.tiktoken "$tiktoken_dir/"
+    assets="$(dirname "$manifest")/assets"
+    cp "$assets"/*.tiktoken "$assets/vocab.bpe" "$assets/encoder.json" "$tiktoken_dir/"
 fi
 
 if [ -f "$model_dir/model.safetensors" ]; then

@@ -3,8 +3,9 @@
 # (numpy for the reference forward passes, tiktoken, safetensors, ...),
 # first on PATH so every test's `python3` is the venv's; the real test
 # models (cached under target/); every test of the workspace; then the
-# Python package built with the README's command into the same venv and
-# its tests. Nothing is installed into the system Python.
+# Python package built with the README's command into the same venv, its
+# tests, and the anchors' own test suites run against it
+# (scripts/drop-in-suites.sh). Nothing is installed into the system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,3 +22,4 @@ cargo test --workspace --locked "$@"
 
 "$venv/bin/python" -m pip install --quiet ./crates/python
 "$venv/bin/python" -m pytest -q crates/python/tests
+scripts/drop-in-suites.sh

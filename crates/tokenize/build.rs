@@ -33,7 +33,7 @@ fn main() {
     let write = |name: &str, ext: &str, bytes: Vec<u8>| {
         std::fs::write(out.join(format!("{name}.{ext}")), bytes).expect("OUT_DIR is writable");
     };
-    for name in ["cl100k_base", "o200k_base"] {
+    for name in ["cl100k_base", "o200k_base", "p50k_base", "r50k_base"] {
         let path = format!("vocab/{name}.bpe2");
         println!("cargo::rerun-if-changed={path}");
         let bytes = std::fs::read(&path).expect("the embedded vocabulary is in the repository");

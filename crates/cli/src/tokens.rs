@@ -122,15 +122,17 @@ pub struct TextInputs {
 /// Which vocabulary to use.
 #[derive(Debug, Args)]
 pub struct VocabChoice {
-    /// Encoding: cl100k_base or o200k_base (built in; default o200k_base).
+    /// Encoding, one of tiktoken's (all built in): gpt2, r50k_base,
+    /// p50k_base, p50k_edit, cl100k_base, o200k_base (default),
+    /// o200k_harmony.
     #[arg(short, long, conflicts_with_all = ["model", "vocab"], value_parser = parse_encoding)]
     encoding: Option<&'static str>,
     /// Model whose encoding to use (e.g. gpt-4o, gpt-4).
     #[arg(short, long, conflicts_with = "vocab", value_parser = parse_model)]
     model: Option<&'static str>,
-    /// A vocabulary file: BPE2, or tiktoken's `.tiktoken` (e.g.
-    /// p50k_base.tiktoken; converted in memory, so `modelbin convert` it to
-    /// `.bpe2` once when it is used often).
+    /// A vocabulary file: BPE2, or tiktoken's `.tiktoken` (converted in
+    /// memory, so `modelbin convert` it to `.bpe2` once when it is used
+    /// often).
     #[arg(long, value_name = "FILE")]
     vocab: Option<PathBuf>,
     /// Pre-tokenizer regex (fancy-regex syntax) for a --vocab whose source
@@ -139,15 +141,12 @@ pub struct VocabChoice {
     pattern: Option<String>,
 }
 
-/// A built-in encoding's name; the others need `--vocab`.
+/// A built-in encoding's name; other vocabularies need `--vocab`.
 fn parse_encoding(name: &str) -> Result<&'static str, String> {
     match Tokenizer::embedded(name) {
         Ok(tokenizer) => tokenizer
             .name()
             .ok_or_else(|| format!("built-in encoding `{name}` has no name")),
-        Err(e @ modelbin_tokenize::Error::NotEmbedded(_)) => Err(format!(
-            "{e}; then pass it with --vocab FILE (.tiktoken or .bpe2)"
-        )),
         Err(e) => Err(e.to_string()),
     }
 }

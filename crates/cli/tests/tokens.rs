@@ -335,9 +335,24 @@ fn cost_estimates() {
 }
 
 #[test]
-fn other_vocabularies_load_from_files() {
-    let err = usage(&["tokens", "count", "-e", "p50k_base"], "x");
-    assert!(err.contains("--vocab"), "{err}");
+fn every_tiktoken_encoding_is_built_in_and_vocabularies_load_from_files() {
+    // tiktoken's ids for "hello world<|endoftext|>" (special as text) in
+    // the GPT-2 family, and p50k_edit's special tokens.
+    for encoding in ["gpt2", "r50k_base", "p50k_base", "p50k_edit"] {
+        assert_eq!(
+            ok(&["tokens", "encode", "-e", encoding], "hello world"),
+            "[31373,995]\n"
+        );
+    }
+    assert_eq!(
+        ok(
+            &["tokens", "encode", "-e", "p50k_edit", "--special", "all"],
+            "<|fim_prefix|>"
+        ),
+        "[50281]\n"
+    );
+    let err = usage(&["tokens", "count", "-e", "p60k_base"], "x");
+    assert!(err.contains("o200k_harmony"), "{err}");
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/test-data/tiktoken/p50k_base.tiktoken");
     assert!(source.is_file(), "run scripts/fetch-test-data.sh");

@@ -1,12 +1,15 @@
 //! The tokenizer core behind `modelbin.Encoding` (the tiktoken-style
 //! argument handling lives in Python).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
@@ -50,6 +53,24 @@ impl NativeEncoding {
         self.vocabulary.tokenizer()
     }
 
+    /// Appends the ids of `text` to `ids`: `allowed` special tokens become
+    /// their ids (the caller has checked for disallowed ones).
+    fn encode_into(
+        &self,
+        text: &str,
+        allowed: &[&str],
+        ids: &mut Vec<u32>,
+    ) -> Result<(), modelbin_tokenize::Error> {
+        if allowed.is_empty() {
+            return self.tokenizer().encode_ordinary_into(text, ids);
+        }
+        let encoded = self
+            .tokenizer()
+            .encode(text, Specials::Only(allowed), Specials::None)?;
+        ids.extend_from_slice(&encoded);
+        Ok(())
+    }
+
     /// `ids` as a Python list of ints.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         self.ints.list(py, ids)
@@ -61,9 +82,36 @@ fn only(names: &[String]) -> Vec<&str> {
     names.iter().map(String::as_str).collect()
 }
 
+/// A flat batch: every text's ids one after another, and where each starts.
+type FlatIds<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
+
+/// A rayon pool of `threads` threads, made once per size and kept: a batch
+/// call should not pay for starting threads.
+fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Option<HashMap<usize, Arc<rayon::ThreadPool>>>> = Mutex::new(None);
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pool) = pools.get_or_insert_default().get(&threads) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.get_or_insert_default().insert(threads, pool.clone());
+    Ok(pool)
+}
+
+/// Texts per parallel task of a flat batch: enough tasks to balance texts
+/// of uneven length over the threads, few enough that each task's ids are
+/// a long run to copy.
+fn texts_per_task(texts: usize, threads: usize) -> usize {
+    texts.div_ceil(threads * 16).max(1)
+}
+
 #[pymethods]
 impl NativeEncoding {
-    /// A built-in encoding (`cl100k_base`, `o200k_base`).
+    /// A built-in encoding (any of tiktoken's seven).
     #[staticmethod]
     fn built_in(name: &str) -> PyResult<Self> {
         let tokenizer = Tokenizer::embedded(name).map_err(tokenize_error)?;
@@ -83,6 +131,141 @@ impl NativeEncoding {
             .detach(|| Tokenizer::open_vocabulary(&path, pattern))
             .map_err(tokenize_error)?;
         Ok(NativeEncoding::new(Vocabulary::Loaded(Box::new(tokenizer))))
+    }
+
+    /// A custom encoding from tiktoken's constructor arguments: the
+    /// mergeable ranks, the pre-tokenizer regex and the special tokens.
+    #[staticmethod]
+    fn from_parts(
+        py: Python<'_>,
+        mergeable_ranks: HashMap<Vec<u8>, u32>,
+        pat_str: &str,
+        special_tokens: HashMap<String, u32>,
+    ) -> PyResult<Self> {
+        let ranks: Vec<(Vec<u8>, u32)> = mergeable_ranks.into_iter().collect();
+        let mut specials: Vec<(String, u32)> = special_tokens.into_iter().collect();
+        specials.sort_by_key(|&(_, id)| id);
+        let tokenizer = py
+            .detach(|| {
+                let pattern = Pattern::from_regex(pat_str)?;
+                Tokenizer::from_parts(&ranks, pattern, specials)
+            })
+            .map_err(tokenize_error)?;
+        Ok(NativeEncoding::new(Vocabulary::Loaded(Box::new(tokenizer))))
+    }
+
+    /// The pre-tokenizer's regex.
+    #[getter]
+    fn pat_str(&self) -> &str {
+        self.tokenizer().pattern().regex()
+    }
+
+    /// The mergeable tokens as (bytes, rank) pairs, in rank order.
+    fn mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
+        self.tokenizer()
+            .mergeable_tokens()
+            .map(|(rank, bytes)| (PyBytes::new(py, bytes), rank))
+            .collect()
+    }
+
+    /// The id of one token's bytes (ordinary or special), if it is one.
+    fn encode_single_token(&self, token: &[u8]) -> Option<u32> {
+        self.tokenizer().encode_single_token(token)
+    }
+
+    /// The ids of any bytes (tiktoken's `_encode_bytes`).
+    fn encode_bytes<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let ids = py
+            .detach(|| self.tokenizer().encode_bytes(bytes))
+            .map_err(tokenize_error)?;
+        self.id_list(py, &ids)
+    }
+
+    /// The ids of `piece` merged as one piece, without the split.
+    fn encode_single_piece<'py>(
+        &self,
+        py: Python<'py>,
+        piece: &[u8],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.tokenizer().encode_single_piece(piece));
+        self.id_list(py, &ids)
+    }
+
+    /// The stable ids of `text` and the completions of its unstable end.
+    fn encode_with_unstable(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Vec<String>,
+    ) -> PyResult<(Vec<u32>, Vec<Vec<u32>>)> {
+        py.detach(|| {
+            self.tokenizer()
+                .encode_with_unstable(text, Specials::Only(&only(&allowed)))
+        })
+        .map_err(tokenize_error)
+    }
+
+    /// Every text's ids, one after another, as a `uint32` array, and where
+    /// each text's ids start (`int64`, one more than there are texts).
+    /// Encoded in parallel on `num_threads` threads without the GIL.
+    fn encode_batch_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<PyBackedStr>,
+        allowed: Vec<String>,
+        num_threads: usize,
+    ) -> PyResult<FlatIds<'py>> {
+        let allowed = only(&allowed);
+        let (ids, offsets) = py.detach(|| {
+            let per_task = texts_per_task(texts.len(), num_threads);
+            let tasks: Vec<(Vec<u32>, Vec<i64>)> = pool(num_threads)?.install(|| {
+                texts
+                    .par_chunks(per_task)
+                    .map(|chunk| {
+                        let mut ids = Vec::new();
+                        let mut ends = Vec::with_capacity(chunk.len());
+                        for text in chunk {
+                            self.encode_into(text, &allowed, &mut ids)?;
+                            ends.push(ids.len() as i64);
+                        }
+                        Ok((ids, ends))
+                    })
+                    .collect::<Result<_, modelbin_tokenize::Error>>()
+                    .map_err(tokenize_error)
+            })?;
+            let total = tasks.iter().map(|(ids, _)| ids.len()).sum();
+            let mut ids = Vec::with_capacity(total);
+            let mut offsets = Vec::with_capacity(texts.len() + 1);
+            offsets.push(0);
+            for (task_ids, ends) in tasks {
+                let base = ids.len() as i64;
+                offsets.extend(ends.iter().map(|end| base + end));
+                ids.extend_from_slice(&task_ids);
+            }
+            Ok::<_, PyErr>((ids, offsets))
+        })?;
+        Ok((ids.into_pyarray(py), offsets.into_pyarray(py)))
+    }
+
+    /// How many ids each text's `encode_ordinary` gives (`int64`), counted
+    /// in parallel on `num_threads` threads without the GIL.
+    fn count_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<PyBackedStr>,
+        num_threads: usize,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let counts = py.detach(|| {
+            pool(num_threads)?.install(|| {
+                texts
+                    .par_iter()
+                    .with_min_len(texts_per_task(texts.len(), num_threads))
+                    .map(|text| self.tokenizer().count(text).map(|n| n as i64))
+                    .collect::<Result<Vec<i64>, _>>()
+                    .map_err(tokenize_error)
+            })
+        })?;
+        Ok(counts.into_pyarray(py))
     }
 
     /// The encoding's name, when the vocabulary is a known one.
@@ -143,11 +326,7 @@ impl NativeEncoding {
     ) -> PyResult<Bound<'py, PyList>> {
         let (allowed, disallowed) = (only(&allowed), only(&disallowed));
         let batch: Vec<Vec<u32>> = py.detach(|| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(num_threads)
-                .build()
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            pool.install(|| {
+            pool(num_threads)?.install(|| {
                 texts
                     .par_iter()
                     .map(|text| {

@@ -6,40 +6,94 @@ use serde::Deserialize;
 
 use crate::{Error, Result, Tokenizer};
 
-/// Model names (exact, or a prefix ending in `-`/`.`-free stem) → encoding,
-/// as tiktoken's `model.py` maps them. The longest matching prefix wins.
-const MODEL_PREFIXES: [(&str, &str); 16] = [
-    ("gpt-5", "o200k_base"),
-    ("gpt-4.1", "o200k_base"),
-    ("gpt-4.5", "o200k_base"),
-    ("gpt-4o", "o200k_base"),
-    ("chatgpt-4o", "o200k_base"),
+/// Model names → encoding, exactly as tiktoken 0.14.0's `model.py` maps them.
+const MODEL_TO_ENCODING: [(&str, &str); 45] = [
     ("o1", "o200k_base"),
     ("o3", "o200k_base"),
-    ("o4", "o200k_base"),
-    ("gpt-oss", "o200k_base"),
+    ("o4-mini", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4o", "o200k_base"),
     ("gpt-4", "cl100k_base"),
     ("gpt-3.5-turbo", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
     ("gpt-35-turbo", "cl100k_base"),
-    ("text-embedding-3", "cl100k_base"),
-    ("text-embedding-ada-002", "cl100k_base"),
     ("davinci-002", "cl100k_base"),
     ("babbage-002", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+    ("text-embedding-3-small", "cl100k_base"),
+    ("text-embedding-3-large", "cl100k_base"),
+    ("text-davinci-003", "p50k_base"),
+    ("text-davinci-002", "p50k_base"),
+    ("text-davinci-001", "r50k_base"),
+    ("text-curie-001", "r50k_base"),
+    ("text-babbage-001", "r50k_base"),
+    ("text-ada-001", "r50k_base"),
+    ("davinci", "r50k_base"),
+    ("curie", "r50k_base"),
+    ("babbage", "r50k_base"),
+    ("ada", "r50k_base"),
+    ("code-davinci-002", "p50k_base"),
+    ("code-davinci-001", "p50k_base"),
+    ("code-cushman-002", "p50k_base"),
+    ("code-cushman-001", "p50k_base"),
+    ("davinci-codex", "p50k_base"),
+    ("cushman-codex", "p50k_base"),
+    ("text-davinci-edit-001", "p50k_edit"),
+    ("code-davinci-edit-001", "p50k_edit"),
+    ("text-similarity-davinci-001", "r50k_base"),
+    ("text-similarity-curie-001", "r50k_base"),
+    ("text-similarity-babbage-001", "r50k_base"),
+    ("text-similarity-ada-001", "r50k_base"),
+    ("text-search-davinci-doc-001", "r50k_base"),
+    ("text-search-curie-doc-001", "r50k_base"),
+    ("text-search-babbage-doc-001", "r50k_base"),
+    ("text-search-ada-doc-001", "r50k_base"),
+    ("code-search-babbage-code-001", "r50k_base"),
+    ("code-search-ada-code-001", "r50k_base"),
+    ("gpt2", "gpt2"),
+    ("gpt-2", "gpt2"),
 ];
 
-/// The encoding of `model`, by longest matching prefix.
+/// Model-name prefixes → encoding, as tiktoken's `model.py` lists them: for
+/// a name not mapped exactly, the first prefix it starts with wins.
+const MODEL_PREFIX_TO_ENCODING: [(&str, &str); 17] = [
+    ("o1-", "o200k_base"),
+    ("o3-", "o200k_base"),
+    ("o4-mini-", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("gpt-4.5-", "o200k_base"),
+    ("gpt-4.1-", "o200k_base"),
+    ("chatgpt-4o-", "o200k_base"),
+    ("gpt-4o-", "o200k_base"),
+    ("gpt-4-", "cl100k_base"),
+    ("gpt-3.5-turbo-", "cl100k_base"),
+    ("gpt-35-turbo-", "cl100k_base"),
+    ("gpt-oss-", "o200k_harmony"),
+    ("ft:gpt-4o", "o200k_base"),
+    ("ft:gpt-4", "cl100k_base"),
+    ("ft:gpt-3.5-turbo", "cl100k_base"),
+    ("ft:davinci-002", "cl100k_base"),
+    ("ft:babbage-002", "cl100k_base"),
+];
+
+/// The encoding of `model`, as tiktoken maps it: by exact name, else by the
+/// first known prefix it starts with.
 pub fn encoding_for_model(model: &str) -> Result<&'static str> {
-    MODEL_PREFIXES
+    MODEL_TO_ENCODING
         .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix))
-        .max_by_key(|(prefix, _)| prefix.len())
+        .find(|&&(name, _)| name == model)
+        .or_else(|| {
+            MODEL_PREFIX_TO_ENCODING
+                .iter()
+                .find(|&&(prefix, _)| model.starts_with(prefix))
+        })
         .map(|&(_, encoding)| encoding)
-        .ok_or_else(|| {
-            let known: Vec<&str> = MODEL_PREFIXES.iter().map(|(p, _)| *p).collect();
-            Error::UnknownModel {
-                model: model.to_owned(),
-                known: known.join(", "),
-            }
+        .ok_or_else(|| Error::UnknownModel {
+            model: model.to_owned(),
+            known: "gpt-5, gpt-4.1, gpt-4o, o1, o3, o4-mini, gpt-4, gpt-3.5-turbo, \
+                    gpt-oss-*, text-embedding-3-*, davinci-002, gpt2 and older OpenAI models"
+                .to_owned(),
         })
 }
 
@@ -55,8 +109,8 @@ pub struct ModelPrice {
     /// Output tokens, where the model produces any.
     #[serde(default)]
     pub output: Option<f64>,
-    /// The built-in encoding the model's text is counted with
-    /// (`cl100k_base`, `o200k_base`), for a model tiktoken does not map.
+    /// The built-in encoding the model's text is counted with (one of
+    /// tiktoken's, e.g. `o200k_base`), for a model tiktoken does not map.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
 }
@@ -489,10 +543,10 @@ mod tests {
         assert_eq!(table.pricing("My-Model").unwrap().priced_as, "my-model");
         let bad = PriceTable::parse(
             r#"{"as_of": "x", "currency": "USD", "unit": "u",
-                "models": {"m": {"input": 1.0, "encoding": "p50k_base"}}}"#,
+                "models": {"m": {"input": 1.0, "encoding": "p60k_base"}}}"#,
         );
         assert!(
-            matches!(bad, Err(Error::BadPriceTable(ref m)) if m.contains("p50k_base")),
+            matches!(bad, Err(Error::BadPriceTable(ref m)) if m.contains("p60k_base")),
             "{bad:?}"
         );
         let unmapped = PriceTable::parse(

@@ -1,7 +1,8 @@
-//! The vocabularies compiled into the binary: cl100k_base and o200k_base as
-//! BPE2 files made by modelbin's own converter (with special tokens), checked
-//! against the official `.tiktoken` files by `tests/embedded.rs`, with the
-//! tables `build.rs` lays out for them (see [`LaidOut`]).
+//! The vocabularies compiled into the binary: cl100k_base, o200k_base,
+//! p50k_base and r50k_base as BPE2 files made by modelbin's own converter
+//! (with special tokens), checked against the official `.tiktoken` files by
+//! `tests/embedded.rs`, with the tables `build.rs` lays out for them (see
+//! [`LaidOut`]); and tiktoken's seven encodings over them.
 
 use std::sync::OnceLock;
 
@@ -55,6 +56,92 @@ macro_rules! embedded {
 
 static CL100K_BASE: Embedded = embedded!("cl100k_base");
 static O200K_BASE: Embedded = embedded!("o200k_base");
+static P50K_BASE: Embedded = embedded!("p50k_base");
+static R50K_BASE: Embedded = embedded!("r50k_base");
+
+/// A built-in encoding: the vocabulary it merges with and the special
+/// tokens tiktoken gives it beyond those of the vocabulary's own encoding.
+struct BuiltIn {
+    name: &'static str,
+    vocabulary: &'static Embedded,
+    extra_specials: fn() -> Vec<(String, u32)>,
+}
+
+/// tiktoken's encodings (`tiktoken_ext/openai_public.py`), in its order.
+/// gpt2 is r50k_base under another name (tiktoken builds its ranks from
+/// GPT-2's original `encoder.json`; they are r50k_base's, checked by
+/// `tests/embedded.rs`); p50k_edit and o200k_harmony add special tokens to
+/// p50k_base and o200k_base.
+static BUILT_IN: [BuiltIn; 7] = [
+    BuiltIn {
+        name: "gpt2",
+        vocabulary: &R50K_BASE,
+        extra_specials: Vec::new,
+    },
+    BuiltIn {
+        name: "r50k_base",
+        vocabulary: &R50K_BASE,
+        extra_specials: Vec::new,
+    },
+    BuiltIn {
+        name: "p50k_base",
+        vocabulary: &P50K_BASE,
+        extra_specials: Vec::new,
+    },
+    BuiltIn {
+        name: "p50k_edit",
+        vocabulary: &P50K_BASE,
+        extra_specials: p50k_edit_specials,
+    },
+    BuiltIn {
+        name: "cl100k_base",
+        vocabulary: &CL100K_BASE,
+        extra_specials: Vec::new,
+    },
+    BuiltIn {
+        name: "o200k_base",
+        vocabulary: &O200K_BASE,
+        extra_specials: Vec::new,
+    },
+    BuiltIn {
+        name: "o200k_harmony",
+        vocabulary: &O200K_BASE,
+        extra_specials: o200k_harmony_specials,
+    },
+];
+
+/// p50k_edit's fill-in-the-middle tokens.
+fn p50k_edit_specials() -> Vec<(String, u32)> {
+    let fim = [
+        ("<|fim_prefix|>", 50281),
+        ("<|fim_middle|>", 50282),
+        ("<|fim_suffix|>", 50283),
+    ];
+    fim.map(|(text, id)| (text.to_owned(), id)).into()
+}
+
+/// o200k_harmony's chat-format tokens, and a reserved token for every
+/// other id from 200,000 to 201,087 (200,018 then has two texts, as in
+/// tiktoken: `<|endofprompt|>` and `<|reserved_200018|>`).
+fn o200k_harmony_specials() -> Vec<(String, u32)> {
+    let named = [
+        ("<|startoftext|>", 199998),
+        ("<|return|>", 200002),
+        ("<|constrain|>", 200003),
+        ("<|channel|>", 200005),
+        ("<|start|>", 200006),
+        ("<|end|>", 200007),
+        ("<|message|>", 200008),
+        ("<|call|>", 200012),
+    ];
+    let mut specials: Vec<(String, u32)> = named
+        .iter()
+        .map(|&(text, id)| (text.to_owned(), id))
+        .collect();
+    let reserved = (200_000..201_088).filter(|id| !named.iter().any(|&(_, n)| n == *id));
+    specials.extend(reserved.map(|id| (format!("<|reserved_{id}|>"), id)));
+    specials
+}
 
 impl Embedded {
     /// The parsed vocabulary.
@@ -80,8 +167,16 @@ impl Embedded {
     }
 }
 
-/// The names of the built-in encodings.
-pub(crate) const NAMES: [&str; 2] = ["cl100k_base", "o200k_base"];
+/// The names of the built-in encodings, in tiktoken's order.
+pub(crate) const NAMES: [&str; 7] = [
+    "gpt2",
+    "r50k_base",
+    "p50k_base",
+    "p50k_edit",
+    "cl100k_base",
+    "o200k_base",
+    "o200k_harmony",
+];
 
 /// `name` as the `'static` name of a built-in encoding, if it is one.
 pub(crate) fn name(name: &str) -> Option<&'static str> {
@@ -89,22 +184,24 @@ pub(crate) fn name(name: &str) -> Option<&'static str> {
 }
 
 impl Tokenizer {
-    /// A built-in encoding (`cl100k_base`, `o200k_base`), built once on
-    /// first use.
+    /// A built-in encoding, built once on first use: any of tiktoken's
+    /// (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base,
+    /// o200k_harmony).
     pub fn embedded(name: &str) -> Result<&'static Tokenizer> {
-        static CL100K: OnceLock<Tokenizer> = OnceLock::new();
-        static O200K: OnceLock<Tokenizer> = OnceLock::new();
-        let (cell, embedded) = match name {
-            "cl100k_base" => (&CL100K, &CL100K_BASE),
-            "o200k_base" => (&O200K, &O200K_BASE),
-            "p50k_base" | "r50k_base" => return Err(Error::NotEmbedded(name.to_owned())),
-            _ => return Err(Error::UnknownEncodingName(name.to_owned())),
-        };
+        static TOKENIZERS: [OnceLock<Tokenizer>; 7] = [const { OnceLock::new() }; 7];
+        let index = NAMES
+            .iter()
+            .position(|&known| known == name)
+            .ok_or_else(|| Error::UnknownEncodingName(name.to_owned()))?;
+        let cell = &TOKENIZERS[index];
         if let Some(t) = cell.get() {
             return Ok(t);
         }
-        let built = Tokenizer::from_file(embedded.file(), None, embedded.laid_out())
-            .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)");
+        let built_in = &BUILT_IN[index];
+        let vocabulary = built_in.vocabulary;
+        let built = Tokenizer::from_file(vocabulary.file(), None, vocabulary.laid_out())
+            .expect("the embedded vocabularies are valid (checked by tests/embedded.rs)")
+            .renamed(built_in.name, (built_in.extra_specials)());
         Ok(cell.get_or_init(|| built))
     }
 }
@@ -116,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_laid_out_tables_equal_a_fresh_build() {
-        for embedded in [&CL100K_BASE, &O200K_BASE] {
+        for embedded in [&CL100K_BASE, &O200K_BASE, &P50K_BASE, &R50K_BASE] {
             let file = embedded.file();
             let encoding = file.encoding().unwrap();
             let fresh = Vocab::new(file, |rank| encoding.is_special(rank));

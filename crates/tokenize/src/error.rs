@@ -22,13 +22,10 @@ pub enum Error {
         hash: String,
     },
     /// No encoding has this name.
-    #[error("unknown encoding `{0}` (known: cl100k_base, o200k_base, p50k_base, r50k_base)")]
-    UnknownEncodingName(String),
-    /// The encoding exists but its vocabulary is not built in.
     #[error(
-        "{0} is not built in: load its BPE2 file (build one with `modelbin convert {0}.tiktoken {0}.bpe2`)"
+        "unknown encoding `{0}` (known: gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base, o200k_harmony)"
     )]
-    NotEmbedded(String),
+    UnknownEncodingName(String),
     /// A custom pre-tokenizer pattern does not compile.
     #[error("invalid pre-tokenizer pattern: {0}")]
     BadPattern(String),

@@ -12,6 +12,8 @@ use crate::pretokenize::{Pattern, PieceSink};
 use crate::vocab::{LaidOut, Source, Vocab};
 use crate::{Error, Result};
 
+mod unstable;
+
 /// Empties the calling thread's cache of recent pieces' tokens and frees
 /// its memory. Encoding never needs this (a remembered answer is the one
 /// merging gives, and entries of one vocabulary are never used by
@@ -41,6 +43,10 @@ pub struct Tokenizer {
     /// Special tokens (text, rank).
     specials: Vec<(String, u32)>,
     name: Option<&'static str>,
+    /// The mergeable tokens' ranks in the order of their bytes, for
+    /// [`Tokenizer::encode_with_unstable`]'s prefix searches (made on first
+    /// use).
+    ranks_by_bytes: std::sync::OnceLock<Vec<u32>>,
 }
 
 impl Tokenizer {
@@ -91,7 +97,49 @@ impl Tokenizer {
             pattern,
             specials,
             name: encoding.map(|e| e.name),
+            ranks_by_bytes: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A tokenizer from the parts tiktoken's `Encoding` constructor takes:
+    /// the mergeable tokens and their ranks (unique ranks, unique non-empty
+    /// bytes, every single byte among them), the pre-tokenizer, and the
+    /// special tokens (text, id). Merging runs on the same tables as a
+    /// built-in encoding's, built here instead of at compile time.
+    ///
+    /// ```
+    /// use modelbin_tokenize::{Pattern, Tokenizer};
+    /// let mut ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+    /// ranks.push((b"ab".to_vec(), 256));
+    /// let specials = vec![("<|end|>".to_owned(), 257)];
+    /// let tokenizer = Tokenizer::from_parts(&ranks, Pattern::from_regex(r"\w+|\s+")?, specials)?;
+    /// assert_eq!(tokenizer.encode_ordinary("abc ab")?, [256, 99, 32, 256]);
+    /// assert_eq!(tokenizer.vocab_size(), 258);
+    /// # Ok::<(), modelbin_tokenize::Error>(())
+    /// ```
+    pub fn from_parts(
+        ranks: &[modelbin_format::bpe2::RankedToken],
+        pattern: Pattern,
+        specials: Vec<(String, u32)>,
+    ) -> Result<Self> {
+        // No source file: a zero hash, which names no known encoding, so
+        // the pattern and special tokens are the given ones.
+        let bytes = modelbin_format::bpe2::build(ranks, [0; 32])?;
+        let mut tokenizer = Self::from_bpe2(Source::Owned(bytes), Some(pattern))?;
+        tokenizer.specials = specials;
+        Ok(tokenizer)
+    }
+
+    /// This tokenizer as the built-in encoding `name`, with `extra` special
+    /// tokens beside its vocabulary's (a text it has already keeps its id).
+    pub(crate) fn renamed(mut self, name: &'static str, extra: Vec<(String, u32)>) -> Self {
+        for (text, id) in extra {
+            if !self.specials.iter().any(|(known, _)| *known == text) {
+                self.specials.push((text, id));
+            }
+        }
+        self.name = Some(name);
+        self
     }
 
     /// Opens a BPE2 file (memory-mapped); see [`Tokenizer::from_bpe2`].
@@ -207,10 +255,7 @@ impl Tokenizer {
             self.for_each_ordinary(text, &mut |id| ids.push(id))?;
             return Ok(ids);
         }
-        let finder = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(allowed.iter().map(|(t, _)| t.as_str()))
-            .expect("a few literal special tokens always compile");
+        let finder = special_finder(&allowed).expect("some special token is allowed");
         let mut start = 0;
         for m in finder.find_iter(text) {
             self.for_each_ordinary(&text[start..m.start()], &mut |id| ids.push(id))?;
@@ -234,6 +279,66 @@ impl Tokenizer {
             }
         }
         Ok(out)
+    }
+
+    /// The id of one token given by its bytes: a mergeable token's rank or
+    /// a special token's id (tiktoken's `encode_single_token`).
+    pub fn encode_single_token(&self, bytes: &[u8]) -> Option<u32> {
+        self.vocab.rank(bytes).or_else(|| {
+            self.specials
+                .iter()
+                .find(|(text, _)| text.as_bytes() == bytes)
+                .map(|&(_, id)| id)
+        })
+    }
+
+    /// The ids of `bytes` merged as one piece, without the pre-tokenizer's
+    /// split (tiktoken's `_encode_single_piece`).
+    pub fn encode_single_piece(&self, bytes: &[u8]) -> Vec<u32> {
+        let mut ids = Vec::new();
+        if bytes.is_empty() {
+            return ids;
+        }
+        with_scratch(|scratch| encode_piece(&self.vocab, bytes, scratch, &mut |id| ids.push(id)));
+        ids
+    }
+
+    /// The mergeable tokens (rank, bytes), in rank order: every token of
+    /// the vocabulary but the special ones.
+    pub fn mergeable_tokens(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.vocab
+            .file()
+            .tokens()
+            .filter(|&(rank, _)| self.vocab.ordinary(rank))
+    }
+
+    /// tiktoken's `_encode_bytes`: the ids of any bytes. Valid UTF-8 gives
+    /// [`Tokenizer::encode_ordinary`]'s ids. Otherwise the valid prefix is
+    /// encoded, and the bytes after it are merged together with the tokens
+    /// of the prefix's last piece (and the whitespace tokens just before
+    /// it), which those bytes could have joined had they been text.
+    pub fn encode_bytes(&self, bytes: &[u8]) -> Result<Vec<u32>> {
+        let valid = match std::str::from_utf8(bytes) {
+            Ok(text) => return self.encode_ordinary(text),
+            Err(e) => e.valid_up_to(),
+        };
+        let (text, rest) = bytes.split_at(valid);
+        let text = std::str::from_utf8(text).expect("the prefix up to the first invalid byte");
+        with_scratch(|scratch| {
+            let mut ids = Vec::new();
+            let mut last_piece = 0;
+            self.pattern.split_into(text, |start: usize, end: usize| {
+                last_piece = ids.len();
+                let piece = &text.as_bytes()[start..end];
+                encode_piece(&self.vocab, piece, scratch, &mut |id| ids.push(id));
+            })?;
+            let unstable_from = self.unstable_start(&ids, last_piece);
+            let mut unstable = self.decode_bytes(&ids[unstable_from..])?;
+            unstable.extend_from_slice(rest);
+            ids.truncate(unstable_from);
+            encode_piece(&self.vocab, &unstable, scratch, &mut |id| ids.push(id));
+            Ok(ids)
+        })
     }
 
     /// The text the ids stand for; invalid UTF-8 becomes U+FFFD, as
@@ -279,6 +384,19 @@ impl Tokenizer {
             )
         })
     }
+}
+
+/// A searcher for the texts of `specials` (leftmost-longest, as tiktoken
+/// matches them), or `None` when there are none.
+fn special_finder(specials: &[(String, u32)]) -> Option<AhoCorasick> {
+    if specials.is_empty() {
+        return None;
+    }
+    let finder = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(specials.iter().map(|(t, _)| t.as_str()))
+        .expect("literal special tokens always compile");
+    Some(finder)
 }
 
 /// Encodes each piece the pre-tokenizer finds. A sink whose

@@ -1,12 +1,8 @@
 //! Pre-tokenizers: the split of text into pieces that tiktoken's regexes make,
 //! as hand-written scanners that run in linear time (no backtracking, no
-//! regex stack) and give exactly the regexes' matches.
-//!
-//! The patterns, from tiktoken's `openai_public.py`:
-//!
-//! - cl100k_base: `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
-//! - o200k_base: `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-//! - p50k_base, r50k_base: `'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`
+//! regex stack) and give exactly the regexes' matches. The regexes are
+//! tiktoken's (`openai_public.py`): [`CL100K_REGEX`], [`O200K_REGEX`] and
+//! [`GPT2_REGEX`].
 //!
 //! Every character starts some alternative of the built-in patterns, so the
 //! pieces tile the text. A custom pattern runs through `fancy-regex`, like
@@ -19,6 +15,14 @@ use crate::pretokenize::classify::{
     LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, ascii_class, class, is_other,
 };
 
+/// cl100k_base's regex.
+pub const CL100K_REGEX: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+/// o200k_base's (and o200k_harmony's) regex.
+pub const O200K_REGEX: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// The GPT-2 regex of gpt2, r50k_base, p50k_base and p50k_edit.
+pub const GPT2_REGEX: &str =
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
 /// A pre-tokenizer pattern.
 #[derive(Debug, Clone)]
 pub enum Pattern {
@@ -26,7 +30,7 @@ pub enum Pattern {
     Cl100k,
     /// o200k_base's pattern.
     O200k,
-    /// The GPT-2 pattern of p50k_base and r50k_base.
+    /// The GPT-2 pattern of gpt2, r50k_base, p50k_base and p50k_edit.
     Gpt2,
     /// Any other regex (fancy-regex syntax, as tiktoken uses).
     Custom(Box<fancy_regex::Regex>),
@@ -37,9 +41,38 @@ impl Pattern {
     pub fn for_encoding(name: &str) -> Option<Pattern> {
         match name {
             "cl100k_base" => Some(Pattern::Cl100k),
-            "o200k_base" => Some(Pattern::O200k),
-            "p50k_base" | "r50k_base" => Some(Pattern::Gpt2),
+            "o200k_base" | "o200k_harmony" => Some(Pattern::O200k),
+            "gpt2" | "r50k_base" | "p50k_base" | "p50k_edit" => Some(Pattern::Gpt2),
             _ => None,
+        }
+    }
+
+    /// The pattern of `regex`: a built-in one when `regex` is exactly one of
+    /// tiktoken's (so it runs at the built-in scanner's speed), otherwise a
+    /// custom pattern.
+    ///
+    /// ```
+    /// use modelbin_tokenize::pretokenize::{Pattern, CL100K_REGEX};
+    /// assert!(matches!(Pattern::from_regex(CL100K_REGEX)?, Pattern::Cl100k));
+    /// assert!(matches!(Pattern::from_regex(r"\w+|\s+")?, Pattern::Custom(_)));
+    /// # Ok::<(), modelbin_tokenize::Error>(())
+    /// ```
+    pub fn from_regex(regex: &str) -> crate::Result<Pattern> {
+        match regex {
+            CL100K_REGEX => Ok(Pattern::Cl100k),
+            O200K_REGEX => Ok(Pattern::O200k),
+            GPT2_REGEX => Ok(Pattern::Gpt2),
+            _ => Pattern::custom(regex),
+        }
+    }
+
+    /// The regex this pattern splits as (tiktoken's `pat_str`).
+    pub fn regex(&self) -> &str {
+        match self {
+            Pattern::Cl100k => CL100K_REGEX,
+            Pattern::O200k => O200K_REGEX,
+            Pattern::Gpt2 => GPT2_REGEX,
+            Pattern::Custom(regex) => regex.as_str(),
         }
     }
 
