@@ -3,9 +3,11 @@
 # (numpy for the reference forward passes, tiktoken, safetensors, ...),
 # first on PATH so every test's `python3` is the venv's; the real test
 # models (cached under target/); every test of the workspace; then the
-# Python package built with the README's command into the same venv, its
-# tests, and the anchors' own test suites run against it
-# (scripts/drop-in-suites.sh). Nothing is installed into the system Python.
+# Python package built into the same venv and its tests; the tests that need
+# torch (SAELens, sentence-transformers, transformers) in the heavy venv
+# cached outside the clone (scripts/heavy-venv.sh); and the anchors' own
+# test suites run against modelbin (scripts/drop-in-suites.sh). Nothing is
+# installed into the system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,15 @@ export PATH="$PWD/$venv/bin:$PATH"
 scripts/fetch-test-data.sh
 cargo test --workspace --locked "$@"
 
-"$venv/bin/python" -m pip install --quiet ./crates/python
+# The package, built once as a wheel and installed into both venvs.
+wheels=target/wheels/test
+rm -rf "$wheels"
+"$venv/bin/python" -m pip wheel --quiet --no-deps -w "$wheels" ./crates/python
+wheel=$(ls "$wheels"/modelbin-*.whl)
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
 "$venv/bin/python" -m pytest -q crates/python/tests
-scripts/drop-in-suites.sh
+
+heavy=$(scripts/heavy-venv.sh)
+"$heavy/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+"$heavy/bin/python" -m pytest -q crates/python/tests_heavy
+DROP_IN_TORCH_PYTHON="$heavy/bin/python" scripts/drop-in-suites.sh

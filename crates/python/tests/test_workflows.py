@@ -12,6 +12,7 @@ import pytest
 
 import modelbin
 import modelbin.numpy as mnp
+from sae_data import sine_dataset
 
 
 def run(cli, *args):
@@ -64,20 +65,6 @@ def test_cost_is_the_commands_json(tmp_path, cli):
                                                       "encoding": "cl100k_base"}}}))
     ours = modelbin.cost("house-model", 1_000_000, 1_000_000, prices=prices)
     assert (ours["encoding"], ours["total_cost"]) == ("cl100k_base", 6.0)
-
-
-def sine_dataset(root, n_imgs=64, d=16):
-    """1 CLS + 4 patches of width d at layers -2 and -1, values from a sine
-    (as the command line's SAE tests make)."""
-    metadata = {"vit_family": "test", "vit_ckpt": "sine", "layers": [-2, -1],
-                "n_patches_per_img": 4, "cls_token": True, "d_vit": d, "seed": 0,
-                "n_imgs": n_imgs, "max_patches_per_shard": 200, "data": "sine values"}
-    per_img = 2 * 5 * d
-    values = np.sin(np.arange(n_imgs * per_img, dtype=np.float64) * 0.37).astype(np.float32)
-    with modelbin.saev.Writer(root, metadata) as writer:
-        writer.write(values.reshape(n_imgs, 2, 5, d))
-    (path,) = root.iterdir()
-    return path
 
 
 @pytest.mark.parametrize("architecture", ["topk", "batchtopk", "relu"])
