@@ -1,6 +1,6 @@
 //! `modelbin convert`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use modelbin_format::convert::ConvertOptions;
 use modelbin_format::{DType, Format};
@@ -18,8 +18,11 @@ pub struct ConvertArgs {
     #[command(flatten)]
     output: OutputPath,
     /// Output format; inferred from the output's extension when omitted.
-    #[arg(long, value_parser = parse_format)]
-    to: Option<Format>,
+    /// `sentence-transformers` writes a model directory that
+    /// `SentenceTransformer(DIR)` loads, from an EMBD file or a Hugging Face
+    /// model directory.
+    #[arg(long, value_parser = parse_target, value_name = "FORMAT")]
+    to: Option<Target>,
     /// Print a JSON report instead of text.
     #[arg(long)]
     json: bool,
@@ -34,10 +37,35 @@ pub struct ConvertArgs {
     dtype: Option<DType>,
 }
 
+/// What `convert` writes.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// A file of one of modelbin's formats.
+    File(Format),
+    /// A sentence-transformers model directory.
+    SentenceTransformers,
+}
+
+use modelbin_format::embd::sentence_transformers::TARGET as SENTENCE_TRANSFORMERS;
+
+fn parse_target(name: &str) -> Result<Target, String> {
+    if name == SENTENCE_TRANSFORMERS {
+        return Ok(Target::SentenceTransformers);
+    }
+    parse_format(name)
+        .map(Target::File)
+        .map_err(|e| format!("{e}; or {SENTENCE_TRANSFORMERS}, a model directory"))
+}
+
 /// Runs `modelbin convert`.
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let output = args.output.path()?;
-    let Some(to) = args.to.or_else(|| Format::from_extension(output)) else {
+    let to = match args.to {
+        Some(Target::SentenceTransformers) => return export_sentence_transformers(args, output),
+        Some(Target::File(format)) => Some(format),
+        None => Format::from_extension(output),
+    };
+    let Some(to) = to else {
         return Err(Failure::Usage(format!(
             "cannot tell the output format from `{}`; pass --to FORMAT",
             output.display()
@@ -69,6 +97,38 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
             } else {
                 "tensors"
             },
+            report.bytes_written
+        )
+    };
+    report_beside(output, &text)
+}
+
+/// `convert --to sentence-transformers`: a model directory for
+/// sentence-transformers.
+fn export_sentence_transformers(args: &ConvertArgs, output: &Path) -> Result<(), Failure> {
+    if args.dtype.is_some() || args.no_special_tokens {
+        return Err(Failure::Usage(format!(
+            "--to {SENTENCE_TRANSFORMERS} writes float32 weights and takes no --dtype or \
+             --no-special-tokens"
+        )));
+    }
+    let mut progress = Progress::new("exporting");
+    let report = modelbin_format::convert::to_sentence_transformers(
+        &args.input,
+        output,
+        &mut |done, total| progress.update(done, total),
+    )
+    .map_err(|e| at(&args.input, e))?;
+    progress.finish();
+    let text = if args.json {
+        json_text(&report)
+    } else {
+        format!(
+            "{} ({}) -> {} ({SENTENCE_TRANSFORMERS}): {} tensors, {} bytes",
+            args.input.display(),
+            report.from,
+            output.display(),
+            report.tensors,
             report.bytes_written
         )
     };

@@ -387,3 +387,106 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
     let bad = search("x");
     assert_eq!(bad.status.code(), Some(1));
 }
+
+#[test]
+fn an_embd_model_exports_as_a_sentence_transformers_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = convert(dir.path());
+    let out = dir.path().join("st");
+    let report = ok(
+        &[
+            "convert",
+            "--json",
+            s(&model),
+            "--to",
+            "sentence-transformers",
+            "-o",
+            s(&out),
+        ],
+        "",
+    );
+    let json: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(json["from"], "embd");
+    assert_eq!(json["to"], "sentence-transformers");
+    assert_eq!(json["tensors"], 103);
+    for file in [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
+        "1_Pooling/config.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    assert!(out.join("2_Normalize").is_dir());
+    // The vocabulary and the weights are the model's: vocab.txt is the
+    // original's, and every tensor of the original is there in float32.
+    let vocab = std::fs::read_to_string(out.join("vocab.txt")).unwrap();
+    assert_eq!(
+        vocab,
+        std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()
+    );
+    let exported = ok(
+        &["inspect", "--json", s(&out.join("model.safetensors"))],
+        "",
+    );
+    let exported: serde_json::Value = serde_json::from_str(&exported).unwrap();
+    assert_eq!(exported["tensors"].as_array().unwrap().len(), 103);
+    let pooling: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("1_Pooling/config.json")).unwrap())
+            .unwrap();
+    assert_eq!(pooling["pooling_mode_mean_tokens"], true);
+    assert_eq!(pooling["word_embedding_dimension"], 384);
+
+    // Refused: an existing directory with files, an input that is not a
+    // sentence-embedding model, and weight options the export ignores.
+    let err = fails(
+        &[
+            "convert",
+            s(&model),
+            "--to",
+            "sentence-transformers",
+            "-o",
+            s(&out),
+        ],
+        "",
+    );
+    assert!(err.contains("not empty"), "{err}");
+    let tensors = dir.path().join("t.safetensors");
+    ok(
+        &["convert", s(&out.join("model.safetensors")), s(&tensors)],
+        "",
+    );
+    let other = dir.path().join("other");
+    let err = fails(
+        &[
+            "convert",
+            s(&tensors),
+            "--to",
+            "sentence-transformers",
+            "-o",
+            s(&other),
+        ],
+        "",
+    );
+    assert!(err.contains("sentence-embedding model"), "{err}");
+    assert!(!other.exists());
+    let err = common::usage(
+        &[
+            "convert",
+            s(&model),
+            "--to",
+            "sentence-transformers",
+            "--dtype",
+            "f16",
+            "-o",
+            s(&other),
+        ],
+        "",
+    );
+    assert!(err.contains("--dtype"), "{err}");
+}

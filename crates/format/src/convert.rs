@@ -133,6 +133,47 @@ pub fn convert(
     })
 }
 
+/// Converts a sentence-embedding model — an EMBD file or a Hugging Face
+/// model directory — to a sentence-transformers model directory at
+/// `output` (see [`embd::sentence_transformers`]). A model directory is
+/// converted to EMBD first (beside `output`, removed afterwards), so both
+/// give the directory modelbin's own model would.
+pub fn to_sentence_transformers(
+    input: &Path,
+    output: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<embd::sentence_transformers::ExportReport> {
+    output::refuse_input_as_output(&[input], output)?;
+    if input.is_dir() && embd::is_hf_model_dir(input) {
+        let name = output
+            .file_name()
+            .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+        let staged = output.with_file_name(format!(".{name}.embd.partial-{}", std::process::id()));
+        let exported =
+            embd::from_hf_dir(input, &staged, embd::HfOptions::default(), &mut |_, _| {}).and_then(
+                |_| embd::sentence_transformers::export(&embd::open(&staged)?, output, progress),
+            );
+        let _ = std::fs::remove_file(&staged);
+        let report = exported?;
+        return Ok(embd::sentence_transformers::ExportReport {
+            from: Format::Safetensors,
+            ..report
+        });
+    }
+    let from = detect::detect(input)?;
+    if from != Format::Embd {
+        return Err(Error::Unrepresentable {
+            format: "a sentence-transformers directory",
+            reason: format!(
+                "it holds a sentence-embedding model; the input is {}, not an EMBD \
+                 file or a Hugging Face BERT directory",
+                from.name()
+            ),
+        });
+    }
+    embd::sentence_transformers::export(&embd::open(input)?, output, progress)
+}
+
 /// Writes `tensors` as a BinTensors or safetensors file (`to`; the caller
 /// checked it is one of them).
 fn write_tensors<'a>(

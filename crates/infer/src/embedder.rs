@@ -122,6 +122,30 @@ impl Embedder {
         self.embed_ids(&ids)
     }
 
+    /// The final hidden state of every token of each text (`[CLS]` and
+    /// `[SEP]` included), `[tokens, hidden]` row-major per text: what
+    /// sentence-transformers calls `token_embeddings`, before pooling.
+    pub fn token_embeddings(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let ids: Vec<Vec<u32>> = texts.par_iter().map(|t| self.tokenize(t)).collect();
+        let hidden = self.config().hidden_size;
+        let mut out = Vec::with_capacity(ids.len());
+        for batch in self.packed(&ids) {
+            let batch: Vec<&[u32]> = ids[batch].iter().map(Vec::as_slice).collect();
+            let states = rayon::scope(|_| self.bert.forward(&batch))?;
+            let mut rows = states.chunks_exact(hidden);
+            for sequence in &batch {
+                out.push(
+                    rows.by_ref()
+                        .take(sequence.len())
+                        .flatten()
+                        .copied()
+                        .collect(),
+                );
+            }
+        }
+        Ok(out)
+    }
+
     /// One embedding per token sequence (model inputs with `[CLS]`/`[SEP]`).
     /// Sequences are sorted by length and packed into batches of about
     /// `batch_tokens` tokens without padding.
@@ -136,26 +160,35 @@ impl Embedder {
     fn embed_ids_in_pool(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
+        let sorted: Vec<&[u32]> = order.iter().map(|&i| sequences[i].as_slice()).collect();
         let mut out = vec![Vec::new(); sequences.len()];
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start + 1;
-            let mut tokens = sequences[order[start]].len();
-            while end < order.len() && tokens + sequences[order[end]].len() <= self.batch_tokens {
-                tokens += sequences[order[end]].len();
-                end += 1;
-            }
-            let batch: Vec<&[u32]> = order[start..end]
-                .iter()
-                .map(|&i| sequences[i].as_slice())
-                .collect();
-            let pooled = self.embed_batch(&batch)?;
-            for (&i, vector) in order[start..end].iter().zip(pooled) {
+        for batch in self.packed(&sorted) {
+            let pooled = self.embed_batch(&sorted[batch.clone()])?;
+            for (&i, vector) in order[batch].iter().zip(pooled) {
                 out[i] = vector;
             }
-            start = end;
         }
         Ok(out)
+    }
+
+    /// `sequences` cut into runs of about `batch_tokens` tokens (each run
+    /// holds at least one sequence), as index ranges.
+    fn packed(&self, sequences: &[impl AsRef<[u32]>]) -> Vec<std::ops::Range<usize>> {
+        let mut batches = Vec::new();
+        let mut start = 0;
+        while start < sequences.len() {
+            let mut end = start + 1;
+            let mut tokens = sequences[start].as_ref().len();
+            while end < sequences.len()
+                && tokens + sequences[end].as_ref().len() <= self.batch_tokens
+            {
+                tokens += sequences[end].as_ref().len();
+                end += 1;
+            }
+            batches.push(start..end);
+            start = end;
+        }
+        batches
     }
 
     fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {

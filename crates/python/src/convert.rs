@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use modelbin_format::Format;
-use modelbin_format::convert::{ConvertOptions, convert as convert_file, weight_dtype};
+use modelbin_format::convert::{
+    ConvertOptions, convert as convert_file, to_sentence_transformers, weight_dtype,
+};
+use modelbin_format::embd::sentence_transformers::TARGET;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -12,8 +15,8 @@ use crate::errors::format_error;
 /// Converts `src` into `dst` (written atomically), as `modelbin convert`
 /// does with the same arguments; returns the report `convert --json`
 /// prints, as JSON text. `to` is a format name (default: from `dst`'s
-/// extension), `dtype` a weight dtype for EMBD (`f32`, `f16`, `bf16`,
-/// `int8`). `progress(done, total)` is called with bytes as it writes.
+/// extension; `sentence-transformers` for a model directory), `dtype` a
+/// weight dtype for EMBD (`f32`, `f16`, `bf16`, `int8`). `progress(done, total)` is called with bytes as it writes.
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, to, dtype, no_special_tokens, progress))]
 pub fn convert(
@@ -25,11 +28,30 @@ pub fn convert(
     no_special_tokens: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
+    let on_progress = |done, total| {
+        if let Some(progress) = &progress {
+            // A failing callback only loses the progress display.
+            Python::attach(|py| {
+                let _ = progress.call1(py, (done, total));
+            });
+        }
+    };
+    if to == Some(TARGET) {
+        if dtype.is_some() || no_special_tokens {
+            return Err(PyValueError::new_err(format!(
+                "to={TARGET:?} writes float32 weights and takes no dtype or no_special_tokens"
+            )));
+        }
+        let report = py
+            .detach(|| to_sentence_transformers(&src, &dst, &mut { on_progress }))
+            .map_err(format_error)?;
+        return Ok(serde_json::to_string(&report).expect("a report serializes"));
+    }
     let to = match to {
         Some(name) => Format::from_name(name).ok_or_else(|| {
             let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
             PyValueError::new_err(format!(
-                "to={name:?}: unknown format (known: {})",
+                "to={name:?}: unknown format (known: {}, {TARGET})",
                 known.join(", ")
             ))
         })?,
@@ -54,16 +76,7 @@ pub fn convert(
         dtype,
     };
     let report = py
-        .detach(|| {
-            convert_file(&src, &dst, to, options, &mut |done, total| {
-                if let Some(progress) = &progress {
-                    // A failing callback only loses the progress display.
-                    Python::attach(|py| {
-                        let _ = progress.call1(py, (done, total));
-                    });
-                }
-            })
-        })
+        .detach(|| convert_file(&src, &dst, to, options, &mut { on_progress }))
         .map_err(format_error)?;
     Ok(serde_json::to_string(&report).expect("a report serializes"))
 }

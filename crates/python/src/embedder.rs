@@ -64,6 +64,27 @@ impl NativeEmbedder {
         array.reshape([texts.len(), dim])
     }
 
+    /// The final hidden state of each token of each text: one float32
+    /// array `[tokens, hidden]` per text.
+    fn token_embeddings<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+    ) -> PyResult<Vec<Bound<'py, PyArray2<f32>>>> {
+        let hidden = self.embedder.config().hidden_size;
+        let states = py.detach(|| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            self.embedder.token_embeddings(&refs).map_err(infer_error)
+        })?;
+        states
+            .into_iter()
+            .map(|flat| {
+                let rows = flat.len() / hidden;
+                numpy::PyArray1::from_vec(py, flat).reshape([rows, hidden])
+            })
+            .collect()
+    }
+
     /// The model input ids of each text (`[CLS]` … `[SEP]`, truncated).
     fn tokenize(&self, py: Python<'_>, texts: Vec<String>) -> Vec<Vec<u32>> {
         py.detach(|| texts.iter().map(|t| self.embedder.tokenize(t)).collect())

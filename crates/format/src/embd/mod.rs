@@ -18,6 +18,7 @@ mod hf;
 mod index;
 pub mod int8;
 mod metadata;
+pub mod sentence_transformers;
 mod storage;
 mod vocabulary;
 mod writer;

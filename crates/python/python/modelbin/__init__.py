@@ -3,8 +3,10 @@
 - Tokenizer, as ``tiktoken``: :func:`get_encoding`, :func:`encoding_for_model`,
   :func:`list_encoding_names`, :class:`Encoding` (``Encoding.load`` for a
   ``.bpe2`` or ``.tiktoken`` file), :func:`clear_piece_cache`.
-- Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`;
-  search by meaning over text files: :class:`LineIndex`.
+- Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`,
+  :func:`quantize_embeddings`; ``convert(..., to="sentence-transformers")``
+  writes a model back as a sentence-transformers directory; search by
+  meaning over text files: :class:`LineIndex`.
 - Tensor files, as ``safetensors.numpy``: :mod:`modelbin.numpy` and
   :func:`safe_open`, over BinTensors, safetensors, EMBD and TLLM.
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
@@ -25,7 +27,7 @@ page cache.
 from . import acts, numpy, sae, saev
 from ._files import convert, cost, inspect, verify
 from ._native import FormatError, __version__
-from .embeddings import LineIndex, SentenceEmbedder
+from .embeddings import LineIndex, SentenceEmbedder, quantize_embeddings
 from .encoding import (
     Encoding,
     clear_piece_cache,
@@ -51,6 +53,7 @@ __all__ = [
     "list_encoding_names",
     "acts",
     "numpy",
+    "quantize_embeddings",
     "sae",
     "saev",
     "safe_open",

@@ -29,7 +29,9 @@ def convert(src: "str | os.PathLike[str]", dst: "str | os.PathLike[str]", *,
     """Converts ``src`` (a file, or a Hugging Face model directory) into
     ``dst``, written atomically: the same bytes as ``modelbin convert SRC -o
     DST``. ``to`` is the output format's name (default: from ``dst``'s
-    extension); ``dtype`` stores an EMBD model's weights as ``"f32"``,
+    extension), or ``"sentence-transformers"``: a model directory that
+    ``SentenceTransformer(dst)`` loads, from an EMBD file or a Hugging Face
+    model directory; ``dtype`` stores an EMBD model's weights as ``"f32"``,
     ``"f16"``, ``"bf16"`` or ``"int8"``. Returns the report ``convert --json``
     prints (``from``, ``to``, ``tensors``, ``bytes_written``)."""
     from . import _native, _progress

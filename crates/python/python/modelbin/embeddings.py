@@ -4,11 +4,71 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Sequence, Union
+import json
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _native
+
+
+def _saved_prompts(path: str) -> Dict[str, Any]:
+    """The prompts a sentence-transformers model directory saved."""
+    config = os.path.join(path, "config_sentence_transformers.json")
+    if not os.path.isfile(config):
+        return {}
+    with open(config, encoding="utf-8") as f:
+        saved = json.load(f)
+    return {"prompts": saved.get("prompts") or {},
+            "default_prompt_name": saved.get("default_prompt_name")}
+
+
+def _embedder(path: str, prompts: Dict[str, str],
+              default_prompt_name: Optional[str]) -> "SentenceEmbedder":
+    return SentenceEmbedder(path, prompts=prompts, default_prompt_name=default_prompt_name)
+
+
+def quantize_embeddings(embeddings: Any, precision: str, *,
+                        ranges: Optional[np.ndarray] = None,
+                        calibration_embeddings: Optional[np.ndarray] = None) -> np.ndarray:
+    """sentence-transformers' ``quantize_embeddings`` (6.2): ``"int8"`` and
+    ``"uint8"`` cut each dimension's range (``ranges`` ``[2, dim]``, else
+    the minimum and maximum of ``calibration_embeddings``, else of the
+    embeddings themselves, which then must be more than one) into 256
+    buckets and give each value its bucket (int8 offset by -128);
+    ``"binary"`` (int8, offset by -128) and ``"ubinary"`` (uint8) pack the
+    signs, 8 dimensions per byte; ``"float32"`` gives float32."""
+    embeddings = np.asarray(embeddings)
+    if precision not in ("float32", "int8", "uint8", "binary", "ubinary"):
+        raise ValueError(f"Precision {precision!r} is not supported")
+    if precision == "float32":
+        return embeddings.astype(np.float32)
+    if embeddings.ndim == 2 and embeddings.shape[0] == 0:
+        dim = embeddings.shape[1]
+        width = dim if precision in ("int8", "uint8") else (dim + 7) // 8
+        return np.zeros((0, width), dtype=np.int8 if precision in ("int8", "binary") else np.uint8)
+    if precision in ("int8", "uint8"):
+        if ranges is None:
+            sample = calibration_embeddings
+            if sample is None:
+                if embeddings.ndim == 1 or embeddings.shape[0] == 1:
+                    raise ValueError(
+                        f"Cannot compute {precision} quantization ranges from a single embedding; "
+                        "pass ranges or calibration_embeddings")
+                sample = embeddings
+            ranges = np.vstack((np.min(sample, axis=0), np.max(sample, axis=0)))
+        ranges = np.asarray(ranges).astype(np.float32, copy=False)
+        starts = ranges[0, :]
+        steps = (ranges[1, :] - starts) / 255
+        steps = np.where(steps == 0, 1, steps)
+        buckets = np.clip(np.floor((embeddings - starts) / steps), 0, 255)
+        if precision == "uint8":
+            return buckets.astype(np.uint8)
+        return (buckets - 128).astype(np.int8)
+    signs = np.packbits(embeddings > 0, axis=-1)
+    if precision == "binary":
+        return (signs - 128).astype(np.int8)
+    return signs
 
 
 class SentenceEmbedder:
@@ -19,12 +79,24 @@ class SentenceEmbedder:
     Thread-safe; the GIL is released while it runs. Pickles by path.
     """
 
-    def __init__(self, model_name_or_path: "str | os.PathLike[str]") -> None:
+    def __init__(self, model_name_or_path: "str | os.PathLike[str]", *,
+                 prompts: Optional[Dict[str, str]] = None,
+                 default_prompt_name: Optional[str] = None) -> None:
         self._path = os.fspath(model_name_or_path)
         self._native = _native.NativeEmbedder(self._path)
+        saved = _saved_prompts(self._path)
+        #: Named prompts for ``encode(prompt_name=...)``: the model
+        #: directory's (``config_sentence_transformers.json``), then these.
+        self.prompts: Dict[str, str] = {**saved.get("prompts", {}), **(prompts or {})}
+        #: The prompt ``encode`` uses when given none.
+        self.default_prompt_name: Optional[str] = (
+            default_prompt_name or saved.get("default_prompt_name"))
+        if self.default_prompt_name is not None and self.default_prompt_name not in self.prompts:
+            raise ValueError(f"default prompt {self.default_prompt_name!r} is not among the "
+                             f"prompts {sorted(self.prompts)}")
 
     def __reduce__(self):
-        return (SentenceEmbedder, (self._path,))
+        return (_embedder, (self._path, self.prompts, self.default_prompt_name))
 
     @property
     def max_seq_length(self) -> int:
@@ -35,14 +107,66 @@ class SentenceEmbedder:
         """Width of the embeddings."""
         return self._native.dim
 
-    def encode(self, sentences: Union[str, Sequence[str]], batch_size: int = 32,
-               show_progress_bar: bool = False, convert_to_numpy: bool = True,
-               normalize_embeddings: bool = True) -> Union[np.ndarray, List[np.ndarray]]:
-        """Embeddings of ``sentences``: float32 ``[n, dim]`` (``[dim]`` for a
-        single string). Results do not depend on ``batch_size``: sentences
+    def encode(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
+               prompt: Optional[str] = None, batch_size: int = 32,
+               show_progress_bar: bool = False, output_value: str = "sentence_embedding",
+               precision: str = "float32", convert_to_numpy: bool = True,
+               convert_to_tensor: bool = False, normalize_embeddings: bool = False,
+               truncate_dim: Optional[int] = None) -> Any:
+        """Embeddings of ``sentences``, with sentence-transformers' arguments
+        and defaults: float32 ``[n, dim]`` (``[dim]`` for a single string).
+        The model's own normalisation applies (all-MiniLM-L6-v2's vectors
+        are unit length); ``normalize_embeddings=True`` normalises after
+        ``truncate_dim`` keeps the first dimensions. ``prompt`` (or the
+        named ``prompt_name``) is put before every sentence. ``precision``
+        quantizes as sentence-transformers' ``quantize_embeddings`` does
+        (``"int8"``, ``"uint8"``, ``"binary"``, ``"ubinary"``).
+        ``output_value="token_embeddings"`` gives each sentence's token
+        vectors ``[tokens, hidden]`` instead. ``convert_to_tensor`` returns
+        a torch tensor. Results do not depend on ``batch_size``: sentences
         are packed by length without padding."""
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
+        prefix = self._prompt(prompt_name, prompt)
+        if prefix:
+            texts = [prefix + text for text in texts]
+        if output_value == "token_embeddings":
+            tokens = self._native.token_embeddings(texts)
+            if convert_to_tensor:
+                import torch
+                tokens = [torch.from_numpy(t) for t in tokens]
+            return tokens[0] if single else tokens
+        if output_value != "sentence_embedding":
+            raise ValueError(f"output_value={output_value!r}: modelbin gives "
+                             "'sentence_embedding' or 'token_embeddings'")
+        out = self._embed(texts, batch_size, show_progress_bar)
+        if truncate_dim is not None:
+            out = out[:, :truncate_dim]
+        if normalize_embeddings and len(out):
+            out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+            out = out.astype(np.float32, copy=False)
+        if precision != "float32":
+            out = quantize_embeddings(out, precision)
+        if convert_to_tensor:
+            import torch
+            tensor = torch.from_numpy(np.ascontiguousarray(out))
+            return tensor[0] if single else tensor
+        if single:
+            return out[0]
+        return out if convert_to_numpy else list(out)
+
+    def _prompt(self, prompt_name: Optional[str], prompt: Optional[str]) -> str:
+        if prompt is not None:
+            return prompt
+        name = prompt_name if prompt_name is not None else self.default_prompt_name
+        if name is None:
+            return ""
+        if name not in self.prompts:
+            raise ValueError(f"Prompt name '{name}' not found in the configured prompts "
+                             f"dictionary with keys {sorted(self.prompts)!r}.")
+        return self.prompts[name]
+
+    def _embed(self, texts: List[str], batch_size: int, show_progress_bar: bool) -> np.ndarray:
         step = max(1, batch_size) * 64
         parts = []
         for start in range(0, len(texts), step):
@@ -53,17 +177,11 @@ class SentenceEmbedder:
         if show_progress_bar:
             print(file=sys.stderr)
         dim = self.get_sentence_embedding_dimension()
-        out = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
-        if normalize_embeddings and len(out):
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out = out / np.maximum(norms, 1e-12)
-            out = out.astype(np.float32, copy=False)
-        if single:
-            return out[0]
-        return out if convert_to_numpy else list(out)
+        return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Cosine similarities of every row of ``a`` with every row of ``b``."""
+        """Cosine similarities of every row of ``a`` with every row of ``b``
+        (sentence-transformers' default ``similarity_fn_name``)."""
         a = np.atleast_2d(np.asarray(a, dtype=np.float32))
         b = np.atleast_2d(np.asarray(b, dtype=np.float32))
         a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
