@@ -3,6 +3,7 @@ ways, for every dtype numpy has; zero-copy views; errors with offsets."""
 
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 import safetensors.numpy as st
@@ -82,7 +83,7 @@ def test_the_real_minilm_weights_equal_safetensors_reading(minilm_dir):
     assert_same(ours, theirs)
 
 
-def test_bfloat16_is_decoded_to_float32(tmp_path):
+def test_bfloat16_comes_back_as_ml_dtypes_and_writes_the_same_bytes(tmp_path):
     # safetensors.numpy cannot write BF16 (numpy has no such dtype): write
     # the file's bytes by hand (1.0, -2.5 as bfloat16).
     header = b'{"x":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}'
@@ -91,7 +92,8 @@ def test_bfloat16_is_decoded_to_float32(tmp_path):
     path = tmp_path / "bf16.safetensors"
     path.write_bytes(data)
     x = mnp.load_file(path)["x"]
-    assert x.dtype == np.float32 and x.tolist() == [1.0, -2.5]
+    assert x.dtype == ml_dtypes.bfloat16 and x.astype(np.float32).tolist() == [1.0, -2.5]
+    assert mnp.save({"x": x}) == data
 
 
 def test_broken_files_raise_format_errors_with_offsets(tmp_path):
