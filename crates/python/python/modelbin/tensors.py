@@ -79,14 +79,19 @@ def write_file(entries: List[Entry], filename: "str | os.PathLike[str]",
 class safe_slice:
     """``get_slice(name)``: the tensor's shape and dtype without reading it;
     index it (``[0:2, :]``, ``[..., -1]``) for a view of that part, with
-    safetensors' rules and messages."""
+    safetensors' rules and messages: for numpy arrays its own checks
+    (:mod:`modelbin._slicing`), for torch tensors torch's indexing, as
+    safetensors slices a mapped file's torch tensors."""
 
-    def __init__(self, tensor: Any, dtype: str, shape: List[int]) -> None:
+    def __init__(self, tensor: Any, dtype: str, shape: List[int], checked: bool) -> None:
         self._tensor = tensor
         self._dtype = dtype
         self._shape = shape
+        self._checked = checked
 
     def __getitem__(self, index: Any) -> Any:
+        if not self._checked:
+            return self._tensor[index]
         indexers = _slicing.parse(index, self._shape)
         return self._tensor[_slicing.check(indexers, self._shape)]
 
@@ -188,4 +193,4 @@ class safe_open:
         """The tensor ``name``, to index: ``f.get_slice("w")[0:2]``."""
         tensor = self.get_tensor(name)
         dtype, shape, _, _ = self._entries[name]
-        return safe_slice(tensor, dtype, shape)
+        return safe_slice(tensor, dtype, shape, checked=self._framework == "numpy")
