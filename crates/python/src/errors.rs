@@ -1,42 +1,83 @@
 //! Library errors as Python exceptions, as the anchor libraries raise them:
-//! `FormatError(ValueError)` with `.offset` and `.path` for a file that
-//! breaks its format, `OSError` subclasses for I/O, `ValueError` for bad
-//! arguments, `KeyError` for unknown tokens and models (as tiktoken).
+//! `SafetensorError` (an `Exception`, as safetensors has it) for any error
+//! reading a tensor file, and its subclass `FormatError`, also a
+//! `ValueError`, with `.offset` and `.path` for a file that breaks its
+//! format; `OSError` subclasses for I/O, `ValueError` for bad arguments,
+//! `KeyError` for unknown tokens and models (as tiktoken).
 
-use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 
 pyo3::create_exception!(
     modelbin,
-    FormatError,
-    PyValueError,
-    "A file that breaks the rules of its format; `offset` is the byte it names (or None), `path` the file (or None)."
+    SafetensorError,
+    PyException,
+    "An error reading or writing a tensor file, as safetensors raises it (its `FormatError` subclass is a file that breaks its format)."
 );
+
+/// `modelbin.FormatError`, made once per interpreter.
+static FORMAT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The class `modelbin.FormatError`: a subclass of both `SafetensorError`
+/// (so safetensors' users catch it) and `ValueError` (what it has always
+/// been). `create_exception!` takes a single base, so the class is made
+/// with `type()`.
+pub fn format_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    let class = FORMAT_ERROR.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        let bases = (
+            py.get_type::<SafetensorError>(),
+            py.get_type::<PyValueError>(),
+        );
+        let namespace = PyDict::new(py);
+        namespace.set_item("__module__", "modelbin")?;
+        namespace.set_item(
+            "__doc__",
+            "A file that breaks the rules of its format; `offset` is the byte it names \
+             (or None), `path` the file (or None).",
+        )?;
+        namespace.set_item("offset", py.None())?;
+        namespace.set_item("path", py.None())?;
+        let class = py
+            .get_type::<PyType>()
+            .call1(("FormatError", bases, namespace))?;
+        Ok(class.cast_into::<PyType>()?.unbind())
+    })?;
+    Ok(class.bind(py))
+}
+
+/// A `FormatError` with `message`, `offset` and `path`.
+pub fn new_format_error(message: String, offset: Option<u64>, path: Option<String>) -> PyErr {
+    Python::attach(|py| {
+        let class = match format_error_type(py) {
+            Ok(class) => class,
+            Err(e) => return e,
+        };
+        let err = PyErr::from_type(class.clone(), message);
+        let value = err.value(py);
+        // Setting attributes on a fresh exception instance cannot fail.
+        let _ = value.setattr("offset", offset);
+        let _ = value.setattr("path", path);
+        err
+    })
+}
 
 /// A format error about the file at `path` as the Python exception that
 /// fits it: a `FormatError` gets `path` (and its message names the file)
 /// even where the library's error does not carry one.
 pub fn format_error_at(e: modelbin_format::Error, path: &std::path::Path) -> PyErr {
-    let Some(file) = e.path().is_none().then_some(path) else {
-        return format_error(e);
-    };
-    Python::attach(|py| {
-        let err = format_error(e);
-        if err.is_instance_of::<FormatError>(py) {
-            let value = err.value(py);
-            let message = format!("{}: {}", file.display(), value);
-            let named = FormatError::new_err(message);
-            let named_value = named.value(py);
-            let _ = named_value.setattr("offset", value.getattr("offset").ok());
-            let _ = named_value.setattr("path", file.display().to_string());
-            return named;
-        }
-        err
-    })
+    python_error(e, Some(path))
 }
 
 /// A format error as the Python exception that fits it.
 pub fn format_error(e: modelbin_format::Error) -> PyErr {
+    python_error(e, None)
+}
+
+/// The Python exception of `e`; `file`, when `e` names no file, is the file
+/// a `FormatError` is about.
+fn python_error(e: modelbin_format::Error, file: Option<&std::path::Path>) -> PyErr {
     use modelbin_format::Error;
     match &e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
@@ -46,15 +87,18 @@ pub fn format_error(e: modelbin_format::Error) -> PyErr {
         Error::InvalidArgument(_) | Error::TensorNotFound(_) | Error::IndexOutOfRange { .. } => {
             PyValueError::new_err(e.to_string())
         }
-        _ => Python::attach(|py| {
-            let err = FormatError::new_err(e.to_string());
-            let value = err.value(py);
-            let path = e.path().map(|p| p.display().to_string());
-            // Setting attributes on a fresh exception instance cannot fail.
-            let _ = value.setattr("offset", e.offset());
-            let _ = value.setattr("path", path);
-            err
-        }),
+        _ => match (e.path(), file) {
+            (None, Some(file)) => new_format_error(
+                format!("{}: {e}", file.display()),
+                e.offset(),
+                Some(file.display().to_string()),
+            ),
+            (path, _) => new_format_error(
+                e.to_string(),
+                e.offset(),
+                path.map(|p| p.display().to_string()),
+            ),
+        },
     }
 }
 

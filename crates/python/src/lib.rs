@@ -20,7 +20,11 @@ use pyo3::prelude::*;
 /// The `modelbin._native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("FormatError", m.py().get_type::<errors::FormatError>())?;
+    m.add(
+        "SafetensorError",
+        m.py().get_type::<errors::SafetensorError>(),
+    )?;
+    m.add("FormatError", errors::format_error_type(m.py())?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<encoding::NativeEncoding>()?;
     m.add_class::<embedder::NativeEmbedder>()?;
@@ -44,6 +48,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::verify, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::inspect_json, m)?)?;
-    m.add_function(wrap_pyfunction!(tensors::float8_values, m)?)?;
     Ok(())
 }

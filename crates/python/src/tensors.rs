@@ -9,12 +9,12 @@ use modelbin_format::bintensors::BinTensors;
 use modelbin_format::embd::Embd;
 use modelbin_format::safetensors::SafeTensors;
 use modelbin_format::tllm::Tllm;
-use modelbin_format::{DType, Format, TensorFile, TensorStore, TensorView, detect, floats};
+use modelbin_format::{DType, Format, TensorFile, TensorStore, TensorView, detect};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::{format_error, format_error_at};
+use crate::errors::{format_error, format_error_at, new_format_error};
 
 /// One tensor: name, dtype name, shape, absolute data offset, byte length.
 type Entry = (String, &'static str, Vec<usize>, u64, u64);
@@ -49,12 +49,17 @@ pub fn tensor_table(py: Python<'_>, path: PathBuf) -> PyResult<Table> {
     })
 }
 
-/// [`tensor_table`] of a file's bytes.
+/// [`tensor_table`] of a file's bytes; bytes of no tensor format raise
+/// `FormatError`.
 #[pyfunction]
 pub fn tensor_table_of_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Table> {
     py.detach(|| {
         let format = detect::detect_bytes(data).ok_or_else(|| {
-            PyValueError::new_err("not a BinTensors, safetensors, EMBD or TLLM file")
+            new_format_error(
+                "not a BinTensors, safetensors, EMBD or TLLM file".into(),
+                None,
+                None,
+            )
         })?;
         let table = match format {
             Format::BinTensors => BinTensors::from_buffer(data).map(|f| table(format, &f)),
@@ -62,9 +67,8 @@ pub fn tensor_table_of_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Table> {
             Format::Embd => Embd::from_buffer(data).map(|f| table(format, &f)),
             Format::Tllm => Tllm::from_buffer(data).map(|f| table(format, &f)),
             other => {
-                return Err(PyValueError::new_err(format!(
-                    "a {other} file holds no tensors"
-                )));
+                let message = format!("a {other} file holds no tensors");
+                return Err(new_format_error(message, None, None));
             }
         };
         table.map_err(format_error)
@@ -139,17 +143,4 @@ pub fn inspect_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         serde_json::to_string(&modelbin_format::inspect::Summary::of(&file))
             .map_err(|e| PyValueError::new_err(e.to_string()))
     })
-}
-
-/// The 256 values of an 8-bit float dtype (`F8_E4M3` or `F8_E5M2`), by
-/// byte, for decoding in numpy.
-#[pyfunction]
-pub fn float8_values(dtype: &str) -> PyResult<Vec<f32>> {
-    let dtype = DType::from_name(dtype)
-        .filter(|d| matches!(d, DType::F8E4M3 | DType::F8E5M2))
-        .ok_or_else(|| PyValueError::new_err(format!("{dtype} is not an 8-bit float dtype")))?;
-    let bytes: Vec<u8> = (0..=255).collect();
-    Ok(floats::decode(dtype, &bytes)
-        .map(|values| values.into_owned())
-        .unwrap_or_default())
 }

@@ -7,8 +7,10 @@
   :func:`quantize_embeddings`; ``convert(..., to="sentence-transformers")``
   writes a model back as a sentence-transformers directory; search by
   meaning over text files: :class:`LineIndex`.
-- Tensor files, as ``safetensors.numpy``: :mod:`modelbin.numpy` and
-  :func:`safe_open`, over BinTensors, safetensors, EMBD and TLLM.
+- Tensor files, as ``safetensors``: :mod:`modelbin.numpy`,
+  :mod:`modelbin.torch` and :func:`safe_open`, over BinTensors,
+  safetensors, EMBD and TLLM; :class:`SafetensorError`, :class:`TensorSpec`,
+  :func:`serialize`, :func:`serialize_file`.
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
@@ -24,9 +26,10 @@ processes (multiprocessing, Ray); memory-mapped files are shared through the
 page cache.
 """
 
-from . import acts, numpy, sae, saev
+from . import acts, numpy, sae, saev, torch
 from ._files import convert, cost, inspect, verify
-from ._native import FormatError, __version__
+from ._native import FormatError, SafetensorError, __version__
+from ._serialize import TensorSpec, serialize, serialize_file
 from .embeddings import LineIndex, SentenceEmbedder, quantize_embeddings
 from .encoding import (
     Encoding,
@@ -42,8 +45,10 @@ __all__ = [
     "Encoding",
     "FormatError",
     "LineIndex",
+    "SafetensorError",
     "SentenceEmbedder",
     "TLLM",
+    "TensorSpec",
     "clear_piece_cache",
     "convert",
     "cost",
@@ -57,6 +62,9 @@ __all__ = [
     "sae",
     "saev",
     "safe_open",
+    "serialize",
+    "serialize_file",
+    "torch",
     "verify",
 ]
 

@@ -7,7 +7,10 @@ import numpy.typing as npt
 
 __version__: str
 
-class FormatError(ValueError):
+class SafetensorError(Exception):
+    """An error reading or writing a tensor file, as safetensors raises it."""
+
+class FormatError(SafetensorError, ValueError):
     """A file that breaks the rules of its format."""
 
     offset: Optional[int]
@@ -69,7 +72,6 @@ def serialize(format: str, entries: List[Tuple[str, str, List[int], bytes]],
               path: Optional[str] = None) -> Optional[bytes]: ...
 def verify(path: str) -> None: ...
 def inspect_json(path: str) -> str: ...
-def float8_values(dtype: str) -> List[float]: ...
 
 class NativeDataset:
     def __init__(self, path: str, layer: Optional[int], patches_name: str) -> None: ...

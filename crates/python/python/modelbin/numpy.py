@@ -3,24 +3,22 @@
 ``load_file`` reads BinTensors, safetensors, EMBD and TLLM files (detected
 by content); ``save_file`` writes ``.bt`` (byte-identical to the
 ``bintensors`` crate's writer) or ``.safetensors``, chosen by extension.
+BF16 and the 8-bit floats are ``ml_dtypes`` arrays, so ``load_file`` then
+``save_file`` gives back the same bytes.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from . import _native
-from .tensors import NUMPY_DTYPES, array_of, safe_open
-
-_DTYPE_NAMES = {dtype: name for name, dtype in NUMPY_DTYPES.items()}
-
-_EXTENSIONS = {".bt": "bintensors", ".bintensors": "bintensors", ".safetensors": "safetensors"}
+from .tensors import DTYPE_NAMES, Entry, array_of, safe_open, write_file
 
 
-def _entries(tensors: Dict[str, np.ndarray]) -> List[Tuple[str, str, List[int], bytes]]:
+def _entries(tensors: Dict[str, np.ndarray]) -> List[Entry]:
     entries = []
     for name, array in tensors.items():
         if not isinstance(name, str):
@@ -29,16 +27,16 @@ def _entries(tensors: Dict[str, np.ndarray]) -> List[Tuple[str, str, List[int], 
         dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
         if dtype.kind == "b":
             dtype = np.dtype(np.bool_)
-        if dtype not in _DTYPE_NAMES:
+        if dtype not in DTYPE_NAMES:
             raise ValueError(f"tensor {name!r}: numpy dtype {array.dtype} has no tensor dtype")
         data = np.ascontiguousarray(array, dtype=dtype).tobytes()
-        entries.append((name, _DTYPE_NAMES[dtype], list(array.shape), data))
+        entries.append((name, DTYPE_NAMES[dtype], list(array.shape), data))
     return entries
 
 
 def load_file(filename: "str | os.PathLike[str]") -> Dict[str, np.ndarray]:
     """Every tensor of a file, by name (read-only arrays over the mapped
-    file; BF16 and 8-bit floats decoded to float32)."""
+    file)."""
     with safe_open(filename, framework="np") as f:
         return {name: f.get_tensor(name) for name in f.keys()}
 
@@ -47,11 +45,7 @@ def save_file(tensors: Dict[str, np.ndarray], filename: "str | os.PathLike[str]"
               metadata: Optional[Dict[str, str]] = None) -> None:
     """Writes ``tensors`` atomically; the format is the extension's
     (``.bt``/``.bintensors`` or ``.safetensors``)."""
-    path = os.fspath(filename)
-    extension = os.path.splitext(path)[1].lower()
-    if extension not in _EXTENSIONS:
-        raise ValueError(f"{path}: the extension must be .bt, .bintensors or .safetensors")
-    _native.serialize(_EXTENSIONS[extension], _entries(tensors), metadata, path)
+    write_file(_entries(tensors), filename, metadata)
 
 
 def save(tensors: Dict[str, np.ndarray], metadata: Optional[Dict[str, str]] = None, *,
@@ -61,8 +55,7 @@ def save(tensors: Dict[str, np.ndarray], metadata: Optional[Dict[str, str]] = No
 
 
 def load(data: bytes) -> Dict[str, np.ndarray]:
-    """Every tensor of a file's bytes (views of ``data`` where numpy has the
-    dtype)."""
+    """Every tensor of a file's bytes (read-only views of ``data``)."""
     _, entries, _ = _native.tensor_table_of_bytes(data)
     return {name: array_of(data, dtype, shape, offset, nbytes)
             for name, dtype, shape, offset, nbytes in entries}
