@@ -1,18 +1,15 @@
 """modelbin.torch and safe_open(framework="pt") against safetensors.torch
-(the oracle), byte for byte, for every dtype. Needs PyTorch: skipped where
-it is missing (the light venv), run in the venv with torch."""
+(the oracle), byte for byte, for every dtype."""
 
 import numpy as np
 import pytest
+import safetensors
+import safetensors.torch as st
+import torch
 
-import torch  # noqa: E402
-
-import safetensors  # noqa: E402
-import safetensors.torch as st  # noqa: E402
-
-import modelbin  # noqa: E402
-import modelbin.numpy as mnp  # noqa: E402
-import modelbin.torch as mt  # noqa: E402
+import modelbin
+import modelbin.numpy as mnp
+import modelbin.torch as mt
 
 
 def every_dtype():
