@@ -23,7 +23,7 @@ mod text;
 use std::cmp::Ordering;
 
 pub use effects::{DecoderEffects, Effects, TokenEffect};
-pub use page::html_page;
+pub use page::{html_page, latent_page};
 
 use super::Sae;
 use super::view::View;
