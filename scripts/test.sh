@@ -4,7 +4,8 @@
 # first on PATH so every test's `python3` is the venv's; the real test
 # models (cached under target/); every test of the workspace; then the
 # Python package built with the README's command into the same venv and
-# its tests. Nothing is installed into the system Python.
+# its tests, with Debian's chromium for the feature page's browser test.
+# Nothing is installed into the system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,4 +21,5 @@ scripts/fetch-test-data.sh
 cargo test --workspace --locked "$@"
 
 "$venv/bin/python" -m pip install --quiet ./crates/python
+scripts/install-chromium.sh
 "$venv/bin/python" -m pytest -q crates/python/tests

@@ -512,38 +512,25 @@ fn features_show_the_text_around_the_strongest_inputs() {
         ],
         "",
     );
-    let err = usage(
-        &[
-            "sae",
-            "eval",
-            s(&out),
-            data,
-            "--layer=-1",
-            "--model",
-            s(&other),
-        ],
-        "",
-    );
-    assert!(
-        err.contains("the dataset was recorded from sha256:"),
-        "{err}"
-    );
-    let err = usage(
-        &[
-            "sae",
-            "features",
-            s(&out),
-            data,
-            "--layer=-1",
-            "--model",
-            s(&other),
-        ],
-        "",
-    );
-    assert!(
-        err.contains("the dataset was recorded from sha256:"),
-        "{err}"
-    );
+    // Both commands that read the model refuse another one.
+    for command in ["eval", "features"] {
+        let err = usage(
+            &[
+                "sae",
+                command,
+                s(&out),
+                data,
+                "--layer=-1",
+                "--model",
+                s(&other),
+            ],
+            "",
+        );
+        assert!(
+            err.contains("the dataset was recorded from sha256:"),
+            "{command}: {err}"
+        );
+    }
     let err = usage(
         &[
             "sae",

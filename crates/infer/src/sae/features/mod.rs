@@ -313,7 +313,7 @@ mod tests {
             quantiles: Vec::new(),
             effects: None,
         };
-        let mut latents = vec![
+        let mut latents = [
             feature(0, 0.5),
             feature(1, 0.0),
             feature(2, 0.002),

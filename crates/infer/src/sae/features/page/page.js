@@ -14,31 +14,16 @@
   const pct = (d) => d === 0 ? "0%" : d >= 0.01 ? (100 * d).toFixed(2) + "%" :
     (100 * d).toPrecision(2) + "%";
   const num = (v) => v === 0 ? "0" : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(3);
-  // A token shown alone: spaces made visible.
+  // A token shown alone: spaces made visible (as the index's preview).
   const alone = (t) => t.replace(/ /g, "␣");
 
-  // The distinct texts of the latent's strongest tokens.
-  function preview(f) {
-    const seen = [];
-    for (const c of f.top) {
-      if (!c.tokens) break;
-      const t = c.tokens[c.at].trim() || alone(c.tokens[c.at]);
-      if (t && !seen.includes(t)) seen.push(t);
-    }
-    return seen.slice(0, 5);
-  }
-
-  // What searching matches: the tokens each shown input sits on, and the
-  // tokens of its decoder effects.
-  function searchText(f) {
-    const words = [];
-    const add = (c) => { if (c.tokens) words.push(c.tokens[c.at]); };
-    f.top.forEach(add);
-    f.quantiles.forEach((q) => q.samples.forEach(add));
-    const e = f.effects;
-    if (e && e.logits) e.logits.raised.forEach((t) => words.push(t.token));
-    if (e && e.nearest) e.nearest.pieces.forEach((t) => words.push(t.token));
-    return words.join("\u0000").toLowerCase();
+  // A latent's whole data, parsed when it is first opened.
+  const details = new Map();
+  function detail(latent) {
+    const found = byLatent.get(latent);
+    if (!found) return null;
+    if (!details.has(latent)) details.set(latent, JSON.parse(data.details[found.rank]));
+    return details.get(latent);
   }
 
   // The index: one link per latent, built once; sorting moves them and
@@ -50,9 +35,9 @@
     `<span class="den" title="firing density">${pct(f.density)}</span>` +
     `<span class="max" title="max activation">${num(f.max)}</span>` +
     `<span class="band ${f.band}">${f.band}</span>` +
-    `<span class="prev">${esc(preview(f).join(" · "))}</span></a>`).join("");
+    `<span class="prev">${esc(f.preview.join(" · "))}</span></a>`).join("");
   const rows = Array.from(index.children);
-  const entries = latents.map((f, i) => ({ f, row: rows[i], text: null }));
+  const entries = latents.map((f, i) => ({ f, row: rows[i] }));
 
   const orders = {
     browse: (a, b) => byLatent.get(a.f.latent).rank - byLatent.get(b.f.latent).rank,
@@ -80,10 +65,7 @@
     let shown = 0;
     for (const e of entries) {
       let visible = shownBands.has(e.f.band);
-      if (visible && query) {
-        if (e.text === null) e.text = searchText(e.f);
-        visible = e.text.includes(query);
-      }
+      if (visible && query) visible = e.f.words.includes(query);
       e.row.hidden = !visible;
       if (visible) shown++;
     }
@@ -154,13 +136,12 @@
   }
 
   function render(latent) {
-    const found = byLatent.get(latent);
+    const f = detail(latent);
     const view = $("latent");
-    if (!found) {
+    if (!f) {
       view.innerHTML = `<p class="hint">Latent ${esc(latent)} is not on this page.</p>`;
       return;
     }
-    const f = found.f;
     const parts = [
       `<h2>Latent ${f.latent} <span class="band ${f.band}">${f.band}</span></h2>`,
       `<div class="stats"><span>density <b>${pct(f.density)}</b></span>` +
