@@ -3,10 +3,11 @@
 # (numpy for the reference forward passes, tiktoken, safetensors, ...),
 # first on PATH so every test's `python3` is the venv's; the real test
 # models (cached under target/); every test of the workspace; then the
-# Python package built into the same venv and its tests; the tests that need
-# torch (SAELens, sentence-transformers, transformers) in the heavy venv
-# cached outside the clone (scripts/heavy-venv.sh); and the anchors' own
-# test suites run against modelbin (scripts/drop-in-suites.sh). Nothing is
+# Python package built into the same venv and its tests (with Debian's
+# chromium for the feature page's browser test); the tests that need torch
+# (SAELens, sentence-transformers, transformers) in the heavy venv cached
+# outside the clone (scripts/heavy-venv.sh); and the anchors' own test
+# suites run against modelbin (scripts/drop-in-suites.sh). Nothing is
 # installed into the system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,7 @@ rm -rf "$wheels"
 "$venv/bin/python" -m pip wheel --quiet --no-deps -w "$wheels" ./crates/python
 wheel=$(ls "$wheels"/modelbin-*.whl)
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+scripts/install-chromium.sh
 "$venv/bin/python" -m pytest -q crates/python/tests
 
 heavy=$(scripts/heavy-venv.sh)

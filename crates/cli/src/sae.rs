@@ -24,7 +24,7 @@ pub enum SaeCommand {
     Train(TrainArgs),
     /// Measure an autoencoder on a dataset: MSE, explained variance, L0, dead latents.
     Eval(EvalArgs),
-    /// The inputs that activate each latent most, with their text for TLLM recordings.
+    /// What each latent fires on: densities, histograms, inputs in their text; a browsable page.
     Features(crate::sae_features::FeaturesArgs),
 }
 

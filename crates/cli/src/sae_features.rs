@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::features::{
-    Feature, FeatureOptions, features as find_features, html_page,
+    Context, DecoderEffects, Feature, FeatureOptions, Features, features as find_features,
+    html_page,
 };
 
 use crate::failure::{Failure, at};
@@ -24,29 +25,52 @@ pub struct FeaturesArgs {
     /// Show this latent only.
     #[arg(long)]
     latent: Option<u64>,
-    /// Inputs shown per latent.
+    /// Strongest inputs kept per latent.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
     top: u64,
-    /// Without --latent: how many latents to show, the most often firing first.
+    /// Intervals of equal width the activation range is cut into, inputs sampled from each.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    quantiles: u64,
+    /// Inputs sampled from each interval.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=100))]
+    samples: u64,
+    /// Without --latent: how many latents to print, mid-density first (the page has every latent).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     latents: u64,
-    /// Print one JSON line per latent.
+    /// Print one JSON line per latent printed.
     #[arg(long)]
     json: bool,
-    /// Also write one self-contained HTML page.
+    /// Also write the feature browser: one self-contained HTML page of every latent.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The model the dataset was recorded from: adds each latent's direct effect on the next
+    /// token (TLLM) or its nearest word pieces (BERT).
+    #[arg(long, value_name = "PATH")]
+    model: Option<PathBuf>,
 }
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     let (sae, _, view) = open_for_view(&args.sae, &args.view)?;
+    let latents = usize::try_from(args.latents).unwrap_or(usize::MAX);
     let options = FeatureOptions {
         top: args.top as usize,
+        quantiles: args.quantiles as usize,
+        samples: args.samples as usize,
         latent: args
             .latent
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-        latents: usize::try_from(args.latents).unwrap_or(usize::MAX),
+        latents: if args.html.is_some() {
+            None
+        } else {
+            Some(latents)
+        },
+    };
+    let effects = match &args.model {
+        Some(model) => {
+            Some(DecoderEffects::open(model, view.dataset()).map_err(|e| sae_failure(e, model))?)
+        }
+        None => None,
     };
     if view.dataset().token_ids().is_none() {
         errln!(
@@ -55,10 +79,16 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         );
     }
     let mut progress = Progress::new("scanning");
-    let found = find_features(&sae, &view, options, &mut |done, total| {
-        progress.update(done, total);
-        true
-    });
+    let found = find_features(
+        &sae,
+        &view,
+        options,
+        effects.as_ref(),
+        &mut |done, total| {
+            progress.update(done, total);
+            true
+        },
+    );
     progress.finish();
     let found = found.map_err(|e| match e {
         modelbin_infer::Error::Sae(SaeError::NoSuchLatent { latent, d_sae }) => Failure::Usage(
@@ -66,7 +96,7 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         ),
         e => sae_failure(e, &args.sae),
     })?;
-    for feature in &found.features {
+    for feature in found.latents.iter().take(latents) {
         if args.json {
             print_json(feature)?;
         } else {
@@ -74,37 +104,44 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         }
     }
     if let Some(path) = &args.html {
-        write_html(path, &args.sae, &found.features)?;
+        write_html(path, &args.sae, &found)?;
     }
     Ok(())
 }
 
 fn print_feature(feature: &Feature) -> Result<(), Failure> {
     outln!(
-        "latent {}: fires on {:.3}% of inputs",
+        "latent {} ({}): fires on {:.3}% of inputs, max {:.4}",
         feature.latent,
-        100.0 * feature.density
+        feature.band.name(),
+        100.0 * feature.density,
+        feature.max
     )?;
-    for hit in &feature.top {
-        match &hit.context {
-            Some([before, token, after]) => {
-                outln!("  {:>9.4}  {before}[{token}]{after}", hit.value)
-            }
-            None => outln!(
-                "  {:>9.4}  image {}, layer {}, token {}",
-                hit.value,
-                hit.img,
-                hit.layer,
-                hit.token
-            ),
-        }?;
+    for context in &feature.top {
+        outln!("  {:>9.4}  {}", context.value, one_line(context))?;
     }
     Ok(())
 }
 
+/// A context as text, the input's token in brackets.
+fn one_line(context: &Context) -> String {
+    match &context.text {
+        Some(text) => format!(
+            "{}[{}]{}",
+            text.tokens[..text.at].concat(),
+            text.tokens[text.at],
+            text.tokens[text.at + 1..].concat()
+        ),
+        None => format!(
+            "image {}, layer {}, token {}",
+            context.img, context.layer, context.token
+        ),
+    }
+}
+
 /// Writes [`html_page`] to `path`, atomically.
-fn write_html(path: &Path, sae: &Path, features: &[Feature]) -> Result<(), Failure> {
-    let page = html_page(&sae.display().to_string(), features);
+fn write_html(path: &Path, sae: &Path, features: &Features) -> Result<(), Failure> {
+    let page = html_page(&sae.display().to_string(), features, None);
     let mut file = modelbin_format::output::OutputFile::create(path).map_err(|e| at(path, e))?;
     std::io::Write::write_all(&mut file, page.as_bytes())
         .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;

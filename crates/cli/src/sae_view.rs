@@ -120,6 +120,9 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
             "--model: {} kept no token ids (tokens.bin); record it again with `modelbin acts record`",
             dataset.display()
         ),
+        SaeError::NoDecoderEffects { family } => format!(
+            "--model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+        ),
         SaeError::NotTllm { model, format } => {
             return Failure::Invalid(format!(
                 "{}: the file's format is {format}; --model takes the TLLM model the dataset was recorded from",

@@ -283,6 +283,24 @@ fn bad_input_is_refused_before_training() {
         &refs(&train(&["--layer", "-1", "-o", s(&out), "--force"])),
         "",
     );
+    // Decoder effects need the model of a TLLM or BERT recording.
+    let err = usage(
+        &[
+            "sae",
+            "features",
+            s(&out),
+            s(&data),
+            "--layer",
+            "-1",
+            "--model",
+            s(&out.join("cfg.json")),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("--model: the dataset was recorded from a \"test\" model; decoder effects are read from TLLM and BERT models"),
+        "{err}"
+    );
     // An autoencoder for other vectors.
     let wide = dataset(&dir.path().join("wide"), 12, None);
     let err = fails(&["sae", "eval", s(&out), s(&wide), "--layer", "-1"], "");
@@ -389,6 +407,8 @@ fn features_show_the_text_around_the_strongest_inputs() {
             "--json",
             "--html",
             s(&html),
+            "--model",
+            s(&model),
         ],
         "",
     );
@@ -398,13 +418,55 @@ fn features_show_the_text_around_the_strongest_inputs() {
         .collect();
     assert_eq!(features.len(), 3);
     for feature in &features {
-        for hit in feature["top"].as_array().unwrap() {
+        let fired = feature["fired"].as_u64().unwrap();
+        let counted = |list: &serde_json::Value, key: &str| -> u64 {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    if key.is_empty() {
+                        v.as_u64().unwrap()
+                    } else {
+                        v[key].as_u64().unwrap()
+                    }
+                })
+                .sum()
+        };
+        // Every firing lands in one histogram bin and one interval.
+        assert_eq!(counted(&feature["histogram"], ""), fired, "{feature}");
+        assert_eq!(counted(&feature["quantiles"], "fired"), fired, "{feature}");
+        let samples = feature["quantiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|q| q["samples"].as_array().unwrap());
+        for hit in feature["top"].as_array().unwrap().iter().chain(samples) {
             let at = (hit["img"].as_u64().unwrap() * 16 + hit["token"].as_u64().unwrap()) as usize;
-            assert_eq!(hit["context"][1], content[at..at + 1], "{hit}");
+            let here = hit["at"].as_u64().unwrap() as usize;
+            // The token is the recorded text's byte, the text around it
+            // is the text's, and the activation read again on it is the
+            // first pass's (to four digits).
+            assert_eq!(hit["tokens"][here], content[at..at + 1], "{hit}");
+            let tokens: String = hit["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            assert!(content[at - here..].starts_with(&tokens), "{hit}");
+            let value = hit["value"].as_f64().unwrap();
+            let shaded = hit["acts"][here].as_f64().unwrap();
+            assert!((shaded - value).abs() <= 5e-4 * value, "{hit}");
         }
+        let effects = &feature["effects"]["logits"];
+        assert_eq!(effects["raised"].as_array().unwrap().len(), 8, "{feature}");
+        assert!(
+            effects["raised"][0]["value"].as_f64() > effects["lowered"][0]["value"].as_f64(),
+            "{feature}"
+        );
     }
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!doctype html>") && page.contains("<mark>"));
+    assert!(page.starts_with("<!doctype html>") && page.contains("\"latents\":["));
     // The cross-entropy with the reconstruction spliced into the model.
     let eval: serde_json::Value = serde_json::from_str(&ok(
         &[
@@ -450,22 +512,25 @@ fn features_show_the_text_around_the_strongest_inputs() {
         ],
         "",
     );
-    let err = usage(
-        &[
-            "sae",
-            "eval",
-            s(&out),
-            data,
-            "--layer=-1",
-            "--model",
-            s(&other),
-        ],
-        "",
-    );
-    assert!(
-        err.contains("the dataset was recorded from sha256:"),
-        "{err}"
-    );
+    // Both commands that read the model refuse another one.
+    for command in ["eval", "features"] {
+        let err = usage(
+            &[
+                "sae",
+                command,
+                s(&out),
+                data,
+                "--layer=-1",
+                "--model",
+                s(&other),
+            ],
+            "",
+        );
+        assert!(
+            err.contains("the dataset was recorded from sha256:"),
+            "{command}: {err}"
+        );
+    }
     let err = usage(
         &[
             "sae",

@@ -144,6 +144,11 @@ impl Bert {
         &self.config
     }
 
+    /// The word-piece (input) embeddings, `[vocab_size, hidden_size]`.
+    pub fn word_embeddings(&self) -> &[f32] {
+        self.word.values()
+    }
+
     /// Whether any linear layer runs on int8 weights.
     pub fn is_int8(&self) -> bool {
         self.layers.iter().any(|l| {

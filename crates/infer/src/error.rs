@@ -208,6 +208,14 @@ pub enum SaeError {
         /// The hash the dataset names.
         recorded: String,
     },
+    /// Decoder effects are read from TLLM and BERT models only.
+    #[error(
+        "model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+    )]
+    NoDecoderEffects {
+        /// The dataset's model family.
+        family: String,
+    },
     /// A latent the autoencoder does not have.
     #[error("latent {latent}: the autoencoder has {d_sae} latents")]
     NoSuchLatent {

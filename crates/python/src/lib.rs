@@ -37,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_features, m)?)?;
+    m.add_function(wrap_pyfunction!(sae::sae_latent_page, m)?)?;
     m.add_function(wrap_pyfunction!(record::acts_record, m)?)?;
     m.add_function(wrap_pyfunction!(tllm::tllm_train, m)?)?;
     m.add_function(wrap_pyfunction!(convert::convert, m)?)?;

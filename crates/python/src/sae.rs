@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use modelbin_format::saev::Patches;
 use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
-use modelbin_infer::sae::features::{FeatureOptions, features, html_page};
+use modelbin_infer::sae::features::{
+    DecoderEffects, FeatureOptions, features, html_page, latent_page,
+};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
@@ -354,11 +356,13 @@ pub fn sae_evaluate(
     Ok(serde_json::to_string(&evaluation).expect("an evaluation serializes"))
 }
 
-/// The inputs each latent fires on most, as `modelbin sae features --json`
-/// prints them (a JSON array of its lines); with `html`, also the page
-/// `--html` writes. `progress(done, total)` is called with bytes.
+/// What each latent fires on, as `modelbin sae features` finds it: the JSON
+/// of every latent described (`latents` of them, mid-density first, or
+/// every one when `None`), with the view's `examples`, `d_sae` and
+/// `has_text`; with `html`, also the page `--html` writes; with `model`,
+/// the decoder effects. `progress(done, total)` is called with bytes.
 #[pyfunction]
-#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, top, latent, latents, html, progress))]
+#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, top, quantiles, samples, latent, latents, html, model, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn sae_features(
     py: Python<'_>,
@@ -369,28 +373,37 @@ pub fn sae_features(
     batch_size: usize,
     threads: Option<usize>,
     top: usize,
+    quantiles: usize,
+    samples: usize,
     latent: Option<usize>,
-    latents: usize,
+    latents: Option<usize>,
     html: Option<PathBuf>,
+    model: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let name = match &sae {
-        SaeSource::Directory(dir) => dir.display().to_string(),
-        SaeSource::Loaded(_) => "an autoencoder".to_owned(),
-    };
+    let name = sae_name(&sae);
     let view = open_view(py, &dataset, layer, patches_name, batch_size, threads)?;
     let mut loaded = None;
     let sae = resolve_sae(py, &sae, &mut loaded, &view)?;
+    let effects = match &model {
+        Some(model) => Some(
+            py.detach(|| DecoderEffects::open(model, view.dataset()))
+                .map_err(infer_error)?,
+        ),
+        None => None,
+    };
     let options = FeatureOptions {
         top,
+        quantiles,
+        samples,
         latent,
         latents,
     };
     let found = with_progress(py, progress, |progress| {
-        features(sae, &view, options, progress)
+        features(sae, &view, options, effects.as_ref(), progress)
     })?;
     if let Some(path) = html {
-        let page = html_page(&name, &found.features);
+        let page = html_page(&name, &found, None);
         py.detach(|| {
             let mut file = modelbin_format::output::OutputFile::create(&path)?;
             std::io::Write::write_all(&mut file, page.as_bytes())
@@ -399,5 +412,21 @@ pub fn sae_features(
         })
         .map_err(crate::errors::format_error)?;
     }
-    Ok(serde_json::to_string(&found.features).expect("features serialize"))
+    Ok(serde_json::to_string(&found).expect("features serialize"))
+}
+
+/// The page of one latent alone, from the JSON `sae_features` gave for it.
+#[pyfunction]
+pub fn sae_latent_page(name: &str, examples: u64, d_sae: usize, feature: &str) -> PyResult<String> {
+    let feature: serde_json::Value = serde_json::from_str(feature)
+        .map_err(|e| PyValueError::new_err(format!("a latent's JSON: {e}")))?;
+    Ok(latent_page(name, examples, d_sae, &feature))
+}
+
+/// How pages name an autoencoder: its directory, or "an autoencoder".
+fn sae_name(sae: &SaeSource) -> String {
+    match sae {
+        SaeSource::Directory(dir) => dir.display().to_string(),
+        SaeSource::Loaded(_) => "an autoencoder".to_owned(),
+    }
 }

@@ -49,6 +49,38 @@ impl<'d> TokenText<'d> {
         self.ids.window(img)
     }
 
+    /// Up to `len` ids from position `start` of the text (windows follow
+    /// each other, `[CLS]` excluded).
+    pub fn ids(&self, start: u64, len: usize) -> Vec<u32> {
+        self.ids.span(start, len)
+    }
+
+    /// Each token's own text, made visible, so that the texts laid end to
+    /// end read as [`TokenText::render`] does: for bytes, a character
+    /// encoded in several bytes is the text of its first byte and the
+    /// bytes after it have none, and a byte that begins no character is
+    /// shown as `\xNN`; for word pieces, a piece continuing a word (`##`)
+    /// is its rest and any other piece after the first starts with a
+    /// space.
+    pub fn pieces(&self, ids: &[u32]) -> Vec<String> {
+        match &self.vocabulary {
+            None => byte_pieces(ids),
+            Some(vocabulary) => ids
+                .iter()
+                .enumerate()
+                .map(|(at, &id)| {
+                    let token = vocabulary.get(id as usize).map_or("[?]", String::as_str);
+                    let text = match token.strip_prefix("##") {
+                        Some(rest) => rest.to_owned(),
+                        None if at == 0 => token.to_owned(),
+                        None => format!(" {token}"),
+                    };
+                    visible(&text)
+                })
+                .collect(),
+        }
+    }
+
     /// The text of `ids` (lossy UTF-8 for bytes; word pieces joined,
     /// `##` continuing the word before).
     pub fn render(&self, ids: &[u32]) -> String {
@@ -126,6 +158,40 @@ impl<'d> TokenText<'d> {
     }
 }
 
+/// [`TokenText::pieces`] of byte ids.
+fn byte_pieces(ids: &[u32]) -> Vec<String> {
+    let mut pieces = vec![String::new(); ids.len()];
+    let mut at = 0;
+    while at < ids.len() {
+        let Ok(first) = u8::try_from(ids[at]) else {
+            pieces[at] = "[?]".into();
+            at += 1;
+            continue;
+        };
+        let width = match first {
+            0x00..=0x7f => 1,
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => 0,
+        };
+        let bytes: Option<Vec<u8>> = ids
+            .get(at..at + width.max(1))
+            .and_then(|run| run.iter().map(|&id| u8::try_from(id).ok()).collect());
+        match bytes.as_deref().map(std::str::from_utf8) {
+            Some(Ok(text)) if width > 0 => {
+                pieces[at] = visible(text);
+                at += width;
+            }
+            _ => {
+                pieces[at] = format!("\\x{first:02x}");
+                at += 1;
+            }
+        }
+    }
+    pieces
+}
+
 /// `text` with line breaks shown as ⏎ and control characters escaped.
 pub fn visible(text: &str) -> String {
     text.chars()
@@ -135,4 +201,22 @@ pub fn visible(text: &str) -> String {
             c => vec![c],
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_pieces_read_as_the_text_with_one_piece_per_byte() {
+        let text = "é a\n€!";
+        let ids: Vec<u32> = text.bytes().map(u32::from).collect();
+        let pieces = byte_pieces(&ids);
+        assert_eq!(pieces, ["é", "", " ", "a", "⏎", "€", "", "", "!"]);
+        // A continuation byte first, a cut character last, an id past 255.
+        assert_eq!(
+            byte_pieces(&[0xa9, b'x'.into(), 0xe2, 0x82, 300]),
+            ["\\xa9", "x", "\\xe2", "\\x82", "[?]"]
+        );
+    }
 }

@@ -50,15 +50,7 @@ impl Splice {
             }
             .into());
         }
-        let hash = crate::record::checkpoint_id(model_path)?;
-        if hash != metadata.vit_ckpt {
-            return Err(SaeError::OtherModel {
-                model: model_path.to_path_buf(),
-                hash,
-                recorded: metadata.vit_ckpt.clone(),
-            }
-            .into());
-        }
+        check_recorded_from(model_path, dataset)?;
         let model = Model::open(model_path)?;
         let blocks = i64::from(model.config().n_layers);
         let block = if layer < 0 { blocks + layer } else { layer };
@@ -77,6 +69,22 @@ impl Splice {
     pub fn measure(&self, sae: &Sae<f32>) -> Result<CrossEntropy> {
         cross_entropy(&self.model, sae, self.block, &self.windows)
     }
+}
+
+/// Refuses a model other than the one `dataset` was recorded from (by its
+/// hash, `vit_ckpt`).
+pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Result<()> {
+    let recorded = &dataset.metadata().vit_ckpt;
+    let hash = crate::record::checkpoint_id(model_path)?;
+    if &hash != recorded {
+        return Err(SaeError::OtherModel {
+            model: model_path.to_path_buf(),
+            hash,
+            recorded: recorded.clone(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Mean next-token cross-entropy (nats per token) of three passes over the

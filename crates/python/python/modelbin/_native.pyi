@@ -126,9 +126,11 @@ def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
                 tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
                 progress: Optional[Callable[[int, int], None]]) -> str: ...
 def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
-                 batch_size: int, threads: Optional[int], top: int, latent: Optional[int],
-                 latents: int, html: Optional[str],
+                 batch_size: int, threads: Optional[int], top: int, quantiles: int,
+                 samples: int, latent: Optional[int], latents: Optional[int],
+                 html: Optional[str], model: Optional[str],
                  progress: Optional[Callable[[int, int], None]]) -> str: ...
+def sae_latent_page(name: str, examples: int, d_sae: int, feature: str) -> str: ...
 def tllm_train(corpus: List[str], out: str, *, dim: int, layers: int, heads: int, ffn: int,
                seq: int, dropout: float, batch_size: int, steps: int, lr: float,
                warmup: Optional[int], weight_decay: float, clip: float, seed: int,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from html import escape as html_escape
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from . import _native, _progress
 from . import numpy as mnp
 
-__all__ = ["SAE", "ARCHITECTURES", "train", "evaluate", "features"]
+__all__ = ["SAE", "ARCHITECTURES", "Feature", "train", "evaluate", "features"]
 
 
 #: The architectures read, by their SAELens names.
@@ -192,25 +193,53 @@ def evaluate(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     return json.loads(result)
 
 
+class Feature(dict):
+    """One latent as ``modelbin sae features --json`` prints it (a ``dict``:
+    ``latent``, ``density``, ``band``, ``fired``, ``max``, ``mean``,
+    ``histogram``, ``top``, ``quantiles`` and, given the model, ``effects``),
+    which a notebook shows as the feature browser's view of the latent."""
+
+    def __init__(self, fields: Dict[str, Any], name: str, examples: int, d_sae: int) -> None:
+        super().__init__(fields)
+        self._page = (name, examples, d_sae)
+
+    def _repr_html_(self) -> str:
+        name, examples, d_sae = self._page
+        page = _native.sae_latent_page(name, examples, d_sae, json.dumps(self))
+        # The page's script runs in a frame of its own.
+        quoted = html_escape(page, quote=True)
+        return (f'<iframe srcdoc="{quoted}" style="width:100%;height:36em;border:1px solid #ddd" '
+                f'title="latent {self["latent"]}"></iframe>')
+
+
 def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[str]", *,
-             layer: int, patches: str = "image", top: int = 5, latent: Optional[int] = None,
-             latents: int = 20, html: "Optional[str | os.PathLike[str]]" = None,
-             batch_size: int = 4096, threads: Optional[int] = None,
-             progress: Optional[bool] = None) -> "list[Dict[str, Any]]":
-    """The inputs each latent fires on most: for ``latent`` only, or for the
-    ``latents`` most often firing ones, the ``top`` strongest inputs each,
-    with their text around the token (``context``: before, token, after)
-    when the dataset kept its token ids. The list of what ``modelbin sae
-    features --json`` prints, one dict per latent (``latent``, ``density``,
-    ``top``); ``html`` also writes the page ``--html`` writes."""
+             layer: int, patches: str = "image", top: int = 5, quantiles: int = 5,
+             samples: int = 2, latent: Optional[int] = None, latents: int = 20,
+             html: "Optional[str | os.PathLike[str]]" = None,
+             model: "Optional[str | os.PathLike[str]]" = None, batch_size: int = 4096,
+             threads: Optional[int] = None, progress: Optional[bool] = None) -> "list[Feature]":
+    """What each latent fires on, as ``modelbin sae features`` finds it: for
+    ``latent`` only, or for the first ``latents`` in the browsing order
+    (mid-density first), a :class:`Feature` each — its firing density and
+    band, largest and mean activation, histogram, ``top`` strongest inputs
+    and ``samples`` inputs from each of ``quantiles`` intervals of its
+    range, each in its text with every token's activation when the dataset
+    kept its token ids. ``model`` (the model the dataset was recorded from)
+    adds the decoder row's effects: on the next token (TLLM) or the nearest
+    word pieces (BERT). The list of what ``--json`` prints; ``html`` also
+    writes the page ``--html`` writes, of every latent."""
     source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
+    name = "an autoencoder" if isinstance(sae, SAE) else os.fspath(sae)
     callback, bar = _progress.bytes_callback(progress, "scanning")
     try:
-        result = _native.sae_features(
+        result = json.loads(_native.sae_features(
             source, os.fspath(dataset), layer, patches_name=patches, batch_size=batch_size,
-            threads=threads, top=top, latent=latent, latents=latents,
-            html=None if html is None else os.fspath(html), progress=callback)
+            threads=threads, top=top, quantiles=quantiles, samples=samples, latent=latent,
+            latents=None if html is not None else latents,
+            html=None if html is None else os.fspath(html),
+            model=None if model is None else os.fspath(model), progress=callback))
     finally:
         if bar is not None:
             bar.close()
-    return json.loads(result)
+    return [Feature(f, name, result["examples"], result["d_sae"])
+            for f in result["latents"][:latents]]

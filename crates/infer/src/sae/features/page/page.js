@@ -1,0 +1,185 @@
+"use strict";
+// The feature browser: an index of every latent (sorted, filtered by
+// density band, searched by token text) and one latent's view, drawn from
+// the JSON embedded in the page when it is opened (#latent-N in the
+// address opens latent N).
+(function () {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const BANDS = ["dead", "ultra-rare", "rare", "typical", "dense"];
+  const latents = data.latents;
+  const byLatent = new Map(latents.map((f, rank) => [f.latent, { f, rank }]));
+  const $ = (id) => document.getElementById(id);
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) =>
+    ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  const pct = (d) => d === 0 ? "0%" : d >= 0.01 ? (100 * d).toFixed(2) + "%" :
+    (100 * d).toPrecision(2) + "%";
+  const num = (v) => v === 0 ? "0" : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(3);
+  // A token shown alone: spaces made visible (as the index's preview).
+  const alone = (t) => t.replace(/ /g, "␣");
+
+  // A latent's whole data, parsed when it is first opened.
+  const details = new Map();
+  function detail(latent) {
+    const found = byLatent.get(latent);
+    if (!found) return null;
+    if (!details.has(latent)) details.set(latent, JSON.parse(data.details[found.rank]));
+    return details.get(latent);
+  }
+
+  // The index: one link per latent, built once; sorting moves them and
+  // filtering hides them.
+  const index = $("index");
+  index.innerHTML = latents.map((f) =>
+    `<a href="#latent-${f.latent}" data-latent="${f.latent}">` +
+    `<span class="idx">#${f.latent}</span>` +
+    `<span class="den" title="firing density">${pct(f.density)}</span>` +
+    `<span class="max" title="max activation">${num(f.max)}</span>` +
+    `<span class="band ${f.band}">${f.band}</span>` +
+    `<span class="prev">${esc(f.preview.join(" · "))}</span></a>`).join("");
+  const rows = Array.from(index.children);
+  const entries = latents.map((f, i) => ({ f, row: rows[i] }));
+
+  const orders = {
+    browse: (a, b) => byLatent.get(a.f.latent).rank - byLatent.get(b.f.latent).rank,
+    "density-desc": (a, b) => b.f.density - a.f.density || a.f.latent - b.f.latent,
+    "density-asc": (a, b) => a.f.density - b.f.density || a.f.latent - b.f.latent,
+    "max-desc": (a, b) => b.f.max - a.f.max || a.f.latent - b.f.latent,
+    index: (a, b) => a.f.latent - b.f.latent,
+  };
+  const counts = Object.fromEntries(BANDS.map((b) => [b, 0]));
+  latents.forEach((f) => counts[f.band]++);
+  const shownBands = new Set(BANDS);
+  $("bands").innerHTML = BANDS.map((b) =>
+    `<button type="button" data-band="${b}" aria-pressed="true">${b} ${counts[b]}</button>`).join("");
+
+  function sort() {
+    const order = orders[$("sort").value];
+    entries.sort(order);
+    const fragment = document.createDocumentFragment();
+    entries.forEach((e) => fragment.appendChild(e.row));
+    index.appendChild(fragment);
+  }
+
+  function filter() {
+    const query = $("search").value.trim().toLowerCase();
+    let shown = 0;
+    for (const e of entries) {
+      let visible = shownBands.has(e.f.band);
+      if (visible && query) visible = e.f.words.includes(query);
+      e.row.hidden = !visible;
+      if (visible) shown++;
+    }
+    $("shown").textContent = `${shown} of ${latents.length} latents shown`;
+  }
+
+  $("sort").addEventListener("change", sort);
+  $("bands").addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (!button) return;
+    const band = button.dataset.band;
+    const on = !shownBands.has(band);
+    if (on) shownBands.add(band); else shownBands.delete(band);
+    button.setAttribute("aria-pressed", String(on));
+    filter();
+  });
+  let pending = 0;
+  $("search").addEventListener("input", () => {
+    clearTimeout(pending);
+    pending = setTimeout(filter, 120);
+  });
+
+  // One latent's view.
+  function histogram(f) {
+    const w = 420, h = 110, left = 4, bottom = 16;
+    const n = f.histogram.length;
+    const most = Math.max(1, ...f.histogram);
+    const scale = (c) => c === 0 ? 0 : Math.max(1, (h - bottom) * Math.log10(1 + c) / Math.log10(1 + most));
+    const bw = (w - left) / n;
+    const bars = f.histogram.map((c, i) => {
+      const lo = f.max * i / n, hi = f.max * (i + 1) / n;
+      const y = h - bottom - scale(c);
+      return `<rect x="${(left + i * bw).toFixed(1)}" y="${y.toFixed(1)}" width="${(bw - 1).toFixed(1)}" ` +
+        `height="${scale(c).toFixed(1)}"><title>(${num(lo)}, ${num(hi)}]: ${c}</title></rect>`;
+    }).join("");
+    return `<svg class="hist" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" role="img" ` +
+      `aria-label="histogram of activations, log-scaled counts">${bars}` +
+      `<text x="${left}" y="${h - 3}">0</text>` +
+      `<text x="${w}" y="${h - 3}" text-anchor="end">${num(f.max)}</text>` +
+      `<text x="${w / 2}" y="${h - 3}" text-anchor="middle">activation (counts on a log scale; most ${most})</text></svg>`;
+  }
+
+  function context(c, f) {
+    if (!c.tokens) {
+      return `<div class="ctx"><span class="val">${num(c.value)}</span>` +
+        `<span class="text">image ${c.img}, layer ${c.layer}, token ${c.token}</span></div>`;
+    }
+    const tokens = c.tokens.map((t, i) => {
+      const a = c.acts[i];
+      const alpha = f.max > 0 ? Math.min(1, a / f.max) : 0;
+      const style = a > 0 ? ` style="background:rgba(242,142,43,${alpha.toFixed(3)})"` : "";
+      return `<span class="tok${i === c.at ? " hit" : ""}"${style} ` +
+        `title="${esc(alone(t))}: ${num(a)}">${esc(t)}</span>`;
+    }).join("");
+    return `<div class="ctx"><span class="val">${num(c.value)}</span><span class="text">${tokens}</span></div>`;
+  }
+
+  function effects(e) {
+    const table = (title, list, cls) => `<table><caption class="${cls}">${title}</caption>` +
+      list.map((t) => `<tr><td>${esc(alone(t.token))}</td><td class="v">${num(t.value)}</td></tr>`).join("") +
+      "</table>";
+    if (e.logits) {
+      return "<h3>Direct effect on the next token</h3><div class=\"effects\">" +
+        table("raised", e.logits.raised, "up") + table("lowered", e.logits.lowered, "down") + "</div>";
+    }
+    return "<h3>Nearest word pieces (input embeddings)</h3><div class=\"effects\">" +
+      table("cosine", e.nearest.pieces, "up") + "</div>";
+  }
+
+  function render(latent) {
+    const f = detail(latent);
+    const view = $("latent");
+    if (!f) {
+      view.innerHTML = `<p class="hint">Latent ${esc(latent)} is not on this page.</p>`;
+      return;
+    }
+    const parts = [
+      `<h2>Latent ${f.latent} <span class="band ${f.band}">${f.band}</span></h2>`,
+      `<div class="stats"><span>density <b>${pct(f.density)}</b></span>` +
+      `<span>fires on <b>${f.fired}</b> of ${data.examples} inputs</span>` +
+      `<span>max <b>${num(f.max)}</b></span><span>mean <b>${num(f.mean)}</b></span></div>`,
+    ];
+    if (f.fired > 0) parts.push("<h3>Activations</h3>", histogram(f));
+    if (f.effects) parts.push(effects(f.effects));
+    if (f.top.length) {
+      parts.push("<h3>Top activations</h3>", ...f.top.map((c) => context(c, f)));
+    }
+    if (f.quantiles.length) {
+      parts.push("<h3>Sampled from intervals of the activation range</h3>");
+      for (const q of f.quantiles.slice().reverse()) {
+        const share = f.fired ? (100 * q.fired / f.fired).toFixed(1) : "0";
+        parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${q.fired} inputs, ${share}%</h4>`,
+          ...q.samples.map((c) => context(c, f)));
+      }
+    }
+    view.innerHTML = parts.join("");
+    view.scrollTop = 0;
+    for (const e of entries) e.row.classList.toggle("open", e.f.latent === latent);
+  }
+
+  function route() {
+    const m = /^#latent-(\d+)$/.exec(location.hash);
+    if (m) render(Number(m[1]));
+  }
+  window.addEventListener("hashchange", route);
+
+  const bands = BANDS.filter((b) => counts[b]).map((b) => `${counts[b]} ${b}`).join(", ");
+  $("summary").textContent = `${latents.length} of ${data.d_sae} latents over ${data.examples} inputs: ${bands}. ` +
+    "Bands of firing density: dead (never), ultra-rare (< 1e-5), rare (< 1e-3), typical (< 1e-1), dense.";
+  filter();
+  if (data.open !== null && data.open !== undefined && !location.hash) {
+    document.body.classList.add("single");
+    render(data.open);
+  } else {
+    route();
+  }
+})();

@@ -1,0 +1,237 @@
+"""The feature browser of ``sae features``: its data against numpy over the
+engine's codes (densities, histograms, intervals, the contexts' per-token
+activations, the decoder effects against the models' own matrices), and
+its page in a real headless Chromium (scripts/install-chromium.sh installs
+Debian's ``chromium``): the index lists every latent, sorting, band filters
+and search change it, a latent's view shows shaded tokens and a histogram,
+and the console stays free of errors. Screenshots go to
+target/sae-page/."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import modelbin
+from browser import Browser, chromium
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "tests" / "reference"))
+import tllm_reference  # noqa: E402
+
+BINS = 24
+SHOTS = REPO / "target" / "sae-page"
+RANK = {"typical": 0, "rare": 1, "dense": 2, "ultra-rare": 3, "dead": 4}
+
+
+@pytest.fixture(scope="module")
+def tllm_run(tmp_path_factory, cli):
+    """A byte-level TLLM, its recording over the start of Newton's Opticks,
+    a TopK autoencoder trained on it and everything `features` finds."""
+    root = tmp_path_factory.mktemp("page")
+    model = root / "m.tllm"
+    done = subprocess.run([str(cli), "tllm", "init", "--seq", "32", "--seed", "2", "-o",
+                           str(model)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = root / "opticks.txt"
+    text.write_bytes((REPO / "tests" / "data" / "opticks.txt").read_bytes()[:12000])
+    data = modelbin.acts.record(model, [text], out=root / "acts", progress=False)
+    sae = modelbin.sae.train(data, layer=-1, out=root / "sae", d_sae=96, k=6, steps=60,
+                             batch_size=256, lr=3e-3, progress=False)
+    html = root / "page.html"
+    found = modelbin.sae.features(sae, data, layer=-1, top=4, quantiles=4, samples=2,
+                                  latents=96, html=html, model=model, progress=False)
+    return dict(model=model, text=text.read_bytes(), data=data, sae=sae, found=found,
+                html=html)
+
+
+def test_the_data_is_what_numpy_counts_over_the_codes(tllm_run):
+    sae, found, text = tllm_run["sae"], tllm_run["found"], tllm_run["text"]
+    vectors = modelbin.saev.Dataset(tllm_run["data"], layer=-1)[:]
+    codes = sae.encode(vectors)
+    n = len(codes)
+    assert sorted(f["latent"] for f in found) == list(range(96))
+    ranks = [(RANK[f["band"]], abs(np.log10(max(f["density"], 1e-300)) + 2)) for f in found]
+    assert ranks == sorted(ranks), "browsing order: by band, then density nearest 1%"
+    output = tllm_reference.load(str(tllm_run["model"]))["output"]
+    for f in found:
+        j = f["latent"]
+        column = codes[:, j]
+        fired = np.flatnonzero(column > 0)
+        assert f["fired"] == len(fired) and f["density"] == pytest.approx(len(fired) / n)
+        if not len(fired):
+            assert f["band"] == "dead" and f["top"] == [] and f["quantiles"] == []
+            continue
+        values = column[fired]
+        top = np.float32(values.max())
+        assert f["max"] == top and f["mean"] == pytest.approx(values.mean(), rel=1e-5)
+        bins = np.minimum((values / top * np.float32(BINS)).astype(int), BINS - 1)
+        assert f["histogram"] == np.bincount(bins, minlength=BINS).tolist()
+        # The strongest: by value, the earlier input among equals.
+        strongest = sorted(fired, key=lambda i: (-column[i], i))[:4]
+        assert [c["img"] * 32 + c["token"] for c in f["top"]] == strongest
+        np.testing.assert_array_equal(np.float32([c["value"] for c in f["top"]]),
+                                      column[strongest])
+        intervals = np.minimum((values / top * np.float32(4)).astype(int), 3)
+        assert [q["fired"] for q in f["quantiles"]] == \
+            np.bincount(intervals, minlength=4).tolist()
+        for q, interval in zip(f["quantiles"], range(4)):
+            assert len(q["samples"]) == min(2, q["fired"])
+            for c in q["samples"]:
+                assert q["low"] <= c["value"] <= q["high"]
+        for c in f["top"] + [c for q in f["quantiles"] for c in q["samples"]]:
+            at = c["img"] * 32 + c["token"]
+            start = at - c["at"]
+            # The recorded text, a byte that begins no character as \xNN
+            # and line breaks as ⏎.
+            shown = text[start:start + len(c["tokens"])].decode("utf-8", "backslashreplace")
+            assert "".join(c["tokens"]) == shown.replace("\n", "⏎")
+            # Every token's activation is the latent's code there.
+            expected = codes[start:start + len(c["tokens"]), j]
+            np.testing.assert_allclose(c["acts"], expected, rtol=5e-4)
+        # The direct effect on the next token: the decoder row times the
+        # unembedding, read by the independent numpy reader.
+        effect = sae.W_dec[j].astype(np.float64) @ output
+        raised = f["effects"]["logits"]["raised"]
+        lowered = f["effects"]["logits"]["lowered"]
+        assert [t["id"] for t in raised] == np.argsort(-effect, kind="stable")[:8].tolist()
+        assert [t["id"] for t in lowered] == np.argsort(effect, kind="stable")[:8].tolist()
+        np.testing.assert_allclose([t["value"] for t in raised], effect[[t["id"] for t in raised]],
+                                   rtol=1e-4, atol=1e-6)
+
+
+def test_bert_latents_list_the_nearest_word_pieces(tmp_path, minilm_dir):
+    data = modelbin.acts.record(minilm_dir, [REPO / "tests" / "data" / "minilm" / "sentences.jsonl"],
+                                out=tmp_path / "acts", tokens_per_text=16, progress=False)
+    sae = modelbin.sae.train(data, layer=-1, out=tmp_path / "sae", d_sae=32, k=4, steps=20,
+                             batch_size=64, progress=False)
+    found = modelbin.sae.features(sae, data, layer=-1, latents=3, model=minilm_dir,
+                                  progress=False)
+    embeddings = load_file(str(minilm_dir / "model.safetensors"))[
+        "embeddings.word_embeddings.weight"].astype(np.float64)
+    vocab = (minilm_dir / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    special = np.array([t.startswith("[") and t.endswith("]") for t in vocab])
+    for f in found:
+        row = sae.W_dec[f["latent"]].astype(np.float64)
+        cosine = embeddings @ row / (np.linalg.norm(embeddings, axis=1) * np.linalg.norm(row))
+        cosine[special] = -np.inf
+        nearest = np.argsort(-cosine, kind="stable")[:8]
+        pieces = f["effects"]["nearest"]["pieces"]
+        assert [p["id"] for p in pieces] == nearest.tolist()
+        assert [p["token"] for p in pieces] == [vocab[i] for i in nearest]
+        np.testing.assert_allclose([p["value"] for p in pieces], cosine[nearest], rtol=1e-4)
+        # Word pieces read as the recorded text: `##` pieces join the word.
+        for c in f["top"]:
+            assert not any(t.startswith("##") for t in c["tokens"])
+    # A notebook shows one latent's view in a frame of its own.
+    shown = found[0]._repr_html_()
+    assert shown.startswith("<iframe srcdoc=") and "&quot;open&quot;" in shown
+    with pytest.raises(ValueError, match="decoder effects are read from TLLM and BERT"):
+        sine = tmp_path / "sine"
+        metadata = {"vit_family": "test", "vit_ckpt": "x", "layers": [-1],
+                    "n_patches_per_img": 4, "cls_token": False, "d_vit": 384, "seed": 0,
+                    "n_imgs": 8, "max_patches_per_shard": 100, "data": "zeros"}
+        with modelbin.saev.Writer(sine, metadata) as writer:
+            writer.write(np.zeros((8, 1, 4, 384), dtype=np.float32))
+        (path,) = sine.iterdir()
+        modelbin.sae.features(sae, path, layer=-1, model=minilm_dir, progress=False)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary = chromium()
+    if binary is None:
+        pytest.skip("no chromium: scripts/install-chromium.sh installs Debian's package "
+                    "(it needs apt and root or sudo)")
+    with Browser(binary, width=1280, height=820) as b:
+        yield b
+
+
+def rows(browser):
+    """The latents the index shows, in order."""
+    return browser.evaluate(
+        "Array.from(document.querySelectorAll('#index a:not([hidden])'))"
+        ".map(a => Number(a.dataset.latent))")
+
+
+def test_the_page_in_a_real_browser(tllm_run, browser):
+    found = tllm_run["found"]
+    by_latent = {f["latent"]: f for f in found}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open(tllm_run["html"].as_uri())
+    browser.screenshot(SHOTS / "index.png")
+    # The index lists every latent, mid-density first.
+    assert rows(browser) == [f["latent"] for f in found]
+    # Sorting reorders it.
+    browser.evaluate("const s = document.getElementById('sort'); s.value = 'index';"
+                     "s.dispatchEvent(new Event('change'))")
+    assert rows(browser) == list(range(96))
+    browser.evaluate("s.value = 'density-desc'; s.dispatchEvent(new Event('change'))")
+    assert rows(browser) == sorted(by_latent, key=lambda j: (-by_latent[j]["density"], j))
+    # Turning a band off hides its latents.
+    band = found[0]["band"]
+    browser.evaluate(f"document.querySelector('#bands button[data-band=\"{band}\"]').click()")
+    assert rows(browser) == [j for j in sorted(by_latent, key=lambda j: (-by_latent[j]["density"], j))
+                             if by_latent[j]["band"] != band]
+    assert browser.evaluate("document.getElementById('shown').textContent") == \
+        f"{sum(f['band'] != band for f in found)} of 96 latents shown"
+    browser.evaluate(f"document.querySelector('#bands button[data-band=\"{band}\"]').click()")
+    assert len(rows(browser)) == 96
+    # Searching by token text keeps the latents that fire on it.
+    word = next(t for f in found for t in (c["tokens"][c["at"]].strip().lower() for c in f["top"])
+                if t.isalpha())
+    browser.evaluate(f"const q = document.getElementById('search'); q.value = {json.dumps(word)};"
+                     "q.dispatchEvent(new Event('input'));"
+                     "new Promise(r => setTimeout(r, 400))")
+    matching = [j for j in rows(browser)]
+    assert 0 < len(matching) < 96
+    for j in matching:
+        f = by_latent[j]
+        shown = [c["tokens"][c["at"]] for c in f["top"]] + \
+            [c["tokens"][c["at"]] for q in f["quantiles"] for c in q["samples"]] + \
+            [t["token"] for t in f["effects"]["logits"]["raised"]]
+        assert any(word in t.lower() for t in shown), (j, word)
+    browser.evaluate("q.value = ''; q.dispatchEvent(new Event('input'));"
+                     "s.value = 'browse'; s.dispatchEvent(new Event('change'));"
+                     "new Promise(r => setTimeout(r, 400))")
+    assert rows(browser) == [f["latent"] for f in found]
+    # A latent's view: a histogram bar per bin, every context's tokens with
+    # their values on hover, the firing ones shaded.
+    latent = found[0]
+    browser.evaluate(f"location.hash = '#latent-{latent['latent']}'")
+    view = browser.evaluate(
+        "({title: document.querySelector('#latent h2').textContent,"
+        " bars: document.querySelectorAll('#latent svg.hist rect').length,"
+        " contexts: document.querySelectorAll('#latent .ctx').length,"
+        " hits: document.querySelectorAll('#latent .tok.hit').length,"
+        " tokens: document.querySelectorAll('#latent .tok').length,"
+        " shaded: Array.from(document.querySelectorAll('#latent .tok[style]')).map(t => t.title),"
+        " effects: document.querySelectorAll('#latent .effects td').length})")
+    contexts = latent["top"] + [c for q in latent["quantiles"] for c in q["samples"]]
+    assert view["title"].startswith(f"Latent {latent['latent']}")
+    assert view["bars"] == BINS
+    assert view["contexts"] == view["hits"] == len(contexts)
+    assert view["tokens"] == sum(len(c["tokens"]) for c in contexts)
+    assert len(view["shaded"]) == sum(a > 0 for c in contexts for a in c["acts"])
+    assert all(": " in title for title in view["shaded"])
+    assert view["effects"] == 2 * 2 * 8
+    browser.screenshot(SHOTS / "latent.png")
+    assert browser.errors() == []
+
+
+def test_a_notebook_cell_shows_one_latent(tllm_run, browser, tmp_path):
+    feature = tllm_run["found"][1]
+    cell = tmp_path / "cell.html"
+    cell.write_text("<!doctype html><meta charset='utf-8'>" + feature._repr_html_(),
+                    encoding="utf-8")
+    browser.open(cell.as_uri())
+    title = browser.evaluate(
+        "new Promise(r => { const f = document.querySelector('iframe');"
+        " const read = () => f.contentDocument.querySelector('#latent h2');"
+        " const poll = () => read() ? r(read().textContent) : setTimeout(poll, 50); poll(); })")
+    assert title.startswith(f"Latent {feature['latent']}")
+    assert browser.errors() == []
