@@ -129,7 +129,7 @@ impl Bert {
             .collect::<Result<Vec<_>>>()?;
         Ok(Bert {
             config,
-            int8_kernel: Int8Kernel::best(),
+            int8_kernel: Int8Kernel::chosen()?,
             word: floats(WORD_EMBEDDINGS)?,
             position: decoded(embd, "embeddings.position_embeddings.weight")?,
             token_type: decoded(embd, "embeddings.token_type_embeddings.weight")?,
@@ -153,8 +153,8 @@ impl Bert {
         })
     }
 
-    /// The kernel the int8 layers use (by default the fastest this CPU
-    /// runs).
+    /// The kernel the int8 layers use (by default [`Int8Kernel::chosen`]:
+    /// the one `MODELBIN_INT8_TIER` names, else the fastest this CPU runs).
     pub fn int8_kernel(&self) -> Int8Kernel {
         self.int8_kernel
     }
@@ -162,7 +162,7 @@ impl Bert {
     /// Runs the int8 layers with `kernel`, which must be one this CPU can
     /// run ([`Int8Kernel::available`]).
     pub fn set_int8_kernel(&mut self, kernel: Int8Kernel) -> Result<()> {
-        if !Int8Kernel::available().contains(&kernel) {
+        if !kernel.is_available() {
             return Err(Error::KernelUnavailable(kernel.name()));
         }
         self.int8_kernel = kernel;
