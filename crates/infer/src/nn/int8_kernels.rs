@@ -628,3 +628,21 @@ mod x86 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Int8Kernel;
+
+    #[test]
+    fn kernels_are_found_by_their_names() {
+        for kernel in Int8Kernel::ALL {
+            assert_eq!(Int8Kernel::from_name(kernel.name()), Some(kernel));
+        }
+        assert_eq!(Int8Kernel::from_name("avx512"), None);
+        assert_eq!(Int8Kernel::from_name(""), None);
+        let available = Int8Kernel::available();
+        assert_eq!(available[0], Int8Kernel::Portable);
+        assert_eq!(Int8Kernel::best(), *available.last().unwrap());
+        assert!(available.iter().all(|k| k.is_available()));
+    }
+}
