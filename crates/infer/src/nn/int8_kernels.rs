@@ -381,7 +381,7 @@ mod x86 {
             for (r, sums) in sums.iter().enumerate() {
                 // SAFETY: as `finish` requires.
                 unsafe {
-                    let extra = pair_outliers(rows, first + r, panel, chunk);
+                    let extra = outliers::<true>(rows, first + r, panel, chunk);
                     finish(rows, first + r, panel, chunk, *sums, extra, tile);
                 }
             }
@@ -440,7 +440,7 @@ mod x86 {
                     let chunk = pass * CHUNKS + c;
                     // SAFETY: as `finish` requires.
                     unsafe {
-                        let extra = outliers(rows, first + r, panel, chunk);
+                        let extra = outliers::<false>(rows, first + r, panel, chunk);
                         finish(rows, first + r, panel, chunk, *sums, extra, tile);
                     }
                 }
@@ -479,67 +479,42 @@ mod x86 {
     }
 
     /// Features `8 · chunk..8 · chunk + 8` of row `r`'s outlier products,
-    /// the weights read from the panel's groups of four.
+    /// the weights read from the panel's pairs (`PAIRS`) or its groups of
+    /// four.
     ///
     /// # Safety
     /// AVX2 and FMA must be available; the sizes as [`super::Int8Kernel::tile`]
-    /// asserts them.
+    /// asserts them, and with `PAIRS`, `panel.pairs` holds `k4 · QNR` bytes.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn outliers(rows: &Rows<'_>, r: usize, panel: &Panel<'_>, chunk: usize) -> __m256 {
+    unsafe fn outliers<const PAIRS: bool>(
+        rows: &Rows<'_>,
+        r: usize,
+        panel: &Panel<'_>,
+        chunk: usize,
+    ) -> __m256 {
         let mut extra = _mm256_setzero_ps();
         for outlier in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
             let c = outlier.channel as usize;
             let block = c / 4 / panel.block4;
-            // SAFETY: c < k4 (asserted), so group c / 4 lies inside the
-            // panel, and its block's scales exist.
-            let (words, scale) = unsafe {
-                (
-                    _mm256_loadu_si256(
-                        panel
-                            .weights
-                            .as_ptr()
-                            .add(c / 4 * 4 * QNR + chunk * 32)
-                            .cast(),
-                    ),
-                    _mm256_loadu_ps(panel.scales.as_ptr().add(block * QNR + chunk * 8)),
-                )
+            // SAFETY: c < k4 (asserted), so its group of four and its pair
+            // lie inside the panel, and its block's scales exist.
+            let (w, scale) = unsafe {
+                let w = if PAIRS {
+                    let at = panel.pairs.as_ptr().add((chunk * rows.k4 / 2 + c / 2) * 16);
+                    let words = _mm256_cvtepi8_epi16(_mm_loadu_si128(at.cast()));
+                    // Half c % 2 of each feature's pair, sign-extended.
+                    let shift = _mm_cvtsi32_si128(16 - 16 * (c % 2) as i32);
+                    _mm256_srai_epi32::<16>(_mm256_sll_epi32(words, shift))
+                } else {
+                    let at = panel.weights.as_ptr().add(c / 4 * 4 * QNR + chunk * 32);
+                    let words = _mm256_loadu_si256(at.cast());
+                    // Byte c % 4 of each feature's four, sign-extended.
+                    let shift = _mm256_set1_epi32(24 - 8 * (c % 4) as i32);
+                    _mm256_srai_epi32::<24>(_mm256_sllv_epi32(words, shift))
+                };
+                let scale = _mm256_loadu_ps(panel.scales.as_ptr().add(block * QNR + chunk * 8));
+                (w, scale)
             };
-            // Byte c % 4 of each feature's four, sign-extended.
-            let shift = _mm256_set1_epi32(24 - 8 * (c % 4) as i32);
-            let w = _mm256_srai_epi32::<24>(_mm256_sllv_epi32(words, shift));
-            let scaled = _mm256_mul_ps(_mm256_set1_ps(outlier.value), scale);
-            extra = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w), scaled, extra);
-        }
-        extra
-    }
-
-    /// [`outliers`] with the weights read from the panel's pairs.
-    ///
-    /// # Safety
-    /// As [`outliers`], and `panel.pairs` holds `k4 · QNR` bytes.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn pair_outliers(rows: &Rows<'_>, r: usize, panel: &Panel<'_>, chunk: usize) -> __m256 {
-        let mut extra = _mm256_setzero_ps();
-        for outlier in &rows.outliers[r * rows.per_row..(r + 1) * rows.per_row] {
-            let c = outlier.channel as usize;
-            let block = c / 4 / panel.block4;
-            // SAFETY: c < k4 (asserted), so pair c / 2 lies inside the
-            // panel, and its block's scales exist.
-            let (words, scale) = unsafe {
-                (
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(
-                        panel
-                            .pairs
-                            .as_ptr()
-                            .add((chunk * rows.k4 / 2 + c / 2) * 16)
-                            .cast(),
-                    )),
-                    _mm256_loadu_ps(panel.scales.as_ptr().add(block * QNR + chunk * 8)),
-                )
-            };
-            // Half c % 2 of each feature's pair, sign-extended.
-            let shift = _mm_cvtsi32_si128(16 - 16 * (c % 2) as i32);
-            let w = _mm256_srai_epi32::<16>(_mm256_sll_epi32(words, shift));
             let scaled = _mm256_mul_ps(_mm256_set1_ps(outlier.value), scale);
             extra = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w), scaled, extra);
         }
