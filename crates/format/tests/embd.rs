@@ -816,9 +816,10 @@ fn recast_bytes(bytes: &[u8], dtype: DType) -> Vec<u8> {
 }
 
 #[test]
-fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step() {
+fn int8_recast_quantizes_the_linear_weights_and_word_embeddings_and_round_trips_within_half_a_step()
+{
     use modelbin_format::embd::int8::{
-        BLOCK, blocks_per_row, dequantize, is_linear_weight, scale_name,
+        WORD_EMBEDDINGS, block_for, dequantize, is_quantized, scale_name,
     };
     let float_bytes = tiny_file();
     let float = open(&float_bytes).unwrap();
@@ -829,7 +830,7 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
     let mut quantized = 0;
     for tensor in float.tensors() {
         let stored = int8.tensor(tensor.name()).unwrap();
-        if !is_linear_weight(tensor.name()) {
+        if !is_quantized(tensor.name()) {
             assert_eq!(stored, tensor, "{} is kept as it is", tensor.name());
             continue;
         }
@@ -837,16 +838,21 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
         assert_eq!(stored.dtype(), DType::I8);
         let scales = int8.tensor(&scale_name(tensor.name())).unwrap();
         let (n, k) = (tensor.shape()[0], tensor.shape()[1]);
-        let blocks = blocks_per_row(k);
-        assert_eq!(
-            (scales.dtype(), scales.shape()),
-            (DType::F32, &[n, blocks][..])
-        );
+        let block = block_for(tensor.name(), k);
+        let blocks = k.div_ceil(block);
+        // The word embeddings: one scale per row, `[n]`; the linear
+        // weights: `[n, blocks]`.
+        let shape = if tensor.name() == WORD_EMBEDDINGS {
+            vec![n]
+        } else {
+            vec![n, blocks]
+        };
+        assert_eq!((scales.dtype(), scales.shape()), (DType::F32, &shape[..]));
         let scales = scales.to_f32().unwrap();
-        let back = dequantize(bytemuck::cast_slice(stored.data()), &scales, k, BLOCK);
+        let back = dequantize(bytemuck::cast_slice(stored.data()), &scales, k, block);
         let want = tensor.to_f32().unwrap();
         for (i, (a, b)) in back.iter().zip(want.iter()).enumerate() {
-            let scale = scales[i / k * blocks + i % k / BLOCK];
+            let scale = scales[i / k * blocks + i % k / block];
             assert!(
                 (a - b).abs() <= scale / 2.0 + 1e-6,
                 "{} [{i}]",
@@ -854,15 +860,15 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
             );
         }
     }
-    assert_eq!(quantized, 6);
-    assert_eq!(int8.tensors().count(), float.tensors().count() + 6);
-    // Back to F32: the dequantized weights, no scale tensors.
+    assert_eq!(quantized, 7);
+    assert_eq!(int8.tensors().count(), float.tensors().count() + 7);
+    // Back to F32: the dequantized values, no scale tensors.
     let again = recast_bytes(&int8_bytes, DType::F32);
     let again = open(&again).unwrap();
     assert_eq!(again.tensors().count(), float.tensors().count());
     for tensor in again.tensors() {
         assert_eq!(tensor.dtype(), DType::F32, "{}", tensor.name());
-        if is_linear_weight(tensor.name()) {
+        if is_quantized(tensor.name()) {
             let scales = int8
                 .tensor(&scale_name(tensor.name()))
                 .unwrap()
@@ -870,7 +876,8 @@ fn int8_recast_quantizes_the_linear_weights_and_round_trips_within_half_a_step()
                 .unwrap();
             let q = int8.tensor(tensor.name()).unwrap();
             let k = q.shape()[1];
-            let want = dequantize(bytemuck::cast_slice(q.data()), &scales, k, BLOCK);
+            let block = block_for(tensor.name(), k);
+            let want = dequantize(bytemuck::cast_slice(q.data()), &scales, k, block);
             assert_eq!(tensor.to_f32().unwrap().as_ref(), want.as_slice());
         }
     }

@@ -9,7 +9,10 @@
 //! Run: `scripts/fetch-test-data.sh && cargo bench -p modelbin-infer --bench embed`
 //! (the onnxruntime side needs `python3 -m pip install -r scripts/bench/requirements.txt`;
 //! without it only our figures are printed). Set `EMBED_BENCH_SECONDS` to
-//! change the measuring time per case (default 5).
+//! change the measuring time per case (default 5). With
+//! `EMBED_BENCH_INT8_KERNELS=1` only the int8 file runs, at one thread, with
+//! every int8 kernel this CPU has (each named as `MODELBIN_INT8_TIER` takes
+//! it), against onnxruntime's f32 and int8 models in the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -216,20 +219,14 @@ fn main() {
             (name, Embedder::open(&path).unwrap())
         })
         .collect();
+    if std::env::var_os("EMBED_BENCH_INT8_KERNELS").is_some() {
+        int8_kernels(&embedder, int8, &model_dir, &bench_dir, seconds);
+        return;
+    }
     let mut int8_rows = Vec::new();
     let mut half_rows = Vec::new();
-    for (name, words, count) in [("short", 9, 256), ("long", 400, 32)] {
-        let ids: Vec<Vec<u32>> = sentences(words, count)
-            .iter()
-            .map(|s| embedder.tokenize(s))
-            .collect();
-        let mean_tokens = ids.iter().map(Vec::len).sum::<usize>() as f64 / ids.len() as f64;
-        let ids_file = bench_dir.join(format!("embed-{name}.jsonl"));
-        let lines: Vec<String> = ids
-            .iter()
-            .map(|s| serde_json::to_string(s).unwrap())
-            .collect();
-        std::fs::write(&ids_file, lines.join("\n") + "\n").unwrap();
+    for (name, words, count) in CASES {
+        let (ids, ids_file, mean_tokens) = case_ids(&embedder, &bench_dir, name, words, count);
         let flops_per_sentence =
             ids.iter().map(|s| flops(&embedder, s.len())).sum::<f64>() / ids.len() as f64;
         for threads in [1, 2] {
@@ -270,13 +267,9 @@ fn main() {
     println!(
         "case   threads batch  ours int8 sent/s  ort f32 sent/s  ratio  ort int8 sent/s  ratio"
     );
-    let show = |v: &Result<f64, String>, ours: f64| match v {
-        Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
-        Err(e) => (format!("n/a ({e})"), "-".into()),
-    };
     for (name, threads, batch, ours, f32_theirs, int8_theirs) in int8_rows {
-        let (f, fr) = show(&f32_theirs, ours);
-        let (i, ir) = show(&int8_theirs, ours);
+        let (f, fr) = shown(&f32_theirs, ours);
+        let (i, ir) = shown(&int8_theirs, ours);
         println!("{name:<6} {threads:>7} {batch:>5} {ours:>17.1} {f:>15} {fr:>6} {i:>16} {ir:>6}");
     }
     let golden = golden_min_cosine(&embedder, &int8);
@@ -297,6 +290,79 @@ fn main() {
     for (name, half) in &half_precision {
         let golden = golden_min_cosine(&embedder, half);
         println!("{name} min cosine to f32 on the 40 golden sentences: {golden:.6}");
+    }
+}
+
+/// The sentence cases: name, words per sentence, sentences.
+const CASES: [(&str, usize, usize); 2] = [("short", 9, 256), ("long", 400, 32)];
+
+/// A case's token ids, written to a JSON-lines file for onnxruntime too:
+/// the ids, the file, the mean tokens per sentence.
+fn case_ids(
+    embedder: &Embedder,
+    bench_dir: &Path,
+    name: &str,
+    words: usize,
+    count: usize,
+) -> (Vec<Vec<u32>>, PathBuf, f64) {
+    let ids: Vec<Vec<u32>> = sentences(words, count)
+        .iter()
+        .map(|s| embedder.tokenize(s))
+        .collect();
+    let mean_tokens = ids.iter().map(Vec::len).sum::<usize>() as f64 / ids.len() as f64;
+    let ids_file = bench_dir.join(format!("embed-{name}.jsonl"));
+    let lines: Vec<String> = ids
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect();
+    std::fs::write(&ids_file, lines.join("\n") + "\n").unwrap();
+    (ids, ids_file, mean_tokens)
+}
+
+/// The int8 file at one thread with each int8 kernel this CPU has, and
+/// onnxruntime's f32 and int8 models, on each case at batch 1 and 32.
+fn int8_kernels(
+    embedder: &Embedder,
+    mut int8: Embedder,
+    model_dir: &Path,
+    bench_dir: &Path,
+    seconds: Duration,
+) {
+    let kernels: Vec<_> = modelbin_infer::Int8Kernel::available()
+        .into_iter()
+        .filter(|k| *k != modelbin_infer::Int8Kernel::Portable)
+        .collect();
+    println!(
+        "\nint8 kernels, one thread (CPU has {}); sent/s and ratios to onnxruntime's f32 and int8 models",
+        cpu_features()
+    );
+    println!(
+        "case   batch  tokens/sent  kernel        ours sent/s  ort f32 sent/s  ratio  ort int8 sent/s  ratio"
+    );
+    for (name, words, count) in CASES {
+        let (ids, ids_file, mean_tokens) = case_ids(embedder, bench_dir, name, words, count);
+        for batch in [1, 32] {
+            let theirs_f32 = onnxruntime(model_dir, &ids_file, (1, batch, false), seconds);
+            let theirs_int8 = onnxruntime(model_dir, &ids_file, (1, batch, true), seconds);
+            for &kernel in &kernels {
+                int8.set_int8_kernel(kernel).unwrap();
+                let ours = measure(&int8, &ids, 1, batch, seconds);
+                let (f, fr) = shown(&theirs_f32, ours);
+                let (i, ir) = shown(&theirs_int8, ours);
+                println!(
+                    "{name:<6} {batch:>5} {mean_tokens:>12.1}  {:<12} {ours:>12.1} {f:>15} {fr:>6} {i:>16} {ir:>6}",
+                    kernel.name()
+                );
+            }
+        }
+    }
+}
+
+/// An onnxruntime rate and our rate's ratio to it, as table cells.
+fn shown(theirs: &Result<f64, String>, ours: f64) -> (String, String) {
+    match theirs {
+        Ok(v) => (format!("{v:.1}"), format!("{:.2}x", ours / v)),
+        Err(e) => (format!("n/a ({e})"), "-".into()),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::nn::f32_tensor::{F32Tensor, decoded};
 use crate::nn::int8_kernels::Int8Kernel;
 use crate::nn::kernels::{gelu_erf, gemm_strided, layer_norm, shifted_exp};
 use crate::nn::linear::LinearWeights;
+use crate::nn::word_table::WordTable;
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task, at most.
@@ -55,9 +56,9 @@ pub struct Bert {
     config: BertConfig,
     int8_kernel: Int8Kernel,
     /// The word embeddings, the largest tensor (47 MB of all-MiniLM-L6-v2's
-    /// 91): in place when the file is mapped, so opening a model reads only
-    /// the rows its texts use.
-    word: F32Tensor,
+    /// 91 in f32, 12 MB in int8): in place when the file is mapped, so
+    /// opening a model reads only the rows its texts use.
+    word: WordTable,
     position: Vec<f32>,
     token_type: Vec<f32>,
     emb_ln_w: Vec<f32>,
@@ -65,15 +66,13 @@ pub struct Bert {
     layers: Vec<Layer>,
 }
 
-/// The name of the word-embedding table.
-const WORD_EMBEDDINGS: &str = "embeddings.word_embeddings.weight";
-
 impl Bert {
     /// Loads the encoder of a validated EMBD file, checking that its tensors
     /// make the model its metadata describes.
     pub fn load<B: AsRef<[u8]> + Sync>(embd: &Embd<B>) -> Result<Self> {
         let config = BertConfig::validate(embd)?;
-        Bert::build(embd, config, &|name| F32Tensor::load(embd, name))
+        let word = WordTable::load(embd)?;
+        Bert::build(embd, config, word, &|name| F32Tensor::load(embd, name))
     }
 
     /// Loads the encoder of a mapped EMBD file, keeping the file open to
@@ -81,14 +80,16 @@ impl Bert {
     /// [`Bert::load`]).
     pub fn load_mapped(file: Arc<Embd<MappedFile>>) -> Result<Self> {
         let config = BertConfig::validate(&*file)?;
-        Bert::build(&*file, config, &|name| F32Tensor::of(&file, name))
+        let word = WordTable::of(&file)?;
+        Bert::build(&*file, config, word, &|name| F32Tensor::of(&file, name))
     }
 
-    /// The encoder of `embd`, its large float tensors (the word embeddings
-    /// and float linear weights) taken through `floats`.
+    /// The encoder of `embd` with its word embeddings `word`, its float
+    /// linear weights taken through `floats`.
     fn build<B: AsRef<[u8]> + Sync>(
         embd: &Embd<B>,
         config: BertConfig,
+        word: WordTable,
         floats: &(dyn Fn(&str) -> Result<F32Tensor> + Sync),
     ) -> Result<Self> {
         let (h, f) = (config.hidden_size, config.intermediate_size);
@@ -129,8 +130,8 @@ impl Bert {
             .collect::<Result<Vec<_>>>()?;
         Ok(Bert {
             config,
-            int8_kernel: Int8Kernel::best(),
-            word: floats(WORD_EMBEDDINGS)?,
+            int8_kernel: Int8Kernel::chosen()?,
+            word,
             position: decoded(embd, "embeddings.position_embeddings.weight")?,
             token_type: decoded(embd, "embeddings.token_type_embeddings.weight")?,
             emb_ln_w: decoded(embd, "embeddings.LayerNorm.weight")?,
@@ -158,8 +159,8 @@ impl Bert {
         })
     }
 
-    /// The kernel the int8 layers use (by default the fastest this CPU
-    /// runs).
+    /// The kernel the int8 layers use (by default [`Int8Kernel::chosen`]:
+    /// the one `MODELBIN_INT8_TIER` names, else the fastest this CPU runs).
     pub fn int8_kernel(&self) -> Int8Kernel {
         self.int8_kernel
     }
@@ -167,7 +168,7 @@ impl Bert {
     /// Runs the int8 layers with `kernel`, which must be one this CPU can
     /// run ([`Int8Kernel::available`]).
     pub fn set_int8_kernel(&mut self, kernel: Int8Kernel) -> Result<()> {
-        if !Int8Kernel::available().contains(&kernel) {
+        if !kernel.is_available() {
             return Err(Error::KernelUnavailable(kernel.name()));
         }
         self.int8_kernel = kernel;
@@ -244,10 +245,10 @@ impl Bert {
                     });
                 }
                 let out = &mut sum[row * h..(row + 1) * h];
-                let word = &self.word.values()[id as usize * h..(id as usize + 1) * h];
+                self.word.row(id as usize, out);
                 let pos = &self.position[position * h..(position + 1) * h];
                 for i in 0..h {
-                    out[i] = word[i] + pos[i] + self.token_type[i];
+                    out[i] = out[i] + pos[i] + self.token_type[i];
                 }
                 row += 1;
             }

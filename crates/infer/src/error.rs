@@ -36,6 +36,11 @@ pub enum Error {
     /// An int8 kernel asked for that this CPU cannot run.
     #[error("the {0} kernel needs CPU features this machine lacks")]
     KernelUnavailable(&'static str),
+    /// `MODELBIN_INT8_TIER` names no int8 kernel.
+    #[error(
+        "MODELBIN_INT8_TIER={0:?} names no int8 kernel (portable, avx2, avx-vnni or avx512-vnni)"
+    )]
+    UnknownKernel(String),
     /// The input has no tokens.
     #[error("the input has no tokens")]
     EmptyInput,

@@ -229,7 +229,7 @@ fn generated_texts(count: usize) -> Vec<String> {
 
 /// Int8 linear layers (weights with a scale per block of 32 inputs,
 /// activations quantized per row with their four largest values kept in
-/// f32) reach the target, a cosine of at least 0.999 to f32 for
+/// f32) and int8 word embeddings (a scale per row) reach the target, a cosine of at least 0.999 to f32 for
 /// every text. Every kernel must give the portable kernel's embeddings
 /// exactly.
 #[test]
@@ -275,8 +275,31 @@ fn int8_weights_stay_close_to_f32_with_every_kernel() {
     }
 }
 
-/// A file from the first int8 converter (one scale per row, the scale tensor
-/// `[n]`) still loads and embeds; that scheme's accuracy was about 0.986.
+/// `--dtype int8` stores the word embeddings as int8 too (a scale per row),
+/// which makes the int8 file smaller than the f16 one.
+#[test]
+fn an_int8_file_is_smaller_than_an_f16_one() {
+    use modelbin_format::tensor::TensorStore;
+    let size = |dtype: DType| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = convert(dir.path(), Some(dtype));
+        let word = embd::open(&path)
+            .unwrap()
+            .tensor(embd::int8::WORD_EMBEDDINGS)
+            .unwrap()
+            .dtype();
+        (std::fs::metadata(&path).unwrap().len(), word)
+    };
+    let (int8, int8_word) = size(DType::I8);
+    let (f16, f16_word) = size(DType::F16);
+    println!("int8 file {int8} bytes, f16 file {f16} bytes");
+    assert_eq!((int8_word, f16_word), (DType::I8, DType::F16));
+    assert!(int8 < f16, "int8 {int8} bytes, f16 {f16} bytes");
+}
+
+/// A file from the first int8 converter (one scale per row of the linear
+/// weights, the scale tensor `[n]`; the word embeddings F32) still loads
+/// and embeds; that scheme's accuracy was about 0.986.
 #[test]
 fn int8_files_with_one_scale_per_row_still_embed() {
     use modelbin_format::embd::int8::{QMAX, is_linear_weight, scale_name};

@@ -218,7 +218,8 @@ impl BertConfig {
     /// Checks that `embd` holds a usable BERT encoder: a vocabulary of
     /// `vocab_size` tokens, and every tensor present with the shape the
     /// metadata implies and a float dtype (F32, F16 or BF16), or, for the
-    /// linear layers' weights, I8 with valid scales ([`super::int8`]).
+    /// linear layers' weights and the word embeddings, I8 with valid scales
+    /// ([`super::int8`]).
     pub fn validate<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         if embd.special_tokens().is_none() {
             return Err(Error::Model(ModelError::InvalidMetadata {
@@ -247,14 +248,14 @@ impl BertConfig {
             }
             match tensor.dtype() {
                 DType::F32 | DType::F16 | DType::BF16 => {}
-                DType::I8 if int8::is_linear_weight(&name) => {
+                DType::I8 if int8::is_quantized(&name) => {
                     int8::weight_and_scales(embd, &name)?;
                 }
                 dtype => {
                     return Err(Error::Model(ModelError::WrongDtype {
                         name,
                         dtype,
-                        expected: "model weights must be F32, F16 or BF16 (linear layer weights may be I8 with F32 scales)",
+                        expected: "model weights must be F32, F16 or BF16 (linear layer weights and word embeddings may be I8 with F32 scales)",
                     }));
                 }
             }

@@ -9,11 +9,17 @@
 //! `W[j, i] ≈ q[j, i] · scale[j, i / 32]`. The quantization is symmetric:
 //! a block's scale is its largest magnitude over 127 and
 //! `q = round(W / scale)` (halves away from zero), so every `q` lies in
-//! −127..=127; a block of zeros has scale 0. Embeddings, biases and
-//! LayerNorm parameters stay in float.
+//! −127..=127; a block of zeros has scale 0.
 //!
-//! A scale tensor of shape `[n]` (one scale per row, what the first int8
-//! converter wrote) is read as one block spanning the whole row.
+//! The word-embedding table `E[vocab, h]` is stored the same way with one
+//! scale per row (a token's vector): INT8 `q[vocab, h]` beside an F32
+//! `embeddings.word_embeddings.weight_scale` of shape `[vocab]`. Position
+//! and token-type embeddings, biases and LayerNorm parameters stay in
+//! float.
+//!
+//! A scale tensor of shape `[n]` (one scale per row: the word embeddings,
+//! and the linear weights of the first int8 converter's files) is read as
+//! one block spanning the whole row.
 
 use super::Embd;
 use crate::tensor::TensorStore;
@@ -40,8 +46,29 @@ pub fn scale_name(weight: &str) -> String {
     format!("{weight}{SCALE_SUFFIX}")
 }
 
-/// Whether `name` is the weight of one of the encoder's linear layers, the
-/// tensors `--dtype int8` stores as INT8.
+/// The name of the word-embedding table, which `--dtype int8` stores as
+/// INT8 with one scale per row.
+pub const WORD_EMBEDDINGS: &str = "embeddings.word_embeddings.weight";
+
+/// Whether `--dtype int8` stores the tensor `name` as INT8: a linear
+/// layer's weight (a scale per block of [`BLOCK`] inputs) or the word
+/// embeddings (a scale per row).
+pub fn is_quantized(name: &str) -> bool {
+    is_linear_weight(name) || name == WORD_EMBEDDINGS
+}
+
+/// The inputs one scale covers when `--dtype int8` stores the tensor
+/// `name` with rows of `k` values: `k` for the word embeddings, [`BLOCK`]
+/// otherwise.
+pub fn block_for(name: &str, k: usize) -> usize {
+    if name == WORD_EMBEDDINGS {
+        k.max(1)
+    } else {
+        BLOCK
+    }
+}
+
+/// Whether `name` is the weight of one of the encoder's linear layers.
 pub fn is_linear_weight(name: &str) -> bool {
     name.strip_prefix("encoder.layer.")
         .and_then(|rest| rest.split_once('.'))
@@ -63,10 +90,18 @@ pub fn blocks_per_row(k: usize) -> usize {
 /// Quantizes the rows of `k` values of `w`: the INT8 values and the scales,
 /// [`blocks_per_row`]`(k)` per row.
 pub fn quantize(w: &[f32], k: usize) -> (Vec<i8>, Vec<f32>) {
+    quantize_blocks(w, k, BLOCK)
+}
+
+/// Quantizes the rows of `k` values of `w` with a scale per `block`
+/// consecutive values of a row (the last block of a row possibly shorter):
+/// the INT8 values and the scales, `ceil(k / block)` per row.
+pub fn quantize_blocks(w: &[f32], k: usize, block: usize) -> (Vec<i8>, Vec<f32>) {
+    let block = block.max(1);
     let mut q = Vec::with_capacity(w.len());
-    let mut scales = Vec::with_capacity(w.len() / BLOCK + 1);
+    let mut scales = Vec::with_capacity(w.len() / block + 1);
     for row in w.chunks_exact(k.max(1)) {
-        for block in row.chunks(BLOCK) {
+        for block in row.chunks(block) {
             let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let scale = max / QMAX;
             scales.push(scale);
@@ -204,6 +239,14 @@ mod tests {
         assert!(!is_linear_weight("encoder.layer.x.output.dense.weight"));
         assert!(!is_linear_weight("encoder.layer..output.dense.weight"));
         assert!(!is_linear_weight("embeddings.word_embeddings.weight"));
+        assert!(is_quantized("embeddings.word_embeddings.weight"));
+        assert!(is_quantized("encoder.layer.3.intermediate.dense.weight"));
+        assert!(!is_quantized("embeddings.position_embeddings.weight"));
+        assert_eq!(block_for(WORD_EMBEDDINGS, 384), 384);
+        assert_eq!(
+            block_for("encoder.layer.0.output.dense.weight", 1536),
+            BLOCK
+        );
         assert!(!is_linear_weight("pooler.dense.weight"));
     }
 

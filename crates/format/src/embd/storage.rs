@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::int8::{
-    SCALE_SUFFIX, block_of, blocks_per_row, dequantize, is_linear_weight, quantize, scale_name,
+    SCALE_SUFFIX, WORD_EMBEDDINGS, block_for, block_of, dequantize, is_quantized, quantize_blocks,
+    scale_name,
 };
 use crate::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
@@ -26,11 +27,10 @@ pub(crate) fn check_weight_dtype(dtype: Option<DType>) -> Result<()> {
     }
 }
 
-/// Whether `name` is the scale tensor of an int8 weight (never cast: the
+/// Whether `name` is the scale tensor of an int8 tensor (never cast: the
 /// convention keeps scales in F32).
 fn is_scale(name: &str) -> bool {
-    name.strip_suffix(SCALE_SUFFIX)
-        .is_some_and(is_linear_weight)
+    name.strip_suffix(SCALE_SUFFIX).is_some_and(is_quantized)
 }
 
 /// What becomes of one source tensor.
@@ -39,11 +39,12 @@ enum Fate {
     Kept,
     /// Written over new bytes of a new dtype.
     Stored(DType, Vec<u8>),
-    /// Quantized: INT8 bytes, then its F32 scale tensor.
+    /// Quantized: INT8 bytes, then its F32 scale tensor (`[n, blocks]`,
+    /// or `[n]` for one scale per row).
     Quantized {
         values: Vec<u8>,
         scale_name: String,
-        scale_shape: [usize; 2],
+        scale_shape: Vec<usize>,
         scales: Vec<u8>,
     },
     /// Not written (the scale of a weight turned back into floats).
@@ -59,7 +60,7 @@ impl Stored {
     /// Decides each tensor's bytes for storage as `dtype` (`None`: as they
     /// are). `names[i]` is the name `sources[i]` is written under.
     ///
-    /// A linear weight with an infinite or NaN value cannot be quantized:
+    /// A quantized tensor with an infinite or NaN value cannot be quantized:
     /// its block's scale would be refused by the model check
     /// ([`ModelError::InvalidScale`]), so it is refused here.
     pub(crate) fn new(
@@ -76,14 +77,15 @@ impl Stored {
         for (i, (tensor, &name)) in sources.iter().zip(names).enumerate() {
             let scale = index.get(scale_name(name).as_str()).copied();
             let fate = match (tensor.dtype(), dtype) {
-                (from, DType::I8) if is_float(from) && is_linear_weight(name) => {
+                (from, DType::I8) if is_float(from) && is_quantized(name) => {
                     let (Some(values), Some(&k)) =
                         (decode(from, tensor.data()), tensor.shape().get(1))
                     else {
                         continue;
                     };
-                    let (q, scales) = quantize(&values, k);
-                    let blocks = blocks_per_row(k);
+                    let block = block_for(name, k);
+                    let (q, scales) = quantize_blocks(&values, k, block);
+                    let blocks = k.div_ceil(block);
                     if let Some((at, &value)) =
                         scales.iter().enumerate().find(|(_, s)| !s.is_finite())
                     {
@@ -96,11 +98,15 @@ impl Stored {
                     Fate::Quantized {
                         values: bytemuck::cast_slice(&q).to_vec(),
                         scale_name: scale_name(name),
-                        scale_shape: [tensor.shape()[0], blocks],
+                        scale_shape: if name == WORD_EMBEDDINGS {
+                            vec![tensor.shape()[0]]
+                        } else {
+                            vec![tensor.shape()[0], blocks]
+                        },
                         scales: encode_f32(&scales),
                     }
                 }
-                (DType::I8, to) if is_float(to) && is_linear_weight(name) => {
+                (DType::I8, to) if is_float(to) && is_quantized(name) => {
                     let (n, k) = match *tensor.shape() {
                         [n, k] => (n, k),
                         _ => continue,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use modelbin_format::DType;
 use modelbin_format::embd::Embd;
 use modelbin_format::source::MappedFile;
-use modelbin_format::tensor::TensorStore;
+use modelbin_format::tensor::{TensorStore, TensorView};
 
 use crate::Result;
 
@@ -16,14 +16,35 @@ use crate::Result;
 pub(crate) enum F32Tensor {
     /// Decoded into memory.
     Owned(Vec<f32>),
-    /// In place in a mapped file, which stays open while this lives.
-    Mapped {
-        file: Arc<Embd<MappedFile>>,
-        /// Byte offset of the values in the file.
-        start: usize,
-        /// Number of values.
-        len: usize,
-    },
+    /// In place in a mapped file (4-byte aligned).
+    Mapped(MappedBytes),
+}
+
+/// A tensor's bytes in place in a mapped file, which stays open while this
+/// lives.
+#[derive(Debug, Clone)]
+pub(crate) struct MappedBytes {
+    file: Arc<Embd<MappedFile>>,
+    /// Byte offset of the data in the file.
+    start: usize,
+    /// Bytes of data.
+    len: usize,
+}
+
+impl MappedBytes {
+    /// The data of `tensor`, one of `file`'s tensors.
+    pub(crate) fn of(file: &Arc<Embd<MappedFile>>, tensor: &TensorView<'_>) -> MappedBytes {
+        MappedBytes {
+            file: Arc::clone(file),
+            start: tensor.data().as_ptr() as usize - file.file_bytes().as_ptr() as usize,
+            len: tensor.data().len(),
+        }
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.file.file_bytes()[self.start..self.start + self.len]
+    }
 }
 
 /// The float tensor `name` (F32, F16 or BF16) as f32 values in memory.
@@ -46,23 +67,16 @@ impl F32Tensor {
         if !in_place {
             return Ok(F32Tensor::Owned(tensor.to_f32()?.into_owned()));
         }
-        let start = tensor.data().as_ptr() as usize - file.file_bytes().as_ptr() as usize;
-        Ok(F32Tensor::Mapped {
-            file: Arc::clone(file),
-            start,
-            len: tensor.element_count(),
-        })
+        Ok(F32Tensor::Mapped(MappedBytes::of(file, &tensor)))
     }
 
     /// The values.
     pub(crate) fn values(&self) -> &[f32] {
         match self {
             F32Tensor::Owned(values) => values,
-            F32Tensor::Mapped { file, start, len } => {
-                // Aligned: checked when the tensor was taken, and the
-                // mapping does not move.
-                bytemuck::cast_slice(&file.file_bytes()[*start..*start + len * 4])
-            }
+            // Aligned: checked when the tensor was taken, and the mapping
+            // does not move.
+            F32Tensor::Mapped(bytes) => bytemuck::cast_slice(bytes.bytes()),
         }
     }
 }

@@ -113,7 +113,7 @@ impl FloatWeights {
     /// The weights `parts` (each `[rows, k]`), packed now unless all are
     /// in place in a mapped file.
     fn new(parts: Vec<F32Tensor>, k: usize) -> Self {
-        let in_place = parts.iter().all(|p| matches!(p, F32Tensor::Mapped { .. }));
+        let in_place = parts.iter().all(|p| matches!(p, F32Tensor::Mapped(_)));
         let packed = OnceLock::new();
         if !in_place {
             let values: Vec<&[f32]> = parts.iter().map(F32Tensor::values).collect();

@@ -1,8 +1,8 @@
 //! The numeric kernels under the engines: matrix products and their tiling
 //! across threads (`kernels`, `panel_tasks`), packed and int8-quantized
 //! weights (`packed`, `quantized`, `int8_kernels`), linear layers over
-//! either (`linear`), and the f32 tensor helpers the BERT encoder uses
-//! (`f32_tensor`). Each kernel picks its CPU tier at run time and keeps a
+//! either (`linear`), and the tensor helpers the BERT encoder uses
+//! (`f32_tensor`, `word_table`). Each kernel picks its CPU tier at run time and keeps a
 //! portable path.
 
 pub(crate) mod f32_tensor;
@@ -12,3 +12,4 @@ pub(crate) mod linear;
 pub(crate) mod packed;
 pub(crate) mod panel_tasks;
 pub(crate) mod quantized;
+pub(crate) mod word_table;

@@ -16,6 +16,8 @@
 //! `out[r, j] = bias[j] + (sx · (S[r, j] − zx · C[j]) + Σ_outliers x[r, c] · w[j, c] · s[j, b(c)])`
 //! (see [`crate::nn::int8_kernels`] for the order of the f32 operations).
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 
 use crate::nn::int8_kernels::{Int8Kernel, Outlier, Panel, QMR, QNR, Rows, Tile};
@@ -42,6 +44,9 @@ pub struct QuantizedWeights {
     /// `ceil(n / QNR)` panels of `k4 · QNR` bytes (see
     /// [`crate::nn::int8_kernels`]), zero past `n` and `k`.
     panels: Vec<i8>,
+    /// The same panels in pairs of inputs, made on the first product of a
+    /// kernel that reads them.
+    pairs: OnceLock<Vec<i8>>,
     /// Per panel, `QNR` scales per block, zero past `n`.
     scales: Vec<f32>,
     /// Per row: `Σ_b s[j, b] · Σ_{i in b} q[j, i]`, zero past `n`.
@@ -104,6 +109,7 @@ impl QuantizedWeights {
             k4,
             block4,
             panels,
+            pairs: OnceLock::new(),
             scales: packed_scales,
             scaled_sums,
         }
@@ -118,17 +124,24 @@ impl QuantizedWeights {
         let (n, k) = (self.n, self.k);
         let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-        let rows = QuantizedRows::new(x, k, self.k4, kernel.reads_wide_rows());
+        let rows = QuantizedRows::new(x, k, self.k4, kernel.reads_pairs());
+        let pairs: &[i8] = if kernel.reads_pairs() {
+            self.pairs.get_or_init(|| in_pairs(&self.panels, self.k4))
+        } else {
+            &[]
+        };
         for_each_block(m, n, QNR, QMR, out, |rows_range, panels, out| {
-            self.block(&rows, rows_range, bias, panels, out, kernel)
+            self.block(&rows, pairs, rows_range, bias, panels, out, kernel)
         });
     }
 
     /// The rows `rows` of `x · Wᵀ + bias` for the given panels into `out`
     /// (those rows, column 0 being the first panel's).
+    #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
         x: &QuantizedRows,
+        pairs: &[i8],
         rows: std::ops::Range<usize>,
         bias: &[f32],
         panels: std::ops::Range<usize>,
@@ -145,6 +158,7 @@ impl QuantizedWeights {
             panel_bias[..width].copy_from_slice(&bias[p * QNR..p * QNR + width]);
             let panel = Panel {
                 weights: &self.panels[p * k4 * QNR..(p + 1) * k4 * QNR],
+                pairs: pairs.get(p * k4 * QNR..(p + 1) * k4 * QNR).unwrap_or(&[]),
                 scales: &self.scales[p * blocks * QNR..(p + 1) * blocks * QNR],
                 block4: self.block4,
                 sums: self.scaled_sums[p * QNR..(p + 1) * QNR].try_into().unwrap(),
@@ -170,6 +184,29 @@ impl QuantizedWeights {
             }
         }
     }
+}
+
+/// The panels `panels` (groups of four inputs, `k4 · QNR` bytes each)
+/// rearranged for the AVX2 kernel: per panel, eight rows at a time (a
+/// strip), the strip's pairs of inputs in order: pair `p` of strip `c`
+/// holds, for its rows `j` in turn, `w[8c + j, 2p..2p + 2]` (16 bytes at
+/// `(c · k4 / 2 + p) · 16`). The kernel reads a strip from end to end.
+fn in_pairs(panels: &[i8], k4: usize) -> Vec<i8> {
+    let mut pairs = vec![0i8; panels.len()];
+    for (panel, out) in panels
+        .chunks_exact(k4 * QNR)
+        .zip(pairs.chunks_exact_mut(k4 * QNR))
+    {
+        for (g, group) in panel.chunks_exact(4 * QNR).enumerate() {
+            for (j, four) in group.chunks_exact(4).enumerate() {
+                for (half, two) in four.chunks_exact(2).enumerate() {
+                    let at = ((j / 8 * k4 / 2 + 2 * g + half) * 8 + j % 8) * 2;
+                    out[at..at + 2].copy_from_slice(two);
+                }
+            }
+        }
+    }
+    pairs
 }
 
 /// Activations quantized per row (see the module documentation), rows
