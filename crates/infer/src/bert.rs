@@ -145,9 +145,15 @@ impl Bert {
         &self.config
     }
 
-    /// The word-piece (input) embeddings, `[vocab_size, hidden_size]`.
-    pub fn word_embeddings(&self) -> &[f32] {
-        self.word.values()
+    /// The word-piece (input) embeddings, `[vocab_size, hidden_size]`
+    /// row-major (an int8 table dequantized with its row scales).
+    pub fn word_embeddings(&self) -> Vec<f32> {
+        let hidden = self.config.hidden_size;
+        let mut table = vec![0.0; self.config.vocab_size * hidden];
+        for (id, row) in table.chunks_exact_mut(hidden).enumerate() {
+            self.word.row(id, row);
+        }
+        table
     }
 
     /// Whether any linear layer runs on int8 weights.

@@ -100,7 +100,7 @@ impl DecoderEffects {
         }
         let embedder = Embedder::open_model(model)?;
         let width = embedder.config().hidden_size;
-        let embeddings = embedder.encoder().word_embeddings().to_vec();
+        let embeddings = embedder.encoder().word_embeddings();
         let names: Vec<String> = (0..embeddings.len() / width.max(1))
             .map(|id| {
                 embedder
