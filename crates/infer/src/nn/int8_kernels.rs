@@ -184,7 +184,7 @@ impl Int8Kernel {
     }
 
     /// The kernel a model uses unless told otherwise: the one
-    /// [`KERNEL_VARIABLE`] names, else [the fastest](Int8Kernel::best).
+    /// `MODELBIN_INT8_TIER` names, else [the fastest](Int8Kernel::best).
     /// The variable is read once per process.
     ///
     /// # Errors
