@@ -82,22 +82,50 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
         })
         .map_err(|e| at(&args.input, e))?;
     progress.finish();
+    let unit = if matches!(report.to, Format::Bpe2 | Format::Tiktoken) {
+        "tokens"
+    } else {
+        "tensors"
+    };
+    let line = Line {
+        to: report.to.to_string(),
+        from: report.from,
+        count: report.tensors,
+        unit,
+        bytes: report.bytes_written,
+    };
+    print_report(args, output, &report, line)
+}
+
+/// One conversion, as its text line says it.
+struct Line {
+    from: Format,
+    to: String,
+    count: usize,
+    unit: &'static str,
+    bytes: u64,
+}
+
+/// Prints what a conversion did: `report` as JSON with `--json`, else
+/// `line`.
+fn print_report(
+    args: &ConvertArgs,
+    output: &Path,
+    report: &impl serde::Serialize,
+    line: Line,
+) -> Result<(), Failure> {
     let text = if args.json {
-        json_text(&report)
+        json_text(report)
     } else {
         format!(
             "{} ({}) -> {} ({}): {} {}, {} bytes",
             args.input.display(),
-            report.from,
+            line.from,
             output.display(),
-            report.to,
-            report.tensors,
-            if matches!(report.to, Format::Bpe2 | Format::Tiktoken) {
-                "tokens"
-            } else {
-                "tensors"
-            },
-            report.bytes_written
+            line.to,
+            line.count,
+            line.unit,
+            line.bytes
         )
     };
     report_beside(output, &text)
@@ -120,17 +148,12 @@ fn export_sentence_transformers(args: &ConvertArgs, output: &Path) -> Result<(),
     )
     .map_err(|e| at(&args.input, e))?;
     progress.finish();
-    let text = if args.json {
-        json_text(&report)
-    } else {
-        format!(
-            "{} ({}) -> {} ({SENTENCE_TRANSFORMERS}): {} tensors, {} bytes",
-            args.input.display(),
-            report.from,
-            output.display(),
-            report.tensors,
-            report.bytes_written
-        )
+    let line = Line {
+        from: report.from,
+        to: SENTENCE_TRANSFORMERS.to_owned(),
+        count: report.tensors,
+        unit: "tensors",
+        bytes: report.bytes_written,
     };
-    report_beside(output, &text)
+    print_report(args, output, &report, line)
 }

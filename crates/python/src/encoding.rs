@@ -381,6 +381,12 @@ pub fn encoding_for_model(model: &str) -> PyResult<&'static str> {
     modelbin_tokenize::cost::encoding_for_model(model).map_err(tokenize_error)
 }
 
+/// The built-in encodings' names, in tiktoken's order.
+#[pyfunction]
+pub fn encoding_names() -> Vec<&'static str> {
+    Tokenizer::built_in_names().to_vec()
+}
+
 /// Empties the calling thread's cache of recent pieces' tokens and frees
 /// its memory (for benchmarks that time text the cache has seen).
 #[pyfunction]

@@ -184,6 +184,11 @@ pub(crate) fn name(name: &str) -> Option<&'static str> {
 }
 
 impl Tokenizer {
+    /// The names of the built-in encodings: tiktoken's, in its order.
+    pub fn built_in_names() -> &'static [&'static str] {
+        &NAMES
+    }
+
     /// A built-in encoding, built once on first use: any of tiktoken's
     /// (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base,
     /// o200k_harmony).

@@ -11,15 +11,7 @@ import numpy as np
 
 from . import _native
 
-_BUILT_IN = (
-    "gpt2",
-    "r50k_base",
-    "p50k_base",
-    "p50k_edit",
-    "cl100k_base",
-    "o200k_base",
-    "o200k_harmony",
-)
+_BUILT_IN = tuple(_native.encoding_names())
 
 AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
