@@ -3,6 +3,8 @@
 //! index and a latent's view when asked, so pages of many latents open
 //! fast.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 use super::Features;
@@ -41,18 +43,35 @@ pub fn latent_page(name: &str, examples: u64, d_sae: usize, feature: &Value) -> 
     )
 }
 
-/// The page of `latents` (as `--json` prints them). The index gets what it
-/// shows and searches of each latent; the rest of a latent stays a JSON
-/// string the script parses when the latent is opened, which keeps a page
-/// of many latents quick to open.
+/// The page of `latents` (as `--json` prints them), encoded compactly: one
+/// table of every token text on the page, which contexts and searches refer
+/// to by number (the most frequent texts get the shortest numbers); the
+/// index as columns; and each latent's view as a JSON string of numbers
+/// only, which the script parses when the latent is opened. Activations
+/// and effect values are rounded to the digits the page shows.
 fn page(name: &str, open: Option<Value>, examples: u64, d_sae: usize, latents: &[Value]) -> String {
+    let table = TokenTable::of(latents);
+    let column = |key: &str| -> Value { latents.iter().map(|f| f[key].clone()).collect() };
+    let bands: Vec<Value> = latents
+        .iter()
+        .map(|f| {
+            let band = f["band"].as_str().unwrap_or_default();
+            BANDS.iter().position(|b| *b == band).into()
+        })
+        .collect();
     let data = json!({
         "name": name,
         "open": open,
         "examples": examples,
         "d_sae": d_sae,
-        "latents": latents.iter().map(index_entry).collect::<Vec<_>>(),
-        "details": latents.iter().map(Value::to_string).collect::<Vec<_>>(),
+        "tokens": table.texts,
+        "latent": column("latent"),
+        "density": column("density"),
+        "band": bands,
+        "max": column("max"),
+        "preview": latents.iter().map(preview).collect::<Vec<_>>(),
+        "words": latents.iter().map(|f| table.words(f)).collect::<Vec<_>>(),
+        "details": latents.iter().map(|f| table.detail(f).to_string()).collect::<Vec<_>>(),
     });
     // `<` only occurs inside JSON strings, where `\u003c` means the same
     // and cannot end the script element.
@@ -64,34 +83,45 @@ fn page(name: &str, open: Option<Value>, examples: u64, d_sae: usize, latents: &
         .replace("{{DATA}}", &data)
 }
 
-/// A latent's line in the index: its figures, the distinct tokens its
-/// strongest inputs sit on (`preview`), and the lowercased texts a search
-/// looks in (`words`: the tokens of every input shown and of its decoder
-/// effects, NUL-separated).
-fn index_entry(feature: &Value) -> Value {
-    let hit = |c: &Value| -> Option<String> {
-        let at = c["at"].as_u64()? as usize;
-        c["tokens"][at].as_str().map(str::to_owned)
-    };
-    let contexts = || {
-        let samples = feature["quantiles"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|q| q["samples"].as_array().into_iter().flatten());
-        feature["top"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .chain(samples)
-    };
+/// The density bands in the order the page numbers them (`BANDS` in the
+/// script).
+const BANDS: [&str; 5] = ["dead", "ultra-rare", "rare", "typical", "dense"];
+
+/// The contexts a latent's view shows: its top ones, then each interval's
+/// samples.
+fn contexts(feature: &Value) -> impl Iterator<Item = &Value> {
+    let samples = list(&feature["quantiles"]).flat_map(|q| list(&q["samples"]));
+    list(&feature["top"]).chain(samples)
+}
+
+/// The items of a JSON array; none for anything else.
+fn list(value: &Value) -> impl Iterator<Item = &Value> {
+    value.as_array().into_iter().flatten()
+}
+
+/// The token a context's input sits on.
+fn hit(context: &Value) -> Option<&str> {
+    let at = context["at"].as_u64()? as usize;
+    context["tokens"][at].as_str()
+}
+
+/// The token lists of a latent's decoder effects, with the key the page
+/// knows each by: the next tokens it raises and lowers (TLLM) or the
+/// nearest word pieces (BERT).
+fn effect_lists(feature: &Value) -> [&Value; 3] {
+    let effects = &feature["effects"];
+    [
+        &effects["logits"]["raised"],
+        &effects["logits"]["lowered"],
+        &effects["nearest"]["pieces"],
+    ]
+}
+
+/// The distinct tokens a latent's strongest inputs sit on, spaces shown,
+/// joined for its line in the index.
+fn preview(feature: &Value) -> String {
     let mut preview: Vec<String> = Vec::new();
-    for token in feature["top"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(hit)
-    {
+    for token in list(&feature["top"]).filter_map(hit) {
         let shown = match token.trim() {
             "" => token.replace(' ', "␣"),
             trimmed => trimmed.to_owned(),
@@ -100,20 +130,123 @@ fn index_entry(feature: &Value) -> Value {
             preview.push(shown);
         }
     }
-    let effects = &feature["effects"];
-    let effect_tokens = [&effects["logits"]["raised"], &effects["nearest"]["pieces"]]
-        .into_iter()
-        .flat_map(|list| list.as_array().into_iter().flatten())
-        .filter_map(|t| t["token"].as_str().map(str::to_owned));
-    let words: Vec<String> = contexts().filter_map(hit).chain(effect_tokens).collect();
-    json!({
-        "latent": feature["latent"],
-        "density": feature["density"],
-        "band": feature["band"],
-        "max": feature["max"],
-        "preview": preview,
-        "words": words.join("\0").to_lowercase(),
-    })
+    preview.join(" · ")
+}
+
+/// `value` rounded to what the page's `num` shows of it: one decimal from
+/// 100 up, three significant digits below.
+fn shown(value: &Value) -> Value {
+    let Some(v) = value.as_f64() else {
+        return value.clone();
+    };
+    let rounded = if v.abs() >= 100.0 {
+        (v * 10.0).round() / 10.0
+    } else {
+        format!("{v:.2e}").parse().unwrap_or(v)
+    };
+    json!(rounded)
+}
+
+/// Every token text of a page's latents, each once, numbered.
+struct TokenTable {
+    texts: Vec<String>,
+    ids: HashMap<String, usize>,
+}
+
+impl TokenTable {
+    /// The table of the tokens of `latents`' contexts and effects, the most
+    /// frequent first.
+    fn of(latents: &[Value]) -> TokenTable {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for feature in latents {
+            let in_contexts = contexts(feature).flat_map(|c| list(&c["tokens"]));
+            let in_effects = effect_lists(feature)
+                .into_iter()
+                .flat_map(list)
+                .map(|t| &t["token"]);
+            for text in in_contexts.chain(in_effects).filter_map(Value::as_str) {
+                *counts.entry(text).or_default() += 1;
+            }
+        }
+        let mut texts: Vec<(&str, usize)> = counts.into_iter().collect();
+        texts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let texts: Vec<String> = texts.into_iter().map(|(t, _)| t.to_owned()).collect();
+        let ids = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        TokenTable { texts, ids }
+    }
+
+    /// The number of `text` (a JSON string the table was built from).
+    fn id(&self, text: &Value) -> Value {
+        text.as_str().and_then(|t| self.ids.get(t)).copied().into()
+    }
+
+    /// The tokens a search looks in for a latent: those its shown inputs
+    /// sit on and those its decoder raises or lies closest to, each once.
+    fn words(&self, feature: &Value) -> Vec<usize> {
+        let [raised, _, pieces] = effect_lists(feature);
+        let effects = list(raised)
+            .chain(list(pieces))
+            .filter_map(|t| t["token"].as_str());
+        let mut words: Vec<usize> = contexts(feature)
+            .filter_map(hit)
+            .chain(effects)
+            .filter_map(|t| self.ids.get(t).copied())
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
+    }
+
+    /// A latent's view as numbers: `[fired, mean, histogram, top,
+    /// intervals, effects]`, each interval `[low, high, fired, samples]`,
+    /// each context `[value, at, tokens, firing]` (`firing` the positions
+    /// and activations of its nonzero tokens, interleaved) or, without
+    /// text, `[value, img, layer, token]`; effects `[raised, lowered]` or
+    /// `[pieces]`, each a list of token numbers and values interleaved.
+    fn detail(&self, feature: &Value) -> Value {
+        let context = |c: &Value| -> Value {
+            if c["tokens"].is_array() {
+                let tokens: Vec<Value> = list(&c["tokens"]).map(|t| self.id(t)).collect();
+                let firing: Vec<Value> = list(&c["acts"])
+                    .enumerate()
+                    .filter(|(_, a)| a.as_f64().is_some_and(|a| a != 0.0))
+                    .flat_map(|(i, a)| [json!(i), shown(a)])
+                    .collect();
+                json!([shown(&c["value"]), c["at"], tokens, firing])
+            } else {
+                json!([shown(&c["value"]), c["img"], c["layer"], c["token"]])
+            }
+        };
+        let contexts_of = |list_of: &Value| -> Vec<Value> { list(list_of).map(context).collect() };
+        let intervals: Vec<Value> = list(&feature["quantiles"])
+            .map(|q| json!([q["low"], q["high"], q["fired"], contexts_of(&q["samples"])]))
+            .collect();
+        let tokens = |effects: &Value| -> Vec<Value> {
+            list(effects)
+                .flat_map(|t| [self.id(&t["token"]), shown(&t["value"])])
+                .collect()
+        };
+        let [raised, lowered, pieces] = effect_lists(feature);
+        let effects = if raised.is_array() {
+            json!([tokens(raised), tokens(lowered)])
+        } else if pieces.is_array() {
+            json!([tokens(pieces)])
+        } else {
+            Value::Null
+        };
+        json!([
+            feature["fired"],
+            feature["mean"],
+            feature["histogram"],
+            contexts_of(&feature["top"]),
+            intervals,
+            effects,
+        ])
+    }
 }
 
 /// `text` safe as HTML text.

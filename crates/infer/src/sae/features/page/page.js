@@ -6,7 +6,13 @@
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
   const BANDS = ["dead", "ultra-rare", "rare", "typical", "dense"];
-  const latents = data.latents;
+  // The page's token texts; contexts, effects and searches refer to them
+  // by number.
+  const texts = data.tokens;
+  const latents = data.latent.map((latent, i) => ({
+    latent, density: data.density[i], band: BANDS[data.band[i]], max: data.max[i],
+    preview: data.preview[i], words: data.words[i],
+  }));
   const byLatent = new Map(latents.map((f, rank) => [f.latent, { f, rank }]));
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) =>
@@ -17,12 +23,36 @@
   // A token shown alone: spaces made visible (as the index's preview).
   const alone = (t) => t.replace(/ /g, "␣");
 
-  // A latent's whole data, parsed when it is first opened.
+  // A context from its numbers: [value, at, tokens, firing] with `firing`
+  // the positions and activations of its nonzero tokens, or, without
+  // text, [value, img, layer, token].
+  function context(c) {
+    if (!Array.isArray(c[2])) return { value: c[0], img: c[1], layer: c[2], token: c[3] };
+    const acts = new Array(c[2].length).fill(0);
+    for (let i = 0; i < c[3].length; i += 2) acts[c[3][i]] = c[3][i + 1];
+    return { value: c[0], at: c[1], tokens: c[2].map((t) => texts[t]), acts };
+  }
+  // Token numbers and values interleaved, as {token, value} pairs.
+  const pairs = (list) => {
+    const out = [];
+    for (let i = 0; i < list.length; i += 2) out.push({ token: texts[list[i]], value: list[i + 1] });
+    return out;
+  };
+  // A latent's whole view, parsed from its numbers when first opened.
   const details = new Map();
   function detail(latent) {
     const found = byLatent.get(latent);
     if (!found) return null;
-    if (!details.has(latent)) details.set(latent, JSON.parse(data.details[found.rank]));
+    if (!details.has(latent)) {
+      const [fired, mean, histogram, top, intervals, e] = JSON.parse(data.details[found.rank]);
+      const effects = !e ? undefined : e.length === 2 ?
+        { logits: { raised: pairs(e[0]), lowered: pairs(e[1]) } } : { nearest: { pieces: pairs(e[0]) } };
+      details.set(latent, {
+        ...found.f, fired, mean, histogram, effects, top: top.map(context),
+        quantiles: intervals.map(([low, high, fired, samples]) =>
+          ({ low, high, fired, samples: samples.map(context) })),
+      });
+    }
     return details.get(latent);
   }
 
@@ -35,7 +65,7 @@
     `<span class="den" title="firing density">${pct(f.density)}</span>` +
     `<span class="max" title="max activation">${num(f.max)}</span>` +
     `<span class="band ${f.band}">${f.band}</span>` +
-    `<span class="prev">${esc(f.preview.join(" · "))}</span></a>`).join("");
+    `<span class="prev">${esc(f.preview)}</span></a>`).join("");
   const rows = Array.from(index.children);
   const entries = latents.map((f, i) => ({ f, row: rows[i] }));
 
@@ -62,10 +92,11 @@
 
   function filter() {
     const query = $("search").value.trim().toLowerCase();
+    const matches = query ? texts.map((t) => t.toLowerCase().includes(query)) : null;
     let shown = 0;
     for (const e of entries) {
       let visible = shownBands.has(e.f.band);
-      if (visible && query) visible = e.f.words.includes(query);
+      if (visible && matches) visible = e.f.words.some((t) => matches[t]);
       e.row.hidden = !visible;
       if (visible) shown++;
     }
@@ -108,7 +139,7 @@
       `<text x="${w / 2}" y="${h - 3}" text-anchor="middle">activation (counts on a log scale; most ${most})</text></svg>`;
   }
 
-  function context(c, f) {
+  function shaded(c, f) {
     if (!c.tokens) {
       return `<div class="ctx"><span class="val">${num(c.value)}</span>` +
         `<span class="text">image ${c.img}, layer ${c.layer}, token ${c.token}</span></div>`;
@@ -151,14 +182,14 @@
     if (f.fired > 0) parts.push("<h3>Activations</h3>", histogram(f));
     if (f.effects) parts.push(effects(f.effects));
     if (f.top.length) {
-      parts.push("<h3>Top activations</h3>", ...f.top.map((c) => context(c, f)));
+      parts.push("<h3>Top activations</h3>", ...f.top.map((c) => shaded(c, f)));
     }
     if (f.quantiles.length) {
       parts.push("<h3>Sampled from intervals of the activation range</h3>");
       for (const q of f.quantiles.slice().reverse()) {
         const share = f.fired ? (100 * q.fired / f.fired).toFixed(1) : "0";
         parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${q.fired} inputs, ${share}%</h4>`,
-          ...q.samples.map((c) => context(c, f)));
+          ...q.samples.map((c) => shaded(c, f)));
       }
     }
     view.innerHTML = parts.join("");
