@@ -466,7 +466,9 @@ fn features_show_the_text_around_the_strongest_inputs() {
         );
     }
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!doctype html>") && page.contains("\"latents\":["));
+    // The page's data: the index as columns, each latent's view as a string.
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page.contains("\"latent\":[") && page.contains("\"details\":["));
     // The cross-entropy with the reconstruction spliced into the model.
     let eval: serde_json::Value = serde_json::from_str(&ok(
         &[
