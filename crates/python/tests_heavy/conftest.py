@@ -1,29 +1,21 @@
 """The tests that need torch and the libraries built on it (SAELens,
 sentence-transformers, transformers). scripts/test.sh runs them in the heavy
 venv (scripts/heavy-venv.sh) after the light suite in crates/python/tests,
-whose helper modules they share."""
+whose fixtures and helper modules they share."""
 
+import importlib.util
 import pathlib
 import sys
-
-import pytest
 
 TESTS = pathlib.Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
-MINILM_DIR = REPO / "target" / "test-data" / "all-MiniLM-L6-v2"
+# The light suite's conftest, loaded under its own name (this file is
+# `conftest` too): its fixtures become this directory's.
+_spec = importlib.util.spec_from_file_location("light_conftest", TESTS / "conftest.py")
+_light = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_light)
 
-
-@pytest.fixture(scope="session")
-def minilm_dir() -> pathlib.Path:
-    assert (MINILM_DIR / "model.safetensors").exists(), "run scripts/fetch-test-data.sh"
-    return MINILM_DIR
-
-
-@pytest.fixture(scope="session")
-def cli() -> pathlib.Path:
-    """The command line, as the test command builds it (`cargo test`)."""
-    binary = REPO / "target" / "debug" / "modelbin"
-    assert binary.exists(), "build the command line first: cargo build -p modelbin"
-    return binary
+REPO = _light.REPO
+minilm_dir = _light.minilm_dir
+cli = _light.cli
