@@ -63,7 +63,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     let mut progress = Progress::new("recording");
     let started = Instant::now();
     while recording.record_round().map_err(failure)? {
-        progress.update(recording.tokens_done(), recording.tokens_total());
+        progress.update(recording.done(), recording.total());
     }
     let recorded = recording.finish().map_err(|e| at(&args.out, e))?;
     progress.finish();

@@ -41,7 +41,7 @@ pub fn acts_record(
     {
         py.check_signals()?;
         if let Some(progress) = &progress {
-            progress.call1(py, (recording.tokens_done(), recording.tokens_total()))?;
+            progress.call1(py, (recording.done(), recording.total()))?;
         }
     }
     let recorded = py.detach(|| recording.finish()).map_err(infer_error)?;

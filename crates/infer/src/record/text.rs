@@ -1,27 +1,10 @@
-//! Recording a model's residual stream over text files as a SAEV dataset:
-//! one image per window of tokens, the windows' token ids kept beside the
-//! shards (`tokens.bin`, and the vocabulary for WordPiece ids).
+//! Text recordings: one SAEV image per window of tokens, the windows'
+//! token ids kept beside the shards (`tokens.bin`, and the vocabulary for
+//! WordPiece ids).
 //!
 //! A TLLM model reads bytes; a BERT model (an EMBD file or a Hugging Face
 //! directory) reads WordPiece tokens, each window run as `[CLS] window
-//! [SEP]`. The caller drives the rounds, so it can show progress and stop
-//! between them (an unfinished dataset leaves nothing behind):
-//!
-//! ```no_run
-//! use modelbin_infer::record::{Recording, RecordSettings};
-//!
-//! # fn main() -> modelbin_infer::Result<()> {
-//! let files = ["corpus.txt".into()];
-//! let mut recording = Recording::start("model.tllm".as_ref(), &files, RecordSettings::default(),
-//!                                      "acts".as_ref())?;
-//! while recording.record_round()? {
-//!     println!("{} of {} tokens", recording.tokens_done(), recording.tokens_total());
-//! }
-//! let recorded = recording.finish()?;
-//! println!("{}: {} vectors", recorded.dir.display(), recorded.vectors);
-//! # Ok(())
-//! # }
-//! ```
+//! [SEP]`.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +13,7 @@ use modelbin_format::checksum::{hex, sha256};
 use modelbin_format::saev::{Metadata, Writer};
 use rayon::prelude::*;
 
+use super::{blocks_of, checkpoint_id};
 use crate::embedder::Embedder;
 use crate::tllm::Model;
 use crate::{RecordError, Result};
@@ -65,38 +49,26 @@ impl Default for RecordSettings {
 /// Tokens computed together before their windows are written in order.
 const TOKENS_PER_ROUND: usize = 16_384;
 
-/// A recording between its checks and its finished dataset.
-pub struct Recording {
+/// The text being recorded and how far it got.
+pub(super) struct TextSource {
     model: RecordedModel,
     blocks: Vec<usize>,
     cls: bool,
     window: usize,
     ids: Vec<u32>,
-    writer: Writer,
-    /// Windows written.
+    /// Windows recorded.
     written: usize,
 }
 
-/// A finished recording.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    /// The dataset directory (`<root>/<HASH>`).
-    pub dir: PathBuf,
-    /// Windows recorded (SAEV images).
-    pub images: usize,
-    /// Vectors recorded, over every layer.
-    pub vectors: usize,
-}
-
-impl Recording {
+impl TextSource {
     /// Opens the model, reads and tokenizes `files` (concatenated in
     /// order), checks the settings, and starts the dataset under `root`.
-    pub fn start(
+    pub(super) fn start(
         model_path: &Path,
         files: &[PathBuf],
         settings: RecordSettings,
         root: &Path,
-    ) -> Result<Recording> {
+    ) -> Result<(TextSource, Writer)> {
         let model = RecordedModel::open(model_path)?;
         if settings.cls && matches!(model, RecordedModel::Tllm(_)) {
             return Err(RecordError::NoClsToken.into());
@@ -149,93 +121,43 @@ impl Recording {
         };
         let mut writer = Writer::create(root, metadata)?;
         writer.write_tokens(&ids, model.vocabulary().as_deref())?;
-        Ok(Recording {
+        let source = TextSource {
             model,
             blocks,
             cls: settings.cls,
             window,
             ids,
-            writer,
             written: 0,
-        })
+        };
+        Ok((source, writer))
     }
 
     /// Tokens to record.
-    pub fn tokens_total(&self) -> u64 {
+    pub(super) fn tokens_total(&self) -> u64 {
         self.ids.len() as u64
     }
 
     /// Tokens recorded so far.
-    pub fn tokens_done(&self) -> u64 {
+    pub(super) fn tokens_done(&self) -> u64 {
         (self.written * self.window) as u64
     }
 
-    /// Runs the model over the next round of windows (about 16,384
-    /// tokens, on every core of the current rayon pool) and writes their
-    /// images; `false` once every window is written.
-    pub fn record_round(&mut self) -> Result<bool> {
+    /// The images of the next round of windows (about 16,384 tokens), or
+    /// `None` once every window is recorded.
+    pub(super) fn next_round(&mut self) -> Result<Option<Vec<Vec<f32>>>> {
         let n_imgs = self.ids.len() / self.window;
         if self.written == n_imgs {
-            return Ok(false);
+            return Ok(None);
         }
         let per_round = (TOKENS_PER_ROUND / self.window).max(1);
         let end = (self.written + per_round).min(n_imgs);
         let windows: Vec<&[u32]> = self.ids[self.written * self.window..end * self.window]
             .chunks_exact(self.window)
             .collect();
-        for image in self.model.images(&windows, &self.blocks, self.cls)? {
-            self.writer.push(&image)?;
-        }
+        let images = self.model.images(&windows, &self.blocks, self.cls)?;
         self.written = end;
-        Ok(true)
+        Ok(Some(images))
     }
-
-    /// Finishes the dataset (every round must have been recorded).
-    pub fn finish(self) -> Result<Recorded> {
-        let images = self.ids.len() / self.window;
-        let dir = self.writer.finish()?;
-        Ok(Recorded {
-            dir,
-            images,
-            vectors: self.blocks.len() * images * (self.window + usize::from(self.cls)),
-        })
-    }
-}
-
-/// The blocks that `layers` name (negative values count from the end) in
-/// a model of `n_blocks` blocks.
-fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
-    layers
-        .iter()
-        .map(|&layer| {
-            let block = if layer < 0 {
-                n_blocks as i64 + layer
-            } else {
-                layer
-            };
-            match usize::try_from(block) {
-                Ok(block) if block < n_blocks => Ok(block),
-                _ => Err(RecordError::NoSuchLayer {
-                    layer,
-                    blocks: n_blocks,
-                }
-                .into()),
-            }
-        })
-        .collect()
-}
-
-/// How a recording names its model (`vit_ckpt`): `sha256:` and the first
-/// 16 hex digits of the model file's hash (for a directory, of its
-/// `model.safetensors`), hashed from the mapped file.
-pub fn checkpoint_id(model: &Path) -> Result<String> {
-    let file = if model.is_dir() {
-        model.join("model.safetensors")
-    } else {
-        model.to_path_buf()
-    };
-    let bytes = modelbin_format::source::MappedFile::open(&file)?;
-    Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
 }
 
 /// The model being recorded.

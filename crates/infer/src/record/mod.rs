@@ -1,0 +1,162 @@
+//! Recording a model's residual stream as a SAEV dataset.
+//!
+//! Two sources fill a dataset: text, read by a TLLM or BERT model, one
+//! SAEV image per window of tokens, the windows' token ids kept beside the
+//! shards ([`Recording::start`]); and image files, read by a vision
+//! transformer, one SAEV image per image file, the ordered list of files
+//! kept beside the shards ([`Recording::start_images`]). The caller drives
+//! the rounds, so it can show progress and stop between them (an
+//! unfinished dataset leaves nothing behind):
+//!
+//! ```no_run
+//! use modelbin_infer::record::{Recording, RecordSettings};
+//!
+//! # fn main() -> modelbin_infer::Result<()> {
+//! let files = ["corpus.txt".into()];
+//! let mut recording = Recording::start("model.tllm".as_ref(), &files, RecordSettings::default(),
+//!                                      "acts".as_ref())?;
+//! while recording.record_round()? {
+//!     println!("{} of {} {}", recording.done(), recording.total(), recording.unit());
+//! }
+//! let recorded = recording.finish()?;
+//! println!("{}: {} vectors", recorded.dir.display(), recorded.vectors);
+//! # Ok(())
+//! # }
+//! ```
+
+mod text;
+
+use std::path::{Path, PathBuf};
+
+use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::saev::Writer;
+
+use crate::{RecordError, Result};
+
+pub use text::RecordSettings;
+
+/// A recording between its checks and its finished dataset.
+pub struct Recording {
+    source: Source,
+    writer: Writer,
+}
+
+/// Where a recording's images come from.
+enum Source {
+    Text(text::TextSource),
+}
+
+/// A finished recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The dataset directory (`<root>/<HASH>`).
+    pub dir: PathBuf,
+    /// SAEV images recorded (text windows or image files).
+    pub images: usize,
+    /// Vectors recorded, over every layer.
+    pub vectors: usize,
+}
+
+impl Recording {
+    /// Opens the model, reads and tokenizes `files` (concatenated in
+    /// order), checks the settings, and starts the dataset under `root`.
+    pub fn start(
+        model_path: &Path,
+        files: &[PathBuf],
+        settings: RecordSettings,
+        root: &Path,
+    ) -> Result<Recording> {
+        let (source, writer) = text::TextSource::start(model_path, files, settings, root)?;
+        Ok(Recording {
+            source: Source::Text(source),
+            writer,
+        })
+    }
+
+    /// What [`done`](Self::done) and [`total`](Self::total) count:
+    /// `tokens` for text, `images` for image files.
+    pub fn unit(&self) -> &'static str {
+        match &self.source {
+            Source::Text(_) => "tokens",
+        }
+    }
+
+    /// Units to record.
+    pub fn total(&self) -> u64 {
+        match &self.source {
+            Source::Text(s) => s.tokens_total(),
+        }
+    }
+
+    /// Units recorded so far.
+    pub fn done(&self) -> u64 {
+        match &self.source {
+            Source::Text(s) => s.tokens_done(),
+        }
+    }
+
+    /// Runs the model over the next round of inputs (on every core of the
+    /// current rayon pool) and writes their images; `false` once every
+    /// image is written.
+    pub fn record_round(&mut self) -> Result<bool> {
+        let images = match &mut self.source {
+            Source::Text(s) => s.next_round()?,
+        };
+        let Some(images) = images else {
+            return Ok(false);
+        };
+        for image in images {
+            self.writer.push(&image)?;
+        }
+        Ok(true)
+    }
+
+    /// Finishes the dataset (every round must have been recorded).
+    pub fn finish(self) -> Result<Recorded> {
+        let m = self.writer.metadata();
+        let images = m.n_imgs as usize;
+        let vectors = (m.vectors_per_img() * m.n_imgs) as usize;
+        let dir = self.writer.finish()?;
+        Ok(Recorded {
+            dir,
+            images,
+            vectors,
+        })
+    }
+}
+
+/// The blocks that `layers` name (negative values count from the end) in
+/// a model of `n_blocks` blocks.
+fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
+    layers
+        .iter()
+        .map(|&layer| {
+            let block = if layer < 0 {
+                n_blocks as i64 + layer
+            } else {
+                layer
+            };
+            match usize::try_from(block) {
+                Ok(block) if block < n_blocks => Ok(block),
+                _ => Err(RecordError::NoSuchLayer {
+                    layer,
+                    blocks: n_blocks,
+                }
+                .into()),
+            }
+        })
+        .collect()
+}
+
+/// How a recording names its model (`vit_ckpt`): `sha256:` and the first
+/// 16 hex digits of the model file's hash (for a directory, of its
+/// `model.safetensors`), hashed from the mapped file.
+pub fn checkpoint_id(model: &Path) -> Result<String> {
+    let file = if model.is_dir() {
+        model.join("model.safetensors")
+    } else {
+        model.to_path_buf()
+    };
+    let bytes = modelbin_format::source::MappedFile::open(&file)?;
+    Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
+}
