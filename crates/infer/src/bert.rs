@@ -16,20 +16,11 @@ use rayon::prelude::*;
 
 use crate::nn::f32_tensor::{F32Tensor, decoded};
 use crate::nn::int8_kernels::Int8Kernel;
-use crate::nn::kernels::{gelu_erf, gemm_strided, layer_norm, shifted_exp};
+use crate::nn::attention::{add_in_place, attention, layer_norm_rows, rows_per_task};
+use crate::nn::kernels::gelu_erf;
 use crate::nn::linear::LinearWeights;
 use crate::nn::word_table::WordTable;
 use crate::{Error, Result};
-
-/// Rows of an element-wise pass handed to one rayon task, at most.
-const ROWS_PER_TASK: usize = 32;
-
-/// Rows per task of an element-wise pass over `rows` rows: a few tasks per
-/// thread, and at least one task per thread for a short sentence.
-fn rows_per_task(rows: usize) -> usize {
-    rows.div_ceil(rayon::current_num_threads())
-        .clamp(1, ROWS_PER_TASK)
-}
 
 /// One encoder layer's weights; matrices packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
@@ -265,12 +256,8 @@ impl Bert {
     }
 
     fn norm_rows(&self, input: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
-        let h = self.config.hidden_size;
-        let eps = self.config.layer_norm_eps;
-        let rows = rows_per_task(input.len() / h);
-        out.par_chunks_mut(h * rows)
-            .zip(input.par_chunks(h * rows))
-            .for_each(|(out, input)| layer_norm(input, w, b, out, h, eps));
+        let c = &self.config;
+        layer_norm_rows(input, (w, b), out, c.hidden_size, c.layer_norm_eps);
     }
 
     /// One post-LN encoder layer, in place on `x`.
@@ -278,7 +265,14 @@ impl Bert {
         let f = self.config.intermediate_size;
         let kernel = self.int8_kernel;
         l.qkv_w.apply(x, &l.qkv_b, &mut s.qkv, kernel);
-        self.attention(sequences, &s.qkv, &mut s.context);
+        let mut spans = Vec::with_capacity(sequences.len());
+        let mut row = 0;
+        for seq in sequences {
+            spans.push((row, seq.len()));
+            row += seq.len();
+        }
+        let c = &self.config;
+        attention(&spans, &s.qkv, &mut s.context, c.hidden_size, c.num_heads);
         l.attn_out_w
             .apply(&s.context, &l.attn_out_b, &mut s.hidden, kernel);
         add_in_place(&mut s.hidden, x);
@@ -292,80 +286,6 @@ impl Bert {
             .apply(&s.intermediate, &l.ffn_out_b, &mut s.hidden, kernel);
         add_in_place(&mut s.hidden, x);
         self.norm_rows(&s.hidden, &l.ln2_w, &l.ln2_b, x);
-    }
-
-    /// Scaled dot-product attention of every sequence and head; `qkv` rows
-    /// are `[q | k | v]`, the context rows are written to `context`.
-    fn attention(&self, sequences: &[&[u32]], qkv: &[f32], context: &mut [f32]) {
-        let c = &self.config;
-        let (h, heads) = (c.hidden_size, c.num_heads);
-        let d = h / heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let mut starts = Vec::with_capacity(sequences.len());
-        let mut row = 0;
-        for seq in sequences {
-            starts.push((row, seq.len()));
-            row += seq.len();
-        }
-        let outputs: Vec<Vec<f32>> = starts
-            .par_iter()
-            .flat_map(|&(start, len)| {
-                (0..heads)
-                    .into_par_iter()
-                    .map(move |head| (start, len, head))
-            })
-            .map(|(start, len, head)| {
-                let q = &qkv[start * 3 * h + head * d..];
-                let k = &q[h..];
-                let v = &q[2 * h..];
-                let mut scores = vec![0.0f32; len * len];
-                // SAFETY: q, k and v address `len` rows of `d` columns with
-                // row stride 3h inside this sequence's rows of `qkv`;
-                // `scores` is len × len.
-                unsafe {
-                    gemm_strided(
-                        (len, d, len),
-                        (q, [3 * h, 1]),
-                        (k, [1, 3 * h]),
-                        (&mut scores, len),
-                        false,
-                    );
-                }
-                // Softmax's division waits for the output rows, which are
-                // d wide where the scores are len wide.
-                let sums: Vec<f32> = scores
-                    .chunks_exact_mut(len)
-                    .map(|row| shifted_exp(row, scale))
-                    .collect();
-                let mut out = vec![0.0f32; len * d];
-                // SAFETY: `scores` is len × len, v is len × d with row stride
-                // 3h inside `qkv`, `out` is len × d.
-                unsafe {
-                    gemm_strided(
-                        (len, len, d),
-                        (&scores, [len, 1]),
-                        (v, [3 * h, 1]),
-                        (&mut out, d),
-                        false,
-                    );
-                }
-                for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
-                    let inverse = 1.0 / sum;
-                    row.iter_mut().for_each(|v| *v *= inverse);
-                }
-                out
-            })
-            .collect();
-        let mut outputs = outputs.into_iter();
-        for &(start, len) in &starts {
-            for head in 0..heads {
-                let out = outputs.next().unwrap_or_default();
-                for (r, values) in out.chunks_exact(d).enumerate().take(len) {
-                    let at = (start + r) * h + head * d;
-                    context[at..at + d].copy_from_slice(values);
-                }
-            }
-        }
     }
 }
 
@@ -387,11 +307,4 @@ impl Scratch {
             intermediate: vec![0.0; rows * c.intermediate_size],
         }
     }
-}
-
-/// `a += b`, element-wise.
-fn add_in_place(a: &mut [f32], b: &[f32]) {
-    a.par_chunks_mut(4096)
-        .zip(b.par_chunks(4096))
-        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(a, b)| *a += b));
 }

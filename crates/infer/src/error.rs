@@ -44,6 +44,16 @@ pub enum Error {
     /// The input has no tokens.
     #[error("the input has no tokens")]
     EmptyInput,
+    /// Images of a size the vision transformer cannot take.
+    #[error("images of {height}×{width} pixels: {reason}")]
+    ImageSize {
+        /// Their height in pixels.
+        height: usize,
+        /// Their width in pixels.
+        width: usize,
+        /// Why the model cannot take them.
+        reason: String,
+    },
     /// A result that is NaN or infinite: the model's weights (see
     /// `modelbin verify`) or its configuration make it so. Never returned
     /// as a value.

@@ -9,7 +9,8 @@
 //! text as a SAEV dataset; [`search`] ranks the lines of text files by
 //! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
-//! layout.
+//! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
+//! images' pixel values.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -49,6 +50,7 @@ pub mod sae;
 pub mod search;
 pub mod tllm;
 pub mod train;
+pub mod vit;
 
 pub use embedder::{Embedder, cosine};
 pub use error::{Error, RecordError, Result, SaeError, SettingDifference, TrainingError};

@@ -14,6 +14,7 @@ mod sae;
 mod saev;
 mod tensors;
 mod tllm;
+mod vision;
 
 use pyo3::prelude::*;
 
@@ -33,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<saev::NativeLoader>()?;
     m.add_class::<saev::NativeWriter>()?;
     m.add_class::<tllm::NativeTllm>()?;
+    m.add_class::<vision::NativeVisionModel>()?;
     m.add_class::<sae::NativeSae>()?;
     m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;

@@ -1,5 +1,5 @@
 //! Numeric kernels: matrix products (the gemm crate, runtime-dispatched SIMD), LayerNorm,
-//! GELU (tanh and exact erf forms), softmax.
+//! GELU (tanh, exact erf and CLIP's sigmoid forms), softmax.
 
 /// `c[m, n] (+)= a[m, k] · b[k, n]`, all row-major; `accumulate` adds to `c`.
 pub fn matmul(
@@ -342,6 +342,19 @@ pub fn gelu_erf(x: &mut [f32]) {
     });
 }
 
+/// The factor inside CLIP's quick GELU, `x · σ(QUICK_GELU_SCALE · x)`.
+pub const QUICK_GELU_SCALE: f32 = 1.702;
+
+/// Quick GELU (OpenAI's CLIP), `x · σ(1.702 x)`, in place.
+pub fn quick_gelu(x: &mut [f32]) {
+    simd_dispatch!((x: &mut [f32]) {
+        for v in x.iter_mut() {
+            let u = *v;
+            *v = u / (1.0 + exp::<Madd>(-QUICK_GELU_SCALE * u));
+        }
+    });
+}
+
 /// Softmax in place.
 pub fn softmax(x: &mut [f32]) {
     scaled_softmax(x, 1.0);
@@ -478,8 +491,8 @@ mod tests {
             .collect()
     }
 
-    /// Softmax, both GELUs and LayerNorm of `x` in one tier.
-    fn all_kernels(tier: Tier, x: &[f32]) -> [Vec<f32>; 4] {
+    /// Softmax, the three GELUs and LayerNorm of `x` in one tier.
+    fn all_kernels(tier: Tier, x: &[f32]) -> [Vec<f32>; 5] {
         Tier::capped(tier, || {
             let mut softmax = x.to_vec();
             scaled_softmax(&mut softmax, 0.35);
@@ -490,7 +503,9 @@ mod tests {
             let mut norm = vec![0.0; x.len()];
             let weight: Vec<f32> = (0..x.len()).map(|i| 1.0 + i as f32 * 0.01).collect();
             layer_norm(x, &weight, &vec![0.5; x.len()], &mut norm, x.len(), 1e-5);
-            [softmax, erf, tanh, norm]
+            let mut quick = x.to_vec();
+            quick_gelu(&mut quick);
+            [softmax, erf, tanh, norm, quick]
         })
     }
 
@@ -518,7 +533,7 @@ mod tests {
                 / len as f64;
             let mut fma_tiers = Vec::new();
             for &tier in &tiers {
-                let [softmax, erf, tanh, norm] = all_kernels(tier, &x);
+                let [softmax, erf, tanh, norm, quick] = all_kernels(tier, &x);
                 for (o, e) in softmax.iter().zip(&e) {
                     assert!(
                         (f64::from(*o) - e / sum).abs() <= 1e-6 * (e / sum).max(1e-3),
@@ -539,6 +554,14 @@ mod tests {
                         "{tier:?} gelu_tanh({u})"
                     );
                 }
+                for (&quick, &u) in quick.iter().zip(&x) {
+                    let u64 = f64::from(u);
+                    let want = u64 / (1.0 + (-f64::from(QUICK_GELU_SCALE) * u64).exp());
+                    assert!(
+                        (f64::from(quick) - want).abs() <= 1e-6 * want.abs().max(1.0),
+                        "{tier:?} quick_gelu({u})"
+                    );
+                }
                 for (i, (&o, &v)) in norm.iter().zip(&x).enumerate() {
                     let want =
                         (f64::from(v) - mean) / (var + 1e-5).sqrt() * (1.0 + i as f64 * 0.01) + 0.5;
@@ -549,7 +572,7 @@ mod tests {
                 }
                 if tier != Tier::Portable {
                     fma_tiers.push(
-                        [softmax, erf, tanh, norm]
+                        [softmax, erf, tanh, norm, quick]
                             .map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()),
                     );
                 }

@@ -79,6 +79,13 @@ impl LinearWeights {
         Ok(LinearWeights::Float(FloatWeights::new(parts, k)))
     }
 
+    /// Float weights held in memory: the rows of `parts` (each `[rows, k]`)
+    /// stacked, packed now.
+    pub(crate) fn float(parts: Vec<Vec<f32>>, k: usize) -> Self {
+        let parts = parts.into_iter().map(F32Tensor::Owned).collect();
+        LinearWeights::Float(FloatWeights::new(parts, k))
+    }
+
     /// `out[m, n] = bias + x[m, k] · Wᵀ`; int8 weights use `kernel`.
     pub(crate) fn apply(&self, x: &[f32], bias: &[f32], out: &mut [f32], kernel: Int8Kernel) {
         match self {

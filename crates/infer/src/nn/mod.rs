@@ -5,6 +5,7 @@
 //! (`f32_tensor`, `word_table`). Each kernel picks its CPU tier at run time and keeps a
 //! portable path.
 
+pub(crate) mod attention;
 pub(crate) mod f32_tensor;
 pub(crate) mod int8_kernels;
 pub(crate) mod kernels;

@@ -14,6 +14,8 @@
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
+- Vision transformers (DINOv2, CLIP, SigLIP) and their hidden states:
+  :class:`modelbin.vision.VisionModel`.
 - Any file: :func:`verify` and :func:`inspect`; :func:`convert` between
   formats.
 - Pricing: :func:`cost`.
@@ -26,7 +28,7 @@ processes (multiprocessing, Ray); memory-mapped files are shared through the
 page cache.
 """
 
-from . import acts, numpy, sae, saev, torch
+from . import acts, numpy, sae, saev, torch, vision
 from ._files import convert, cost, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
@@ -66,6 +68,7 @@ __all__ = [
     "serialize_file",
     "torch",
     "verify",
+    "vision",
 ]
 
 
