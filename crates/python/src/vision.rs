@@ -18,11 +18,25 @@ pub struct NativeVisionModel {
 
 #[pymethods]
 impl NativeVisionModel {
-    /// Loads the model directory `path`.
+    /// Loads the model directory `path`; `int8` quantizes the blocks'
+    /// linear layers.
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let model = py.detach(|| VisionModel::open(&path).map_err(infer_error))?;
+    #[pyo3(signature = (path, int8 = false))]
+    fn new(py: Python<'_>, path: PathBuf, int8: bool) -> PyResult<Self> {
+        let model = py.detach(|| {
+            let mut model = VisionModel::open(&path).map_err(infer_error)?;
+            if int8 {
+                model.quantize_int8();
+            }
+            Ok::<_, PyErr>(model)
+        })?;
         Ok(NativeVisionModel { model })
+    }
+
+    /// Whether the blocks' linear layers run on int8 weights.
+    #[getter]
+    fn int8(&self) -> bool {
+        self.model.is_int8()
     }
 
     /// `dinov2`, `clip` or `siglip`.

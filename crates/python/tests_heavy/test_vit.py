@@ -134,6 +134,32 @@ def test_hidden_states_equal_transformers(tmp_path, name, build, config, dtype, 
     print(f"\n{name}: worst relative error {worst:.2e}")
 
 
+@pytest.mark.parametrize("name, build, config", [
+    ("dinov2", _dinov2, dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                             patch_size=14, image_size=56)),
+    ("clip", _clip_vision, dict(hidden_size=64, intermediate_size=256, num_hidden_layers=3,
+                                num_attention_heads=4, patch_size=16, image_size=64)),
+], ids=["dinov2", "clip"])
+def test_int8_hidden_states_stay_close(tmp_path, name, build, config):
+    torch.manual_seed(0)
+    model = _randomize(build(**config), seed=5)
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    ours = VisionModel(tmp_path, int8=True)
+    assert ours.int8 and not VisionModel(tmp_path).int8
+    size = config["image_size"]
+    pixels = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        theirs = model(pixel_values=pixels, output_hidden_states=True).hidden_states
+    blocks = config["num_hidden_layers"]
+    worst = 0.0
+    for block, state in zip(range(blocks), ours.hidden_states(pixels.numpy(), range(blocks))):
+        expected = theirs[block + 1].numpy()
+        worst = max(worst, np.abs(state - expected).max() / np.abs(expected).max())
+    # Weights and inputs quantized to 8 bits: a few percent at most.
+    assert worst <= 3e-2, worst
+    print(f"\n{name} int8: worst relative error {worst:.2e}")
+
+
 def test_refusals_and_pickling(tmp_path):
     import pickle
 
@@ -148,6 +174,9 @@ def test_refusals_and_pickling(tmp_path):
         ours.hidden_states(np.zeros((1, 3, 40, 40), np.float32), [0])
     with pytest.raises(ValueError, match="channels"):
         ours.hidden_states(np.zeros((1, 1, 32, 32), np.float32), [0])
-    again = pickle.loads(pickle.dumps(ours))
-    np.testing.assert_array_equal(again.hidden_states(pixels, [-1])[0],
-                                  ours.hidden_states(pixels, [-1])[0])
+    for int8 in (False, True):
+        model = VisionModel(tmp_path, int8=int8)
+        again = pickle.loads(pickle.dumps(model))
+        assert again.int8 == int8
+        np.testing.assert_array_equal(again.hidden_states(pixels, [-1])[0],
+                                      model.hidden_states(pixels, [-1])[0])

@@ -94,6 +94,20 @@ impl LinearWeights {
         }
     }
 
+    /// The weights quantized to int8 with a scale per block of
+    /// [`int8::BLOCK`] inputs of each row, as `convert --dtype int8` stores
+    /// them; int8 weights, and rows too wide for the integer kernels, stay
+    /// as they are.
+    pub(crate) fn to_int8(&self) -> LinearWeights {
+        match self {
+            LinearWeights::Float(w) if w.k <= MAX_INPUT_FEATURES => {
+                let (values, scales) = int8::quantize(&w.rows(), w.k);
+                LinearWeights::Int8(QuantizedWeights::new(&[&values], &scales, w.k, int8::BLOCK))
+            }
+            other => other.clone(),
+        }
+    }
+
     /// Whether the weights are int8.
     pub(crate) fn is_int8(&self) -> bool {
         matches!(self, LinearWeights::Int8(_))
@@ -131,6 +145,14 @@ impl FloatWeights {
             k,
             packed,
             first_product: OnceLock::new(),
+        }
+    }
+
+    /// The weights `W[n, k]`, row-major.
+    fn rows(&self) -> Vec<f32> {
+        match self.packed.get() {
+            Some(packed) => packed.rows(),
+            None => self.parts.iter().flat_map(|p| p.values().iter().copied()).collect(),
         }
     }
 

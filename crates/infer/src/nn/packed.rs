@@ -65,6 +65,22 @@ impl PackedWeights {
         }
     }
 
+    /// The weights `W[n, k]`, row-major, as they were given.
+    pub fn rows(&self) -> Vec<f32> {
+        if !self.simd {
+            return self.plain.clone();
+        }
+        let (n, k) = (self.n, self.k);
+        let mut rows = vec![0.0f32; n * k];
+        for (r, row) in rows.chunks_exact_mut(k).enumerate() {
+            let panel = &self.panels[r / NR * k * NR..];
+            for (d, &v) in row.iter_mut().zip(panel[r % NR..].iter().step_by(NR)) {
+                *d = v;
+            }
+        }
+        rows
+    }
+
     /// `out[m, n] = bias + x[m, k] · Wᵀ`, spread over the rayon pool: by
     /// rows when there are many, by panels otherwise.
     pub fn linear(&self, x: &[f32], bias: &[f32], out: &mut [f32]) {
@@ -294,6 +310,16 @@ unsafe fn kernel_rows(_: &[f32], _: usize, _: &[f32], _: &mut [f32; MR * NR]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Packing keeps the weights: they come back as given, on either path.
+    #[test]
+    fn packed_weights_give_their_rows_back() {
+        for (n, k) in [(1, 1), (17, 9), (33, 20)] {
+            let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.7).sin()).collect();
+            let (top, bottom) = w.split_at(n / 2 * k);
+            assert_eq!(PackedWeights::new(&[top, bottom], k).rows(), w, "{n}×{k}");
+        }
+    }
 
     #[test]
     fn packed_products_equal_the_plain_ones() {

@@ -5,7 +5,7 @@ pixel values, giving each layer's hidden states as transformers'
 from __future__ import annotations
 
 import os
-from typing import List, Sequence, Tuple, Union
+from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -21,18 +21,26 @@ class VisionModel:
     them): ``Dinov2Model``, ``Dinov2WithRegistersModel``,
     ``CLIPVisionModel`` or ``SiglipVisionModel``, or the vision tower of a
     full ``CLIPModel`` / ``SiglipModel``. F16 and BF16 weights are widened
-    to float32. Thread-safe; pickles by path."""
+    to float32. ``int8=True`` quantizes the blocks' linear layers to int8
+    (a scale per 32 inputs of each weight row; inputs quantized row by row
+    as they come): faster, with hidden states about a percent from the
+    float32 model's. Thread-safe; pickles by path and options."""
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
+    def __init__(self, path: Union[str, "os.PathLike[str]"], *, int8: bool = False) -> None:
         self._path = os.fspath(path)
-        self._native = _native.NativeVisionModel(self._path)
+        self._native = _native.NativeVisionModel(self._path, int8)
 
-    def __reduce__(self) -> Tuple[type, Tuple[str]]:
-        return (VisionModel, (self._path,))
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        return (_reopen, (self._path, self.int8))
 
     def __repr__(self) -> str:
         return (f"VisionModel({self._path!r}, family={self.family!r}, "
                 f"blocks={self.blocks}, width={self.width})")
+
+    @property
+    def int8(self) -> bool:
+        """Whether the blocks' linear layers run on int8 weights."""
+        return self._native.int8
 
     @property
     def family(self) -> str:
@@ -91,3 +99,7 @@ class VisionModel:
         if pixels.ndim != 4:
             raise ValueError(f"pixel_values must be [n, 3, height, width], not shape {pixels.shape}")
         return self._native.hidden_states(pixels, [int(layer) for layer in layers])
+
+
+def _reopen(path: str, int8: bool) -> VisionModel:
+    return VisionModel(path, int8=int8)
