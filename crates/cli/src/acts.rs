@@ -12,6 +12,7 @@ use crate::args::OutputPath;
 use crate::failure::{Failure, at, invalid};
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
+use crate::verify::{Checked, ImageFiles};
 
 #[derive(Debug, Subcommand)]
 pub enum ActsCommand {
@@ -210,9 +211,10 @@ fn verify(dir: &std::path::Path, values: bool, json: bool) -> Result<(), Failure
 }
 
 /// Opens the dataset and, with `values`, scans it for NaN and Inf.
-fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
+fn check(dir: &std::path::Path, values: bool) -> Result<Checked, Failure> {
     let dataset = open(dir)?;
     dataset.verify().map_err(|e| at(dir, e))?;
+    let image_files = ImageFiles::of(&dataset).map_err(|e| at(dir, e))?;
     let summary = Summary::Saev(modelbin_format::inspect::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
         crate::stdout::errln!(
@@ -237,7 +239,10 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Summary, Failure> {
             )));
         }
     }
-    Ok(summary)
+    Ok(Checked {
+        summary,
+        image_files,
+    })
 }
 
 /// `acts tokens`: the ids of one image's window and their text.

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::features::{
-    Context, DecoderEffects, Feature, FeatureOptions, Features, features as find_features,
-    html_page,
+    Context, DecoderEffects, Feature, FeatureOptions, Features, Thumbnails,
+    features as find_features, html_page, resized_view,
 };
 
 use crate::failure::{Failure, at};
@@ -72,7 +72,11 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    if view.dataset().token_ids().is_none() {
+    let images = view
+        .dataset()
+        .images()
+        .map_err(|e| at(view.dataset().dir(), e))?;
+    if images.is_none() && view.dataset().token_ids().is_none() {
         errln!(
             "note: {} kept no token ids (tokens.bin), so inputs are shown by coordinates; `modelbin acts record` keeps them",
             view.dataset().dir().display()
@@ -104,7 +108,14 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         }
     }
     if let Some(path) = &args.html {
-        write_html(path, &args.sae, &found)?;
+        let thumbnails = images.map(|images| {
+            // The model view: what the model saw of an image file's bytes.
+            // (Stand-in until the vision preprocessing is wired in: the
+            // decoded image resized to the model's input size.)
+            let model_view = resized_view(images.vision.input_size);
+            Thumbnails::of_features(&images, &found, &model_view)
+        });
+        write_html(path, &args.sae, &found, thumbnails.as_ref())?;
     }
     Ok(())
 }
@@ -132,16 +143,31 @@ fn one_line(context: &Context) -> String {
             text.tokens[text.at],
             text.tokens[text.at + 1..].concat()
         ),
-        None => format!(
-            "image {}, layer {}, token {}",
-            context.img, context.layer, context.token
-        ),
+        None => match &context.image {
+            Some(image) => format!(
+                "image {} ({}), token {}",
+                context.img,
+                std::path::Path::new(&image.path)
+                    .file_name()
+                    .map_or_else(|| image.path.clone().into(), |n| n.to_string_lossy()),
+                context.token
+            ),
+            None => format!(
+                "image {}, layer {}, token {}",
+                context.img, context.layer, context.token
+            ),
+        },
     }
 }
 
 /// Writes [`html_page`] to `path`, atomically.
-fn write_html(path: &Path, sae: &Path, features: &Features) -> Result<(), Failure> {
-    let page = html_page(&sae.display().to_string(), features, None);
+fn write_html(
+    path: &Path,
+    sae: &Path,
+    features: &Features,
+    thumbnails: Option<&Thumbnails>,
+) -> Result<(), Failure> {
+    let page = html_page(&sae.display().to_string(), features, None, thumbnails);
     let mut file = modelbin_format::output::OutputFile::create(path).map_err(|e| at(path, e))?;
     std::io::Write::write_all(&mut file, page.as_bytes())
         .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;

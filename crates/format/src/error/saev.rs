@@ -97,4 +97,67 @@ pub enum SaevError {
         /// The vocabulary's size.
         vocab_size: u64,
     },
+    /// `images.jsonl` or `vision.json` present without the other.
+    #[error("{present}: the image list needs {missing} beside it, which is missing")]
+    ImagesIncomplete {
+        /// The side file found.
+        present: PathBuf,
+        /// The one missing.
+        missing: PathBuf,
+    },
+    /// `images.jsonl` listing another number of images than the metadata's.
+    #[error("{path}: lists {found} images; the dataset has {expected}")]
+    ImageCount {
+        /// `images.jsonl`.
+        path: PathBuf,
+        /// The metadata's `n_imgs`.
+        expected: u64,
+        /// Lines in the file.
+        found: u64,
+    },
+    /// A line of `images.jsonl` that is not an entry: malformed JSON, a
+    /// key missing or unknown, a relative path, a hash that is not 64
+    /// lowercase hex digits.
+    #[error("{path}: line {line}: {reason}")]
+    ImageEntry {
+        /// `images.jsonl`.
+        path: PathBuf,
+        /// The line, from 1.
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A line of `images.jsonl` longer than any entry may be.
+    #[error("{path}: line {line} is longer than {max} bytes")]
+    ImageLineTooLong {
+        /// `images.jsonl`.
+        path: PathBuf,
+        /// The line, from 1.
+        line: u64,
+        /// The cap.
+        max: usize,
+    },
+    /// `vision.json` whose fields are missing, unknown or of the wrong
+    /// type, or name an unknown family or a grid outside the input.
+    #[error("{path}: {reason}")]
+    InvalidVision {
+        /// `vision.json`.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `vision.json`'s patch grid not holding the metadata's patches.
+    #[error(
+        "{path}: a patch grid of {rows}×{cols} does not hold the dataset's {n_patches} patches per image"
+    )]
+    PatchGrid {
+        /// `vision.json`.
+        path: PathBuf,
+        /// Rows of the grid.
+        rows: u64,
+        /// Columns.
+        cols: u64,
+        /// The metadata's `n_patches_per_img`.
+        n_patches: u64,
+    },
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::images::Images;
 use super::metadata::{self, Metadata};
 use super::shard_name;
 use super::tokens::TokenIds;
@@ -193,8 +194,11 @@ impl Dataset {
     /// size of `tokens.bin`; this also checks every kept token id against
     /// the vocabulary (`data.vocab_size`, else `vocab.txt`'s lines). The
     /// activations themselves can be anything (see
-    /// [`Dataset::layer_stats`] to scan them).
+    /// [`Dataset::layer_stats`] to scan them). The image side files, when
+    /// present, are checked too ([`Dataset::images`]); the image files they
+    /// list are not read ([`Images::check_files`] does).
     pub fn verify(&self) -> Result<()> {
+        self.images()?;
         let Some(ids) = &self.token_ids else {
             return Ok(());
         };
@@ -206,6 +210,14 @@ impl Dataset {
             Some(size) => ids.check_range(&self.dir, size),
             None => Ok(()),
         }
+    }
+
+    /// The images the dataset was recorded from and the vision
+    /// transformer's geometry (`images.jsonl` and `vision.json`), read and
+    /// checked against the metadata; `None` when neither file is there (a
+    /// text or foreign dataset).
+    pub fn images(&self) -> Result<Option<Images>> {
+        Images::read(&self.dir, &self.metadata)
     }
 
     /// The token ids each image was recorded from (`tokens.bin`), if kept.

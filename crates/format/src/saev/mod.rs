@@ -6,6 +6,7 @@
 //! `[img, layer, token, dim]`, `S = max_patches_per_shard // (L·T)` images each.
 
 mod dataset;
+mod images;
 mod loader;
 mod metadata;
 mod pyjson;
@@ -15,6 +16,10 @@ mod tokens;
 mod writer;
 
 pub use dataset::{Dataset, Example, LayerChoice, Patches, View, datasets_in, open};
+pub use images::{
+    IMAGES_FILE, ImageCheck, ImageEntry, ImageFile, ImageState, Images, MAX_IMAGE_BYTES,
+    MAX_IMAGE_LINE, VISION_FAMILIES, VISION_FILE, VisionInfo,
+};
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};
 pub use pyjson::{Layout, dumps, float_repr};

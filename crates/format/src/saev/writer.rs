@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::images::{ImageEntry, Images, VisionInfo};
 use super::metadata::Metadata;
 use super::shard_name;
 use crate::SaevError;
@@ -148,6 +149,16 @@ impl Writer {
                 .map_err(|e| Error::io(&path, e))?;
         }
         Ok(())
+    }
+
+    /// Keeps the images the dataset was recorded from (`images.jsonl`, one
+    /// entry per image in image order; `n_imgs` of them, each path
+    /// absolute and each hash 64 lowercase hex digits) and the vision
+    /// transformer's geometry (`vision.json`, whose patch grid must hold
+    /// `n_patches_per_img` patches within its input size).
+    pub fn write_images(&mut self, images: &[ImageEntry], vision: &VisionInfo) -> Result<()> {
+        super::images::check_new(images, vision, &self.metadata)?;
+        Images::write(&self.partial, images, vision)
     }
 
     /// Closes the current shard, zero-padded to full size, and fsyncs it.

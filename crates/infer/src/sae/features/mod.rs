@@ -16,14 +16,19 @@
 //! of the last few rows' codes.
 
 pub mod effects;
+mod image_pass;
 mod page;
 mod scan;
 mod text;
+mod thumbnails;
 
 use std::cmp::Ordering;
 
 pub use effects::{DecoderEffects, Effects, TokenEffect};
 pub use page::{html_page, latent_page};
+pub use thumbnails::{ModelView, THUMBNAIL_SIDE, Thumbnail, Thumbnails, resized_view};
+
+use modelbin_format::saev::VisionInfo;
 
 use super::Sae;
 use super::view::View;
@@ -156,6 +161,27 @@ pub struct Context {
     /// Its text, when the dataset kept its token ids.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub text: Option<Shaded>,
+    /// Its image with the latent's activation on every patch, for a
+    /// dataset recorded from images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageActs>,
+}
+
+/// An image a latent fires on, with its activation on each patch: what a
+/// heat map over the image shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ImageActs {
+    /// The image file, as `images.jsonl` lists it.
+    pub path: String,
+    /// The patch grid, `[rows, cols]`.
+    pub grid: [u64; 2],
+    /// The latent's activation on each patch, row by row (0 where it does
+    /// not fire), to four significant digits; empty in a `cls` view.
+    pub acts: Vec<f32>,
+    /// Its activation on the image's CLS token, when the view holds it
+    /// (`cls` and `all` views of a dataset with CLS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cls: Option<f32>,
 }
 
 /// One interval of a latent's activations, `(low, high]`, with inputs
@@ -223,6 +249,11 @@ pub struct Features {
     pub d_sae: usize,
     /// Whether contexts have text (the dataset kept token ids).
     pub has_text: bool,
+    /// For a dataset recorded from images, the vision transformer and the
+    /// geometry of its input (`vision.json`); then every context is an
+    /// image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vision: Option<VisionInfo>,
     /// The latents described, in the browsing order.
     pub latents: Vec<Feature>,
 }
@@ -248,15 +279,37 @@ pub fn features(
         }
         .into());
     }
+    let images = view.dataset().images()?;
+    let per_image = view.examples() / view.dataset().metadata().n_imgs.max(1);
     let mut ticks = scan::Ticks::new(view, progress);
-    let totals = scan::first_pass(sae, view, options.top.max(1), &mut ticks)?;
+    let totals = scan::first_pass(
+        sae,
+        view,
+        options.top.max(1),
+        images.as_ref().map(|_| per_image),
+        &mut ticks,
+    )?;
     let mut latents = totals.summaries(view.examples());
     latents.sort_by(Feature::browsing_order);
     match options.latent {
         Some(latent) => latents.retain(|f| f.latent == latent),
         None => latents.truncate(options.latents.unwrap_or(usize::MAX)),
     }
-    let has_text = scan::second_pass(sae, view, &options, &totals, &mut latents, &mut ticks)?;
+    let has_text = match &images {
+        Some(images) => {
+            image_pass::second_pass(
+                sae,
+                view,
+                images,
+                &options,
+                &totals,
+                &mut latents,
+                &mut ticks,
+            )?;
+            false
+        }
+        None => scan::second_pass(sae, view, &options, &totals, &mut latents, &mut ticks)?,
+    };
     if let Some(effects) = effects {
         let chosen: Vec<usize> = latents.iter().map(|f| f.latent).collect();
         for (feature, effect) in latents.iter_mut().zip(effects.of(sae, &chosen)?) {
@@ -267,6 +320,7 @@ pub fn features(
         examples: view.examples(),
         d_sae: sae.d_sae,
         has_text,
+        vision: images.map(|i| i.vision),
         latents,
     })
 }

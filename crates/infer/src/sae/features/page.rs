@@ -7,15 +7,22 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::Features;
+use super::{Features, Thumbnails};
 
 const TEMPLATE: &str = include_str!("page/page.html");
 const CSS: &str = include_str!("page/page.css");
 const SCRIPT: &str = include_str!("page/page.js");
 
 /// The page of `features`, titled after `name` (the autoencoder); with
-/// `open`, it shows that latent's view alone.
-pub fn html_page(name: &str, features: &Features, open: Option<usize>) -> String {
+/// `open`, it shows that latent's view alone. For a dataset recorded from
+/// images, `thumbnails` ([`Thumbnails::of_features`]) are the pictures the
+/// heat maps are drawn over; without them, the heat maps are drawn alone.
+pub fn html_page(
+    name: &str,
+    features: &Features,
+    open: Option<usize>,
+    thumbnails: Option<&Thumbnails>,
+) -> String {
     let latents: Vec<Value> = features
         .latents
         .iter()
@@ -27,19 +34,28 @@ pub fn html_page(name: &str, features: &Features, open: Option<usize>) -> String
         features.examples,
         features.d_sae,
         &latents,
+        thumbnails,
     )
 }
 
 /// The view of one latent alone (what a notebook cell shows), given as the
 /// JSON object `sae features --json` prints for it, with the view's
-/// `examples` and the autoencoder's `d_sae`.
-pub fn latent_page(name: &str, examples: u64, d_sae: usize, feature: &Value) -> String {
+/// `examples` and the autoencoder's `d_sae`, and for an image dataset the
+/// pictures of its images ([`Thumbnails::of_latent`]).
+pub fn latent_page(
+    name: &str,
+    examples: u64,
+    d_sae: usize,
+    feature: &Value,
+    thumbnails: Option<&Thumbnails>,
+) -> String {
     page(
         name,
         Some(feature["latent"].clone()),
         examples,
         d_sae,
         std::slice::from_ref(feature),
+        thumbnails,
     )
 }
 
@@ -48,9 +64,18 @@ pub fn latent_page(name: &str, examples: u64, d_sae: usize, feature: &Value) -> 
 /// to by number (the most frequent texts get the shortest numbers); the
 /// index as columns; and each latent's view as a JSON string of numbers
 /// only, which the script parses when the latent is opened. Activations
-/// and effect values are rounded to the digits the page shows.
-fn page(name: &str, open: Option<Value>, examples: u64, d_sae: usize, latents: &[Value]) -> String {
+/// and effect values are rounded to the digits the page shows. Images are
+/// listed once ([`Pictures`]) and referred to by number.
+fn page(
+    name: &str,
+    open: Option<Value>,
+    examples: u64,
+    d_sae: usize,
+    latents: &[Value],
+    thumbnails: Option<&Thumbnails>,
+) -> String {
     let table = TokenTable::of(latents);
+    let pictures = Pictures::of(latents, thumbnails);
     let column = |key: &str| -> Value { latents.iter().map(|f| f[key].clone()).collect() };
     let bands: Vec<Value> = latents
         .iter()
@@ -71,7 +96,8 @@ fn page(name: &str, open: Option<Value>, examples: u64, d_sae: usize, latents: &
         "max": column("max"),
         "preview": latents.iter().map(preview).collect::<Vec<_>>(),
         "words": latents.iter().map(|f| table.words(f)).collect::<Vec<_>>(),
-        "details": latents.iter().map(|f| table.detail(f).to_string()).collect::<Vec<_>>(),
+        "details": latents.iter().map(|f| table.detail(f, &pictures).to_string()).collect::<Vec<_>>(),
+        "images": pictures.data(),
     });
     // `<` only occurs inside JSON strings, where `\u003c` means the same
     // and cannot end the script element.
@@ -89,7 +115,7 @@ const BANDS: [&str; 5] = ["dead", "ultra-rare", "rare", "typical", "dense"];
 
 /// The contexts a latent's view shows: its top ones, then each interval's
 /// samples.
-fn contexts(feature: &Value) -> impl Iterator<Item = &Value> {
+pub(super) fn contexts(feature: &Value) -> impl Iterator<Item = &Value> {
     let samples = list(&feature["quantiles"]).flat_map(|q| list(&q["samples"]));
     list(&feature["top"]).chain(samples)
 }
@@ -99,10 +125,21 @@ fn list(value: &Value) -> impl Iterator<Item = &Value> {
     value.as_array().into_iter().flatten()
 }
 
-/// The token a context's input sits on.
+/// The token a context's input sits on, or the file name of its image.
 fn hit(context: &Value) -> Option<&str> {
+    if let Some(path) = context["image"]["path"].as_str() {
+        return Some(file_name(path));
+    }
     let at = context["at"].as_u64()? as usize;
     context["tokens"][at].as_str()
+}
+
+/// The last component of `path`.
+fn file_name(path: &str) -> &str {
+    std::path::Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path)
 }
 
 /// The token lists of a latent's decoder effects, with the key the page
@@ -160,11 +197,14 @@ impl TokenTable {
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for feature in latents {
             let in_contexts = contexts(feature).flat_map(|c| list(&c["tokens"]));
+            let names =
+                contexts(feature).filter_map(|c| c["image"]["path"].as_str().map(file_name));
             let in_effects = effect_lists(feature)
                 .into_iter()
                 .flat_map(list)
                 .map(|t| &t["token"]);
-            for text in in_contexts.chain(in_effects).filter_map(Value::as_str) {
+            let texts = in_contexts.chain(in_effects).filter_map(Value::as_str);
+            for text in texts.chain(names) {
                 *counts.entry(text).or_default() += 1;
             }
         }
@@ -204,19 +244,33 @@ impl TokenTable {
     /// A latent's view as numbers: `[fired, mean, histogram, top,
     /// intervals, effects]`, each interval `[low, high, fired, samples]`,
     /// each context `[value, at, tokens, firing]` (`firing` the positions
-    /// and activations of its nonzero tokens, interleaved) or, without
-    /// text, `[value, img, layer, token]`; effects `[raised, lowered]` or
-    /// `[pieces]`, each a list of token numbers and values interleaved.
-    fn detail(&self, feature: &Value) -> Value {
+    /// and activations of its nonzero tokens, interleaved), of an image
+    /// `[value, picture, token, firing, cls]` (`picture` its number in
+    /// [`Pictures`], `firing` over its patches, `cls` the activation on
+    /// CLS or null) or, without text, `[value, img, layer, token]`;
+    /// effects `[raised, lowered]` or `[pieces]`, each a list of token
+    /// numbers and values interleaved.
+    fn detail(&self, feature: &Value, pictures: &Pictures) -> Value {
+        let firing = |acts: &Value| -> Vec<Value> {
+            list(acts)
+                .enumerate()
+                .filter(|(_, a)| a.as_f64().is_some_and(|a| a != 0.0))
+                .flat_map(|(i, a)| [json!(i), shown(a)])
+                .collect()
+        };
         let context = |c: &Value| -> Value {
-            if c["tokens"].is_array() {
+            let image = &c["image"];
+            if image.is_object() {
+                json!([
+                    shown(&c["value"]),
+                    pictures.number(c["img"].as_u64()),
+                    c["token"],
+                    firing(&image["acts"]),
+                    shown(&image["cls"]),
+                ])
+            } else if c["tokens"].is_array() {
                 let tokens: Vec<Value> = list(&c["tokens"]).map(|t| self.id(t)).collect();
-                let firing: Vec<Value> = list(&c["acts"])
-                    .enumerate()
-                    .filter(|(_, a)| a.as_f64().is_some_and(|a| a != 0.0))
-                    .flat_map(|(i, a)| [json!(i), shown(a)])
-                    .collect();
-                json!([shown(&c["value"]), c["at"], tokens, firing])
+                json!([shown(&c["value"]), c["at"], tokens, firing(&c["acts"])])
             } else {
                 json!([shown(&c["value"]), c["img"], c["layer"], c["token"]])
             }
@@ -246,6 +300,81 @@ impl TokenTable {
             intervals,
             effects,
         ])
+    }
+}
+
+/// The images a page's latents show, each once, numbered in image order,
+/// with their pictures when given.
+struct Pictures<'t> {
+    /// (image, file name), by image.
+    images: Vec<(u64, String)>,
+    /// The grid of the contexts, `[rows, cols]`.
+    grid: Value,
+    /// Whether contexts hold a patch grid (not a `cls` view).
+    cells: bool,
+    thumbnails: Option<&'t Thumbnails>,
+}
+
+impl<'t> Pictures<'t> {
+    fn of(latents: &[Value], thumbnails: Option<&'t Thumbnails>) -> Pictures<'t> {
+        let mut images: Vec<(u64, String)> = Vec::new();
+        let (mut grid, mut cells) = (Value::Null, false);
+        for context in latents.iter().flat_map(contexts) {
+            let image = &context["image"];
+            if let (Some(img), Some(path)) = (context["img"].as_u64(), image["path"].as_str()) {
+                images.push((img, file_name(path).to_owned()));
+                grid = image["grid"].clone();
+                cells |= list(&image["acts"]).next().is_some();
+            }
+        }
+        images.sort_unstable();
+        images.dedup_by_key(|i| i.0);
+        Pictures {
+            images,
+            grid,
+            cells,
+            thumbnails,
+        }
+    }
+
+    /// The number of image `img` on the page.
+    fn number(&self, img: Option<u64>) -> Value {
+        img.and_then(|img| self.images.binary_search_by_key(&img, |i| i.0).ok())
+            .into()
+    }
+
+    /// The page's `images`: null without images, else the grid, the
+    /// model's patch size and input size (`[height, width]`; without
+    /// thumbnails, one pixel a patch), whether contexts hold a grid, and
+    /// each image as `[img, name, picture URI or "", note or ""]`.
+    fn data(&self) -> Value {
+        if self.images.is_empty() {
+            return Value::Null;
+        }
+        let vision = self.thumbnails.map(|t| &t.vision);
+        let list: Vec<Value> = self
+            .images
+            .iter()
+            .map(|(img, name)| {
+                let thumbnail = self.thumbnails.and_then(|t| {
+                    let at = t.list.binary_search_by_key(img, |t| t.img).ok()?;
+                    Some(&t.list[at])
+                });
+                let note = match thumbnail {
+                    Some(t) => t.note().unwrap_or_default(),
+                    None => "no picture given",
+                };
+                let uri = thumbnail.and_then(|t| t.uri.as_deref()).unwrap_or_default();
+                json!([img, name, uri, note])
+            })
+            .collect();
+        json!({
+            "grid": self.grid,
+            "patch": vision.map_or(json!(1), |v| json!(v.patch_size)),
+            "input": vision.map_or(self.grid.clone(), |v| json!(v.input_size)),
+            "cells": self.cells,
+            "list": list,
+        })
     }
 }
 

@@ -32,7 +32,7 @@ impl<'p> Ticks<'p> {
     }
 
     /// Counts `rows` read; an error when the caller asks to stop.
-    fn rows(&mut self, rows: usize) -> Result<()> {
+    pub fn rows(&mut self, rows: usize) -> Result<()> {
         self.done += rows as u64 * self.row_bytes;
         if (self.progress)(self.done, self.total) {
             Ok(())
@@ -47,16 +47,20 @@ pub(super) struct Totals {
     fired: Vec<u64>,
     max: Vec<f32>,
     sum: Vec<f64>,
-    /// The strongest (value, example) pairs, strongest first.
-    best: Vec<Vec<(f32, u64)>>,
+    /// The strongest (value, example) pairs, strongest first; (value,
+    /// image) when counted by image.
+    pub best: Vec<Vec<(f32, u64)>>,
 }
 
 /// Counts every latent's firings, largest and summed activation and its
-/// `top` strongest inputs.
+/// `top` strongest inputs; with `per_image` (the view's examples per
+/// image), its `top` strongest images instead, each by its strongest
+/// input, as (value, image).
 pub(super) fn first_pass(
     sae: &Sae<f32>,
     view: &View,
     top: usize,
+    per_image: Option<u64>,
     ticks: &mut Ticks,
 ) -> Result<Totals> {
     let mut totals = Totals {
@@ -65,20 +69,42 @@ pub(super) fn first_pass(
         sum: vec![0.0; sae.d_sae],
         best: vec![Vec::new(); sae.d_sae],
     };
+    // Each latent's strongest input in the image it last fired in, kept
+    // until it fires in another (examples come image by image).
+    let mut current: Vec<(f32, u64)> = vec![(0.0, u64::MAX); sae.d_sae];
     let mut index = 0u64;
     for batch in view.loader(0, 0, false)? {
         view.check_finite(&batch.data)?;
         let codes = sae.encode(&batch.data, batch.rows);
         for row in 0..batch.rows {
+            let example = index + row as u64;
             for (j, value) in codes.active(row) {
                 totals.fired[j] += 1;
                 totals.max[j] = totals.max[j].max(value);
                 totals.sum[j] += f64::from(value);
-                keep_best(&mut totals.best[j], (value, index + row as u64), top);
+                match per_image {
+                    None => keep_best(&mut totals.best[j], (value, example), top),
+                    Some(per_image) => {
+                        let img = example / per_image;
+                        if current[j].1 == img {
+                            current[j].0 = current[j].0.max(value);
+                        } else {
+                            if current[j].1 != u64::MAX {
+                                keep_best(&mut totals.best[j], current[j], top);
+                            }
+                            current[j] = (value, img);
+                        }
+                    }
+                }
             }
         }
         index += batch.rows as u64;
         ticks.rows(batch.rows)?;
+    }
+    for (best, last) in totals.best.iter_mut().zip(current) {
+        if last.1 != u64::MAX {
+            keep_best(best, last, top);
+        }
     }
     Ok(totals)
 }
@@ -236,6 +262,7 @@ pub(super) fn second_pass(
                 tokens: span.pieces,
                 at: span.at,
             }),
+            image: None,
         };
         spread.visit(i, ring.row(i).unwrap_or_default(), context);
         Ok(())
@@ -320,7 +347,7 @@ impl Spread<'_> {
 
 /// A hash of (example, latent) that decides which inputs are sampled: the
 /// same inputs whatever the batch size (SplitMix64's finaliser).
-fn mix(example: u64, latent: u64) -> u64 {
+pub(super) fn mix(example: u64, latent: u64) -> u64 {
     let mut z = example ^ latent.rotate_left(40) ^ 0x9e37_79b9_7f4a_7c15;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

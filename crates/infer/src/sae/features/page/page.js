@@ -6,6 +6,8 @@
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
   const BANDS = ["dead", "ultra-rare", "rare", "typical", "dense"];
+  // The longest side of an image drawn, in CSS pixels (its thumbnail's).
+  const THUMB = 160;
   // The page's token texts; contexts, effects and searches refer to them
   // by number.
   const texts = data.tokens;
@@ -23,10 +25,22 @@
   // A token shown alone: spaces made visible (as the index's preview).
   const alone = (t) => t.replace(/ /g, "␣");
 
+  // The images the page shows (null for a text dataset): the patch grid,
+  // the model's patch and input size, whether contexts hold a grid, and
+  // each image as [img, name, picture URI or "", note or ""].
+  const pictures = data.images;
   // A context from its numbers: [value, at, tokens, firing] with `firing`
-  // the positions and activations of its nonzero tokens, or, without
-  // text, [value, img, layer, token].
+  // the positions and activations of its nonzero tokens; of an image,
+  // [value, picture, token, firing, cls] with `firing` over its patches;
+  // or, without text, [value, img, layer, token].
   function context(c) {
+    if (pictures) {
+      const [rows, cols] = pictures.grid;
+      const acts = new Array(pictures.cells ? rows * cols : 0).fill(0);
+      for (let i = 0; i < c[3].length; i += 2) acts[c[3][i]] = c[3][i + 1];
+      const [img, name, uri, note] = pictures.list[c[1]];
+      return { value: c[0], token: c[2], acts, cls: c[4], img, name, uri, note };
+    }
     if (!Array.isArray(c[2])) return { value: c[0], img: c[1], layer: c[2], token: c[3] };
     const acts = new Array(c[2].length).fill(0);
     for (let i = 0; i < c[3].length; i += 2) acts[c[3][i]] = c[3][i + 1];
@@ -139,6 +153,38 @@
       `<text x="${w / 2}" y="${h - 3}" text-anchor="middle">activation (counts on a log scale; most ${most})</text></svg>`;
   }
 
+  // An image with the latent's activation on each patch drawn over it:
+  // one cell per patch, its colour from pale yellow (small) to red (the
+  // latent's max) and its opacity growing with the value; a cell's title
+  // gives its value. Without its picture (file missing or changed), the
+  // heat map alone, with a note.
+  function picture(c, f) {
+    const [rows, cols] = pictures.grid, p = pictures.patch, [h, w] = pictures.input;
+    const scale = THUMB / Math.max(h, w), W = Math.round(w * scale), H = Math.round(h * scale);
+    let cells = "";
+    if (pictures.cells) {
+      for (let r = 0; r < rows; r++) {
+        for (let k = 0; k < cols; k++) {
+          const v = c.acts[r * cols + k];
+          const t = f.max > 0 ? Math.min(1, v / f.max) : 0;
+          const fill = v > 0 ? `hsl(${Math.round(55 - 55 * t)},100%,50%)` : "none";
+          cells += `<rect x="${k * p}" y="${r * p}" width="${p}" height="${p}" fill="${fill}" ` +
+            `fill-opacity="${v > 0 ? (0.25 + 0.5 * t).toFixed(2) : 0}" data-v="${v}">` +
+            `<title>patch (${r}, ${k}): ${num(v)}</title></rect>`;
+        }
+      }
+    }
+    const under = c.uri ? `<img src="${c.uri}" width="${W}" height="${H}" alt="${esc(c.name)}">` :
+      `<div class="blank" style="width:${W}px;height:${H}px"></div>`;
+    const cls = c.cls === null || c.cls === undefined ? "" : ` · CLS ${num(c.cls)}`;
+    const note = c.note ? `<br><span class="note">${esc(c.note)}</span>` : "";
+    return `<figure class="pic" data-img="${c.img}"><div class="frame" style="width:${W}px;height:${H}px">${under}` +
+      `<svg class="heat" viewBox="0 0 ${w} ${h}" width="${W}" height="${H}" preserveAspectRatio="none" ` +
+      `role="img" aria-label="activation on each patch">${cells}</svg></div>` +
+      `<figcaption><b>${num(c.value)}</b>${cls} · ${esc(c.name)}${note}</figcaption></figure>`;
+  }
+  const pics = (list, f) => `<div class="pics">${list.map((c) => picture(c, f)).join("")}</div>`;
+
   function shaded(c, f) {
     if (!c.tokens) {
       return `<div class="ctx"><span class="val">${num(c.value)}</span>` +
@@ -181,15 +227,20 @@
     ];
     if (f.fired > 0) parts.push("<h3>Activations</h3>", histogram(f));
     if (f.effects) parts.push(effects(f.effects));
+    const shown = (list) => pictures ? [pics(list, f)] : list.map((c) => shaded(c, f));
+    if (pictures && f.fired > 0) {
+      parts.push(`<p class="scale">heat map: 0 <span class="ramp"></span> ${num(f.max)} (the latent's max)</p>`);
+    }
     if (f.top.length) {
-      parts.push("<h3>Top activations</h3>", ...f.top.map((c) => shaded(c, f)));
+      parts.push(pictures ? "<h3>Top images (by their strongest patch)</h3>" : "<h3>Top activations</h3>",
+        ...shown(f.top));
     }
     if (f.quantiles.length) {
       parts.push("<h3>Sampled from intervals of the activation range</h3>");
       for (const q of f.quantiles.slice().reverse()) {
         const share = f.fired ? (100 * q.fired / f.fired).toFixed(1) : "0";
         parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${q.fired} inputs, ${share}%</h4>`,
-          ...q.samples.map((c) => shaded(c, f)));
+          ...shown(q.samples));
       }
     }
     view.innerHTML = parts.join("");
@@ -206,6 +257,10 @@
   const bands = BANDS.filter((b) => counts[b]).map((b) => `${counts[b]} ${b}`).join(", ");
   $("summary").textContent = `${latents.length} of ${data.d_sae} latents over ${data.examples} inputs: ${bands}. ` +
     "Bands of firing density: dead (never), ultra-rare (< 1e-5), rare (< 1e-3), typical (< 1e-1), dense.";
+  if (pictures) {
+    $("search").placeholder = "search image file names";
+    $("search").setAttribute("aria-label", "search image file names");
+  }
   filter();
   if (data.open !== null && data.open !== undefined && !location.hash) {
     document.body.classList.add("single");
