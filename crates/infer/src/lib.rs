@@ -9,7 +9,8 @@
 //! text as a SAEV dataset; [`search`] ranks the lines of text files by
 //! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
-//! layout.
+//! layout. [`vit`] turns images into vision transformers' inputs as
+//! Hugging Face's image processors do.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -49,9 +50,12 @@ pub mod sae;
 pub mod search;
 pub mod tllm;
 pub mod train;
+pub mod vit;
 
 pub use embedder::{Embedder, cosine};
-pub use error::{Error, RecordError, Result, SaeError, SettingDifference, TrainingError};
+pub use error::{
+    Error, ImageError, RecordError, Result, SaeError, SettingDifference, TrainingError,
+};
 
 /// A run of a known number of steps that its caller drives one step at a
 /// time (so a face can draw progress and stop between steps): the SAE and

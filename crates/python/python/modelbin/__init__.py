@@ -14,6 +14,8 @@
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
+- Images for vision transformers, as transformers' image processors:
+  :class:`modelbin.vision.ImageProcessor`.
 - Any file: :func:`verify` and :func:`inspect`; :func:`convert` between
   formats.
 - Pricing: :func:`cost`.
@@ -26,7 +28,7 @@ processes (multiprocessing, Ray); memory-mapped files are shared through the
 page cache.
 """
 
-from . import acts, numpy, sae, saev, torch
+from . import acts, numpy, sae, saev, torch, vision
 from ._files import convert, cost, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
@@ -58,6 +60,7 @@ __all__ = [
     "list_encoding_names",
     "acts",
     "numpy",
+    "vision",
     "quantize_embeddings",
     "sae",
     "saev",
