@@ -10,7 +10,7 @@
 //! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
 //! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
-//! images' pixel values.
+//! images, decoded and resized as Hugging Face's image processors do.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -53,7 +53,9 @@ pub mod train;
 pub mod vit;
 
 pub use embedder::{Embedder, cosine};
-pub use error::{Error, RecordError, Result, SaeError, SettingDifference, TrainingError};
+pub use error::{
+    Error, ImageError, RecordError, Result, SaeError, SettingDifference, TrainingError,
+};
 
 /// A run of a known number of steps that its caller drives one step at a
 /// time (so a face can draw progress and stop between steps): the SAE and

@@ -124,12 +124,18 @@ pub fn tokenize_error(e: modelbin_tokenize::Error) -> PyErr {
     }
 }
 
-/// An engine error: format and tokenizer errors as above, others as
+/// An engine error: format and tokenizer errors as above, a missing file
+/// as `FileNotFoundError`, an unreadable one as `OSError`, others as
 /// `ValueError`.
 pub fn infer_error(e: modelbin_infer::Error) -> PyErr {
+    use modelbin_infer::ImageError;
     match e {
         modelbin_infer::Error::Format(e) => format_error(e),
         modelbin_infer::Error::Tokenize(e) => tokenize_error(e),
+        modelbin_infer::Error::Image(
+            ImageError::MissingConfig { .. } | ImageError::NotFound { .. },
+        ) => PyFileNotFoundError::new_err(e.to_string()),
+        modelbin_infer::Error::Image(ImageError::Io { .. }) => PyOSError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
 }

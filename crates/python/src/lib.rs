@@ -9,6 +9,7 @@ mod embedder;
 mod encoding;
 mod errors;
 mod id_list;
+mod images;
 mod record;
 mod sae;
 mod saev;
@@ -36,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tllm::NativeTllm>()?;
     m.add_class::<vision::NativeVisionModel>()?;
     m.add_class::<sae::NativeSae>()?;
+    m.add_class::<images::NativeImageProcessor>()?;
     m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_features, m)?)?;

@@ -10,6 +10,10 @@
 //! transformers does; CLIP and SigLIP take their configuration's image
 //! size.
 //!
+//! [`ImageProcessor`] gives those pixel values from JPEG and PNG files as
+//! the model's image processor does (`preprocessor_config.json`), and
+//! [`image_files`] lists the images of directories in a stable order.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), modelbin_infer::Error> {
 //! use modelbin_infer::vit::{Family, VisionModel};
@@ -29,12 +33,17 @@
 //! ```
 
 mod config;
+pub mod image_files;
 mod interpolate;
 mod model;
+pub mod preprocess;
+pub mod resample;
 mod weights;
 
 pub use config::Family;
+pub use image_files::image_files;
 pub use model::VisionModel;
+pub use preprocess::ImageProcessor;
 
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,9 @@
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
-- Vision transformers (DINOv2, CLIP, SigLIP) and their hidden states:
-  :class:`modelbin.vision.VisionModel`.
+- Vision transformers (DINOv2, CLIP, SigLIP), their hidden states and
+  their inputs: :class:`modelbin.vision.VisionModel`,
+  :class:`modelbin.vision.ImageProcessor`.
 - Any file: :func:`verify` and :func:`inspect`; :func:`convert` between
   formats.
 - Pricing: :func:`cost`.
@@ -60,6 +61,7 @@ __all__ = [
     "list_encoding_names",
     "acts",
     "numpy",
+    "vision",
     "quantize_embeddings",
     "sae",
     "saev",
