@@ -65,6 +65,17 @@ impl Progress {
         progress
     }
 
+    /// A bar counting `unit` (images, files), labelled `label`, with
+    /// their rate; shown once the work has lasted over a second.
+    pub fn items(label: &'static str, unit: &'static str) -> Self {
+        let template =
+            format!("{{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, {{eta}})");
+        let mut progress = Progress::with_template(&template, None);
+        progress.bar.set_message(label);
+        progress.label = label;
+        progress
+    }
+
     /// A bar over the bytes of a text input of `total_bytes` (none: stdin,
     /// no bar), noting the sentences done and their rate; shown once the
     /// work has lasted over a second.

@@ -1,12 +1,13 @@
-//! `modelbin acts record`: a model's residual stream over text files,
-//! written as a SAEV dataset (see `modelbin_infer::record`).
+//! `modelbin acts record`: a model's residual stream over text files, or a
+//! vision transformer's over image files, written as a SAEV dataset (see
+//! `modelbin_infer::record`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
 use modelbin_infer::RecordError;
-use modelbin_infer::record::{RecordSettings, Recording};
+use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
 
 use crate::failure::{Failure, at};
 use crate::progress::Progress;
@@ -16,7 +17,9 @@ use crate::stdout::{outln, print_json};
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// The model: a byte-level TLLM file, or a BERT model (an EMBD file or a
-    /// Hugging Face model directory).
+    /// Hugging Face model directory) for text; for --images, a vision
+    /// transformer's Hugging Face directory (DINOv2, CLIP, SigLIP, with its
+    /// preprocessor_config.json).
     #[arg(short, long)]
     model: PathBuf,
     /// Blocks whose output is recorded, comma-separated (0 is the first;
@@ -30,11 +33,21 @@ pub struct RecordArgs {
     layers: Vec<i64>,
     /// Tokens per window, one SAEV image each (default: the model's
     /// context; for BERT its max_seq_length less the CLS and SEP tokens).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "images")]
     tokens_per_text: Option<u64>,
-    /// BERT: also record the CLS row of each window, as the CLS token.
-    #[arg(long)]
+    /// BERT: also record the CLS row of each window, as the CLS token (a
+    /// vision transformer's CLS token is recorded where it has one).
+    #[arg(long, conflicts_with = "images")]
     cls: bool,
+    /// Image files and directories (walked in sorted order for .jpg, .jpeg
+    /// and .png files) to record a vision transformer over, one SAEV image
+    /// each, instead of text files.
+    #[arg(long, num_args = 1.., conflicts_with = "files")]
+    images: Vec<PathBuf>,
+    /// Refuse the recording when an image does not decode, instead of
+    /// skipping it with a warning.
+    #[arg(long, requires = "images")]
+    strict: bool,
     /// Vectors per shard budget.
     #[arg(long, default_value_t = 2_400_000)]
     max_patches_per_shard: u64,
@@ -45,26 +58,34 @@ pub struct RecordArgs {
     #[arg(long)]
     json: bool,
     /// Text files, tokenized and concatenated in order.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "images")]
     files: Vec<PathBuf>,
 }
 
 /// Runs `modelbin acts record`.
 pub fn record(args: &RecordArgs) -> Result<(), Failure> {
-    let settings = RecordSettings {
-        layers: args.layers.clone(),
-        tokens_per_text: args.tokens_per_text.map(|t| t as usize),
-        cls: args.cls,
-        max_patches_per_shard: args.max_patches_per_shard,
-    };
     let failure = |e| record_failure(e, &args.model);
-    let mut recording =
-        Recording::start(&args.model, &args.files, settings, &args.out).map_err(failure)?;
-    let mut progress = Progress::new("recording");
     let started = Instant::now();
+    let mut recording = if args.images.is_empty() {
+        let settings = RecordSettings {
+            layers: args.layers.clone(),
+            tokens_per_text: args.tokens_per_text.map(|t| t as usize),
+            cls: args.cls,
+            max_patches_per_shard: args.max_patches_per_shard,
+        };
+        Recording::start(&args.model, &args.files, settings, &args.out).map_err(failure)?
+    } else {
+        start_images(args).map_err(failure)?
+    };
+    let mut progress = if args.images.is_empty() {
+        Progress::new("recording")
+    } else {
+        Progress::items("recording", "images")
+    };
     while recording.record_round().map_err(failure)? {
         progress.update(recording.done(), recording.total());
     }
+    let skipped = recording.skipped().len();
     let recorded = recording.finish().map_err(|e| at(&args.out, e))?;
     progress.finish();
     let seconds = started.elapsed().as_secs_f64();
@@ -72,16 +93,55 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     if args.json {
         print_json(&serde_json::json!({
             "path": recorded.dir, "images": recorded.images, "vectors": recorded.vectors,
-            "seconds": seconds, "vectors_per_second": rate,
+            "skipped": skipped, "seconds": seconds, "vectors_per_second": rate,
+            "images_per_second": recorded.images as f64 / seconds.max(1e-9),
         }))
-    } else {
+    } else if args.images.is_empty() {
         outln!(
             "{}: {} windows, {} vectors in {seconds:.2} s ({rate:.0} vectors/s)",
             recorded.dir.display(),
             recorded.images,
             recorded.vectors
         )
+    } else {
+        outln!(
+            "{}: {} images ({skipped} skipped), {} vectors in {seconds:.2} s ({:.2} images/s)",
+            recorded.dir.display(),
+            recorded.images,
+            recorded.vectors,
+            recorded.images as f64 / seconds.max(1e-9)
+        )
     }
+}
+
+/// Starts an image recording, with a bar over the files read first and a
+/// warning for each file left out.
+fn start_images(args: &RecordArgs) -> Result<Recording, modelbin_infer::Error> {
+    let settings = ImageRecordSettings {
+        layers: args.layers.clone(),
+        max_patches_per_shard: args.max_patches_per_shard,
+        strict: args.strict,
+    };
+    let mut progress = Progress::items("reading images", "files");
+    let recording = Recording::start_images(
+        &args.model,
+        &args.images,
+        settings,
+        &args.out,
+        &mut |done, total| {
+            progress.update(done, total);
+            true
+        },
+    )?;
+    for skipped in recording.skipped() {
+        progress.println(format!(
+            "warning: skipped {}: {}",
+            skipped.path.display(),
+            skipped.reason
+        ));
+    }
+    progress.finish();
+    Ok(recording)
 }
 
 /// A library error of `acts record` as a failure, worded with the command

@@ -486,6 +486,28 @@ pub enum RecordError {
         /// The window.
         window: usize,
     },
+    /// No file of the inputs decodes as an image.
+    #[error("none of the {files} image files decodes; nothing to record")]
+    NoImages {
+        /// Image files found.
+        files: usize,
+    },
+    /// An image file that does not decode (refused in strict mode, else
+    /// skipped).
+    #[error("{path}: {reason}")]
+    BadImage {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not decode.
+        reason: String,
+    },
+    /// An image file whose bytes changed, or that went away, between the
+    /// start of the recording and its round.
+    #[error("{path}: the file changed or went away while it was being recorded")]
+    ImageChanged {
+        /// The file.
+        path: PathBuf,
+    },
     /// The caller stopped the recording; nothing was written.
     #[error("interrupted")]
     Interrupted,

@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sae::sae_features, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_latent_page, m)?)?;
     m.add_function(wrap_pyfunction!(record::acts_record, m)?)?;
+    m.add_function(wrap_pyfunction!(record::acts_record_images, m)?)?;
     m.add_function(wrap_pyfunction!(tllm::tllm_train, m)?)?;
     m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::cost, m)?)?;

@@ -1,11 +1,13 @@
-//! `modelbin.acts.record`: the recording `modelbin acts record` runs.
+//! `modelbin.acts.record`: the recordings `modelbin acts record` runs, over
+//! text files and over image files.
 
 use std::path::PathBuf;
 
-use modelbin_infer::record::{RecordSettings, Recording};
+use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
 use pyo3::prelude::*;
 
 use crate::errors::infer_error;
+use crate::sae::with_progress;
 
 /// Records `model`'s residual stream over `files` as a SAEV dataset under
 /// `out`, as `modelbin acts record` does with the same arguments; returns
@@ -32,9 +34,47 @@ pub fn acts_record(
         cls,
         max_patches_per_shard,
     };
-    let mut recording = py
+    let recording = py
         .detach(|| Recording::start(&model, &files, settings, &out))
         .map_err(infer_error)?;
+    run(py, recording, progress)
+}
+
+/// Records the vision transformer in `model` over the image files of
+/// `images` (files and directories) as a SAEV dataset under `out`, as
+/// `modelbin acts record --images` does; returns the report `acts record
+/// --json` prints plus the files skipped (path and reason), as JSON text.
+/// `scan_progress(done, total)` is called with files while they are first
+/// read, `progress(done, total)` with images after each round; Ctrl-C
+/// raises `KeyboardInterrupt` and leaves nothing.
+#[pyfunction]
+#[pyo3(signature = (model, images, out, *, layers, max_patches_per_shard, strict, scan_progress, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn acts_record_images(
+    py: Python<'_>,
+    model: PathBuf,
+    images: Vec<PathBuf>,
+    out: PathBuf,
+    layers: Vec<i64>,
+    max_patches_per_shard: u64,
+    strict: bool,
+    scan_progress: Option<Py<PyAny>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let settings = ImageRecordSettings {
+        layers,
+        max_patches_per_shard,
+        strict,
+    };
+    let recording = with_progress(py, scan_progress, |scanned| {
+        Recording::start_images(&model, &images, settings, &out, scanned)
+    })?;
+    run(py, recording, progress)
+}
+
+/// Records every round of `recording` (Ctrl-C between rounds raises
+/// `KeyboardInterrupt`), finishes it and returns its report as JSON text.
+fn run(py: Python<'_>, mut recording: Recording, progress: Option<Py<PyAny>>) -> PyResult<String> {
     while py
         .detach(|| recording.record_round())
         .map_err(infer_error)?
@@ -44,9 +84,15 @@ pub fn acts_record(
             progress.call1(py, (recording.done(), recording.total()))?;
         }
     }
+    let skipped: Vec<serde_json::Value> = recording
+        .skipped()
+        .iter()
+        .map(|s| serde_json::json!({"path": s.path, "reason": s.reason}))
+        .collect();
     let recorded = py.detach(|| recording.finish()).map_err(infer_error)?;
     Ok(serde_json::json!({
         "path": recorded.dir, "images": recorded.images, "vectors": recorded.vectors,
+        "skipped": skipped,
     })
     .to_string())
 }

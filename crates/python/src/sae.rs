@@ -304,7 +304,7 @@ fn resolve_sae<'s>(
 /// Runs `work` without the GIL, giving it a progress callback that calls
 /// `progress(done, total)` (when given) and stops the work on Ctrl-C or an
 /// exception from the callback, which is then raised.
-fn with_progress<T: Send>(
+pub(crate) fn with_progress<T: Send>(
     py: Python<'_>,
     progress: Option<Py<PyAny>>,
     work: impl FnOnce(&mut dyn FnMut(u64, u64) -> bool) -> modelbin_infer::Result<T> + Send,

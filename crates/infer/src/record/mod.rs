@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+mod images;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use modelbin_format::saev::Writer;
 
 use crate::{RecordError, Result};
 
+pub use images::{ImageRecordSettings, Skipped};
 pub use text::RecordSettings;
 
 /// A recording between its checks and its finished dataset.
@@ -44,6 +46,7 @@ pub struct Recording {
 /// Where a recording's images come from.
 enum Source {
     Text(text::TextSource),
+    Images(images::ImageSource),
 }
 
 /// A finished recording.
@@ -73,11 +76,45 @@ impl Recording {
         })
     }
 
+    /// Opens the vision transformer in `model_dir` and its preprocessing
+    /// (`preprocessor_config.json`), lists the image files of `inputs`
+    /// (files, and directories walked in sorted order), reads each once
+    /// (`scanned(done, total)` after each step; returning `false` stops
+    /// with [`RecordError::Interrupted`]) and starts the dataset under
+    /// `root`. Files that do not decode are left out ([`skipped`]) unless
+    /// `settings.strict`.
+    ///
+    /// [`skipped`]: Self::skipped
+    pub fn start_images(
+        model_dir: &Path,
+        inputs: &[PathBuf],
+        settings: ImageRecordSettings,
+        root: &Path,
+        scanned: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<Recording> {
+        let (source, writer) =
+            images::ImageSource::start(model_dir, inputs, settings, root, scanned)?;
+        Ok(Recording {
+            source: Source::Images(source),
+            writer,
+        })
+    }
+
+    /// The image files left out because they do not decode (none for
+    /// text).
+    pub fn skipped(&self) -> &[Skipped] {
+        match &self.source {
+            Source::Text(_) => &[],
+            Source::Images(s) => s.skipped(),
+        }
+    }
+
     /// What [`done`](Self::done) and [`total`](Self::total) count:
     /// `tokens` for text, `images` for image files.
     pub fn unit(&self) -> &'static str {
         match &self.source {
             Source::Text(_) => "tokens",
+            Source::Images(_) => "images",
         }
     }
 
@@ -85,6 +122,7 @@ impl Recording {
     pub fn total(&self) -> u64 {
         match &self.source {
             Source::Text(s) => s.tokens_total(),
+            Source::Images(s) => s.total(),
         }
     }
 
@@ -92,6 +130,7 @@ impl Recording {
     pub fn done(&self) -> u64 {
         match &self.source {
             Source::Text(s) => s.tokens_done(),
+            Source::Images(s) => s.done(),
         }
     }
 
@@ -101,6 +140,7 @@ impl Recording {
     pub fn record_round(&mut self) -> Result<bool> {
         let images = match &mut self.source {
             Source::Text(s) => s.next_round()?,
+            Source::Images(s) => s.next_round()?,
         };
         let Some(images) = images else {
             return Ok(false);

@@ -1,31 +1,54 @@
-"""Recording activations: a model's residual stream over text files, written
-as a SAEV dataset (read it with :mod:`modelbin.saev`, train on it with
-:func:`modelbin.sae.train`)."""
+"""Recording activations: a model's residual stream over text files, or a
+vision transformer's over image files, written as a SAEV dataset (read it
+with :mod:`modelbin.saev`, train on it with :func:`modelbin.sae.train`)."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Optional, Sequence
+import warnings
+from typing import Callable, Optional, Sequence
 
 from . import _native, _progress
 
 __all__ = ["record"]
 
 
-def record(model: "str | os.PathLike[str]", files: "Sequence[str | os.PathLike[str]]", *,
+def record(model: "str | os.PathLike[str]",
+           files: "Sequence[str | os.PathLike[str]]" = (), *,
+           images: "Optional[Sequence[str | os.PathLike[str]]]" = None,
            out: "str | os.PathLike[str]", layers: Sequence[int] = (-1,),
            tokens_per_text: Optional[int] = None, cls: bool = False,
-           max_patches_per_shard: int = 2_400_000, progress: Optional[bool] = None) -> str:
-    """Records ``model`` (a byte-level TLLM file, or a BERT model: an EMBD
-    file or a Hugging Face model directory) over ``files``, concatenated in
-    order and cut into windows of ``tokens_per_text`` tokens (default: the
-    model's context), at the blocks ``layers`` (-1 is the last); ``cls``
-    also keeps a BERT window's CLS row. Writes the SAEV dataset ``out/<HASH>``
-    byte for byte as ``modelbin acts record`` does with the same arguments,
-    and returns its path. Ctrl-C stops between rounds of windows
-    (``KeyboardInterrupt``) and leaves nothing behind."""
-    bar = _progress.Bar("recording", 0, "tokens") if _progress.wanted(progress) else None
+           max_patches_per_shard: int = 2_400_000, strict: bool = False,
+           progress: Optional[bool] = None) -> str:
+    """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
+    the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
+    does with the same arguments; returns its path.
+
+    Over text ``files`` (concatenated in order and cut into windows of
+    ``tokens_per_text`` tokens, default the model's context), ``model`` is a
+    byte-level TLLM file or a BERT model (an EMBD file or a Hugging Face
+    model directory); ``cls`` also keeps a BERT window's CLS row.
+
+    Over ``images`` (image files, and directories walked in sorted order for
+    .jpg, .jpeg and .png files), ``model`` is a vision transformer's Hugging
+    Face directory (DINOv2, CLIP or SigLIP, with its
+    ``preprocessor_config.json``): one SAEV image per file, its CLS token
+    where the family has one, then its patches. A file that does not decode
+    is skipped with a warning, or refused (``strict``).
+
+    Ctrl-C stops between rounds (``KeyboardInterrupt``) and leaves nothing
+    behind."""
+    show = _progress.wanted(progress)
+    if images is not None:
+        if files:
+            raise ValueError("give text files or images, not both")
+        return _record_images(model, images, out=out, layers=layers,
+                              max_patches_per_shard=max_patches_per_shard,
+                              strict=strict, show=show)
+    if not files:
+        raise ValueError("no files to record: give text files, or images=")
+    bar = _progress.Bar("recording", 0, "tokens") if show else None
 
     def step(done: int, total: int) -> None:
         assert bar is not None
@@ -41,3 +64,31 @@ def record(model: "str | os.PathLike[str]", files: "Sequence[str | os.PathLike[s
         if bar is not None:
             bar.close()
     return json.loads(report)["path"]
+
+
+def _record_images(model: "str | os.PathLike[str]",
+                   images: "Sequence[str | os.PathLike[str]]", *,
+                   out: "str | os.PathLike[str]", layers: Sequence[int],
+                   max_patches_per_shard: int, strict: bool, show: bool) -> str:
+    bars: "dict[str, _progress.Bar]" = {}
+
+    def stepper(desc: str, unit: str) -> "Callable[[int, int], None]":
+        def step(done: int, total: int) -> None:
+            if desc not in bars:
+                bars[desc] = _progress.Bar(desc, total, unit)
+            bars[desc].update(done, total)
+        return step
+
+    try:
+        report = json.loads(_native.acts_record_images(
+            os.fspath(model), [os.fspath(i) for i in images], os.fspath(out),
+            layers=list(layers), max_patches_per_shard=max_patches_per_shard,
+            strict=strict,
+            scan_progress=stepper("reading images", "files") if show else None,
+            progress=stepper("recording", "images") if show else None))
+    finally:
+        for bar in bars.values():
+            bar.close()
+    for skipped in report["skipped"]:
+        warnings.warn(f"skipped {skipped['path']}: {skipped['reason']}", stacklevel=3)
+    return report["path"]

@@ -1,0 +1,303 @@
+//! Image recordings: a vision transformer (DINOv2, CLIP, SigLIP) over image
+//! files, one SAEV image per file, as saev records them: the CLS token
+//! where the family has one, then every patch in row-major order; register
+//! tokens are left out. The ordered list of files (path and SHA-256) and
+//! the model's input geometry are kept beside the shards, so every vector
+//! maps back to its image and patch.
+//!
+//! Starting reads every file once (hash and decode, in parallel) so the
+//! dataset knows its image count: a file that does not decode is skipped
+//! and reported, or refused in strict mode. Each round then decodes a few
+//! images again, checks that their bytes still hash the same, and runs the
+//! model over them; memory stays bounded by the round, whatever the
+//! number of files.
+
+use std::path::{Path, PathBuf};
+
+use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, Writer};
+use rayon::prelude::*;
+
+use super::{blocks_of, checkpoint_id};
+
+use crate::vit::{ImageProcessor, VisionModel, image_files};
+use crate::{RecordError, Result};
+
+/// What to record from images.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRecordSettings {
+    /// Blocks whose output is recorded (0 is the first; negative values
+    /// count from the end, -1 is the last).
+    pub layers: Vec<i64>,
+    /// The budget of vectors per shard.
+    pub max_patches_per_shard: u64,
+    /// Refuse the recording when a file does not decode, instead of
+    /// skipping it.
+    pub strict: bool,
+}
+
+impl Default for ImageRecordSettings {
+    /// The last block, 2,400,000 vectors per shard, undecodable files
+    /// skipped: the command line's defaults.
+    fn default() -> Self {
+        ImageRecordSettings {
+            layers: vec![-1],
+            max_patches_per_shard: 2_400_000,
+            strict: false,
+        }
+    }
+}
+
+/// A file left out of a recording because it does not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// Images run through the model together: enough rows to keep both
+/// cores' matrix products busy, few enough to bound memory.
+const IMAGES_PER_ROUND: usize = 16;
+
+/// Files hashed and decoded together while starting, between two calls
+/// of the caller's progress.
+const FILES_PER_SCAN_STEP: usize = 64;
+
+/// The image files being recorded and how far it got.
+pub(super) struct ImageSource {
+    model: VisionModel,
+    processor: ImageProcessor,
+    blocks: Vec<usize>,
+    images: Vec<ImageEntry>,
+    skipped: Vec<Skipped>,
+    /// Images recorded.
+    written: usize,
+}
+
+impl ImageSource {
+    /// Opens the model and its preprocessing, lists and checks the files
+    /// of `inputs` (`scanned(done, total)` after each step; `false` stops
+    /// with [`RecordError::Interrupted`]), and starts the dataset under
+    /// `root`.
+    pub(super) fn start(
+        model_dir: &Path,
+        inputs: &[PathBuf],
+        settings: ImageRecordSettings,
+        root: &Path,
+        scanned: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<(ImageSource, Writer)> {
+        let model = VisionModel::open(model_dir)?;
+        let processor = ImageProcessor::open(model_dir)?;
+        let blocks = blocks_of(&settings.layers, model.blocks())?;
+        let (height, width) = processor.output_size();
+        let (rows, cols) = model.patch_grid(height, width)?;
+        let files = image_files(inputs)?;
+        let (images, skipped) = scan(&processor, &files, settings.strict, scanned)?;
+        if images.is_empty() {
+            return Err(RecordError::NoImages { files: files.len() }.into());
+        }
+        let model_hash = checkpoint_id(model_dir)?;
+        let metadata = Metadata {
+            vit_family: model.family().name().into(),
+            vit_ckpt: format!("{}@{model_hash}", model_name(model_dir)),
+            layers: settings.layers.clone(),
+            n_patches_per_img: (rows * cols) as u64,
+            cls_token: model.has_cls(),
+            d_vit: model.width() as u64,
+            seed: 0,
+            n_imgs: images.len() as u64,
+            max_patches_per_shard: settings.max_patches_per_shard,
+            data: serde_json::Value::String(describe(inputs, &images)),
+        };
+        let vision = VisionInfo {
+            family: model.family().name().into(),
+            model: model_dir.display().to_string(),
+            patch_size: model.patch_size() as u64,
+            patch_grid: [rows as u64, cols as u64],
+            input_size: [height as u64, width as u64],
+            registers: model.registers() as u64,
+            preprocessor_config: preprocessor_config(model_dir)?,
+        };
+        let mut writer = Writer::create(root, metadata)?;
+        writer.write_images(&images, &vision)?;
+        let source = ImageSource {
+            model,
+            processor,
+            blocks,
+            images,
+            skipped,
+            written: 0,
+        };
+        Ok((source, writer))
+    }
+
+    /// Images to record.
+    pub(super) fn total(&self) -> u64 {
+        self.images.len() as u64
+    }
+
+    /// Images recorded so far.
+    pub(super) fn done(&self) -> u64 {
+        self.written as u64
+    }
+
+    /// The files left out while starting.
+    pub(super) fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The images of the next round of files, or `None` once every file
+    /// is recorded.
+    pub(super) fn next_round(&mut self) -> Result<Option<Vec<Vec<f32>>>> {
+        if self.written == self.images.len() {
+            return Ok(None);
+        }
+        let end = (self.written + IMAGES_PER_ROUND).min(self.images.len());
+        let round = &self.images[self.written..end];
+        let pixels: Vec<Vec<f32>> = round
+            .par_iter()
+            .map(|entry| self.reread(entry))
+            .collect::<Result<_>>()?;
+        let (height, width) = self.processor.output_size();
+        let states =
+            self.model
+                .hidden_states(&pixels.concat(), round.len(), height, width, &self.blocks)?;
+        self.written = end;
+        Ok(Some(self.recorded_rows(&states, round.len())))
+    }
+
+    /// An image's pixel values, refused when the file changed since the
+    /// start.
+    fn reread(&self, entry: &ImageEntry) -> Result<Vec<f32>> {
+        let changed = || RecordError::ImageChanged {
+            path: PathBuf::from(&entry.path),
+        };
+        let bytes = std::fs::read(&entry.path).map_err(|_| changed())?;
+        if hex(&sha256(&bytes)) != entry.sha256 {
+            return Err(changed().into());
+        }
+        self.processor
+            .pixel_values(&bytes)
+            .map_err(|_| changed().into())
+    }
+
+    /// Each image's recorded rows, `[layers, cls + patches, width]`
+    /// flattened, from the model's `[images, sequence, width]` states.
+    fn recorded_rows(&self, states: &[Vec<f32>], images: usize) -> Vec<Vec<f32>> {
+        let width = self.model.width();
+        let cls = usize::from(self.model.has_cls());
+        let sequence = states
+            .first()
+            .map_or(0, |s| s.len() / width / images.max(1));
+        // Transformers' order: CLS, registers, patches.
+        let patches = cls + self.model.registers()..sequence;
+        (0..images)
+            .map(|image| {
+                let mut rows = Vec::with_capacity(states.len() * (cls + patches.len()) * width);
+                for state in states {
+                    let first = image * sequence;
+                    if cls == 1 {
+                        rows.extend_from_slice(&state[first * width..(first + 1) * width]);
+                    }
+                    rows.extend_from_slice(
+                        &state[(first + patches.start) * width..(first + patches.end) * width],
+                    );
+                }
+                rows
+            })
+            .collect()
+    }
+}
+
+/// Hashes and decodes every file, in steps of [`FILES_PER_SCAN_STEP`]
+/// files across the rayon pool; the files that decode, in order, and the
+/// ones that do not (an error in `strict` mode).
+fn scan(
+    processor: &ImageProcessor,
+    files: &[PathBuf],
+    strict: bool,
+    scanned: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<(Vec<ImageEntry>, Vec<Skipped>)> {
+    let mut images = Vec::with_capacity(files.len());
+    let mut skipped = Vec::new();
+    for (step, chunk) in files.chunks(FILES_PER_SCAN_STEP).enumerate() {
+        let checked: Vec<std::result::Result<ImageEntry, String>> = chunk
+            .par_iter()
+            .map(|path| check(processor, path))
+            .collect();
+        for (path, outcome) in chunk.iter().zip(checked) {
+            match outcome {
+                Ok(entry) => images.push(entry),
+                Err(reason) if strict => {
+                    let path = path.clone();
+                    return Err(RecordError::BadImage { path, reason }.into());
+                }
+                Err(reason) => skipped.push(Skipped {
+                    path: path.clone(),
+                    reason,
+                }),
+            }
+        }
+        let done = (step * FILES_PER_SCAN_STEP + chunk.len()).min(files.len());
+        if !scanned(done as u64, files.len() as u64) {
+            return Err(RecordError::Interrupted.into());
+        }
+    }
+    Ok((images, skipped))
+}
+
+/// A file's list entry once it is read and decodes; else why not.
+fn check(processor: &ImageProcessor, path: &Path) -> std::result::Result<ImageEntry, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    processor.pixel_values(&bytes).map_err(|e| e.to_string())?;
+    let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
+    Ok(ImageEntry::of(&absolute, &bytes))
+}
+
+/// The model's `preprocessor_config.json`, kept with the dataset so that
+/// its images can be shown as the model saw them.
+fn preprocessor_config(model_dir: &Path) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let path = model_dir.join("preprocessor_config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| modelbin_format::Error::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        modelbin_format::Error::InvalidArgument(format!("{}: {e}", path.display())).into()
+    })
+}
+
+/// The name a model directory goes by: `org/name` for a Hugging Face cache
+/// snapshot (`models--org--name/snapshots/<revision>`), else the
+/// directory's own name.
+fn model_name(dir: &Path) -> String {
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let parts: Vec<String> = absolute
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let [.., cache, snapshots, _revision] = parts.as_slice()
+        && snapshots == "snapshots"
+        && let Some(repo) = cache.strip_prefix("models--")
+    {
+        return repo.replacen("--", "/", 1);
+    }
+    parts.last().cloned().unwrap_or_else(|| "model".into())
+}
+
+/// The `data` of an image recording's metadata: the inputs as given, the
+/// image count and a digest of the ordered list, so that another image set
+/// behind the same paths makes another dataset.
+fn describe(inputs: &[PathBuf], images: &[ImageEntry]) -> String {
+    let listed: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let mut digest_input = String::new();
+    for image in images {
+        digest_input.push_str(&image.sha256);
+        digest_input.push('\n');
+    }
+    format!(
+        "ImageFiles(inputs={}, n_imgs={}, list_sha256='{}')",
+        serde_json::Value::from(listed),
+        images.len(),
+        &hex(&sha256(digest_input.as_bytes()))[..16]
+    )
+}
