@@ -14,9 +14,9 @@ use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::source::MappedFile;
 use rayon::prelude::*;
 
+use crate::nn::attention::{add_in_place, attention, layer_norm_rows, rows_per_task};
 use crate::nn::f32_tensor::{F32Tensor, decoded};
 use crate::nn::int8_kernels::Int8Kernel;
-use crate::nn::attention::{add_in_place, attention, layer_norm_rows, rows_per_task};
 use crate::nn::kernels::gelu_erf;
 use crate::nn::linear::LinearWeights;
 use crate::nn::word_table::WordTable;

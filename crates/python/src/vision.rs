@@ -111,7 +111,9 @@ impl NativeVisionModel {
             })
             .collect::<PyResult<Vec<usize>>>()?;
         let &[images, channels, height, width] = pixel_values.shape() else {
-            return Err(PyValueError::new_err("pixel_values must be [n, 3, height, width]"));
+            return Err(PyValueError::new_err(
+                "pixel_values must be [n, 3, height, width]",
+            ));
         };
         if channels != 3 {
             return Err(PyValueError::new_err(format!(
@@ -128,7 +130,9 @@ impl NativeVisionModel {
         let tokens = usize::from(self.model.has_cls()) + self.model.registers() + rows * columns;
         states
             .into_iter()
-            .map(|values| PyArray1::from_vec(py, values).reshape([images, tokens, self.model.width()]))
+            .map(|values| {
+                PyArray1::from_vec(py, values).reshape([images, tokens, self.model.width()])
+            })
             .collect()
     }
 }

@@ -152,7 +152,11 @@ impl FloatWeights {
     fn rows(&self) -> Vec<f32> {
         match self.packed.get() {
             Some(packed) => packed.rows(),
-            None => self.parts.iter().flat_map(|p| p.values().iter().copied()).collect(),
+            None => self
+                .parts
+                .iter()
+                .flat_map(|p| p.values().iter().copied())
+                .collect(),
         }
     }
 

@@ -211,18 +211,19 @@ impl VitConfig {
                 .as_f64()
                 .filter(|e| *e > 0.0 && *e < 1.0)
                 .ok_or_else(|| {
-                    invalid(&key("layer_norm_eps"), eps_value, "expected a number in (0, 1)")
+                    invalid(
+                        &key("layer_norm_eps"),
+                        eps_value,
+                        "expected a number in (0, 1)",
+                    )
                 })?
         };
         let registers = match model_type.as_str() {
             Some("dinov2_with_registers") => match &tower["num_register_tokens"] {
                 Value::Null => 4,
-                value => value
-                    .as_u64()
-                    .filter(|n| *n <= MAX_COUNT)
-                    .ok_or_else(|| {
-                        invalid(&key("num_register_tokens"), value, "expected an integer")
-                    })? as usize,
+                value => value.as_u64().filter(|n| *n <= MAX_COUNT).ok_or_else(|| {
+                    invalid(&key("num_register_tokens"), value, "expected an integer")
+                })? as usize,
             },
             _ => 0,
         };

@@ -99,7 +99,10 @@ pub(crate) fn resize_grid(
         for (row_out, taps) in out.chunks_exact_mut(width).zip(&taps) {
             for &(i, w) in taps {
                 let source = &current[i * width..(i + 1) * width];
-                row_out.iter_mut().zip(source).for_each(|(c, s)| *c += w * s);
+                row_out
+                    .iter_mut()
+                    .zip(source)
+                    .for_each(|(c, s)| *c += w * s);
             }
         }
         current = out;

@@ -92,7 +92,10 @@ impl VisionModel {
         match c.family {
             Family::Dinov2 => {
                 let e = "embeddings.";
-                patch_w = w.get(&format!("{e}patch_embeddings.projection.weight"), &[h, 3, p, p])?;
+                patch_w = w.get(
+                    &format!("{e}patch_embeddings.projection.weight"),
+                    &[h, 3, p, p],
+                )?;
                 patch_b = w.get(&format!("{e}patch_embeddings.projection.bias"), &[h])?;
                 cls = Some(w.get(&format!("{e}cls_token"), &[1, 1, h])?);
                 register_tokens = if c.registers > 0 {
@@ -152,7 +155,12 @@ impl VisionModel {
             format!("encoder.layers.{i}.")
         };
         let get = |name: &str, shape: &[usize]| w.get(&format!("{prefix}{name}"), shape);
-        let norm = |name: &str| Ok::<_, Error>((get(&format!("{name}.weight"), &[h])?, get(&format!("{name}.bias"), &[h])?));
+        let norm = |name: &str| {
+            Ok::<_, Error>((
+                get(&format!("{name}.weight"), &[h])?,
+                get(&format!("{name}.bias"), &[h])?,
+            ))
+        };
         let [q, k, v, out] = if dinov2 {
             [
                 "attention.attention.query",
@@ -179,7 +187,10 @@ impl VisionModel {
             };
             qkv_b.extend(bias);
         }
-        let (mut out_w, mut out_b) = (get(&format!("{out}.weight"), &[h, h])?, get(&format!("{out}.bias"), &[h])?);
+        let (mut out_w, mut out_b) = (
+            get(&format!("{out}.weight"), &[h, h])?,
+            get(&format!("{out}.bias"), &[h])?,
+        );
         let (fc1_w, fc1_b) = (get("mlp.fc1.weight", &[f, h])?, get("mlp.fc1.bias", &[f])?);
         let (mut fc2_w, mut fc2_b) = (get("mlp.fc2.weight", &[h, f])?, get("mlp.fc2.bias", &[h])?);
         let (norm1, norm2) = if dinov2 {
@@ -273,9 +284,17 @@ impl VisionModel {
     /// configuration's image size.
     pub fn patch_grid(&self, height: usize, width: usize) -> Result<(usize, usize)> {
         let p = self.config.patch;
-        let refuse = |reason: String| Err(Error::ImageSize { height, width, reason });
-        if height == 0 || width == 0 || height % p != 0 || width % p != 0 {
-            return refuse(format!("both sides must be positive multiples of the patch size {p}"));
+        let refuse = |reason: String| {
+            Err(Error::ImageSize {
+                height,
+                width,
+                reason,
+            })
+        };
+        if height == 0 || width == 0 || !height.is_multiple_of(p) || !width.is_multiple_of(p) {
+            return refuse(format!(
+                "both sides must be positive multiples of the patch size {p}"
+            ));
         }
         if self.config.family != Family::Dinov2 && (height, width) != self.image_size() {
             let side = self.config.image_size;
@@ -425,7 +444,8 @@ impl VisionModel {
         b.out_w.apply(&s.context, &b.out_b, &mut s.hidden, kernel);
         add_in_place(x, &s.hidden);
         layer_norm_rows(x, (&b.norm2.0, &b.norm2.1), &mut s.normed, h, c.eps);
-        b.fc1_w.apply(&s.normed, &b.fc1_b, &mut s.intermediate, kernel);
+        b.fc1_w
+            .apply(&s.normed, &b.fc1_b, &mut s.intermediate, kernel);
         let activation: fn(&mut [f32]) = match c.activation {
             Activation::GeluErf => gelu_erf,
             Activation::GeluTanh => gelu_tanh,
@@ -434,7 +454,8 @@ impl VisionModel {
         s.intermediate
             .par_chunks_mut(f * rows_per_task(x.len() / h))
             .for_each(activation);
-        b.fc2_w.apply(&s.intermediate, &b.fc2_b, &mut s.hidden, kernel);
+        b.fc2_w
+            .apply(&s.intermediate, &b.fc2_b, &mut s.hidden, kernel);
         add_in_place(x, &s.hidden);
     }
 }

@@ -82,7 +82,10 @@ fn clip_tower_opens_and_runs() {
     let model = open_with(&clip_config(), &clip_tensors()).unwrap();
     assert_eq!(model.family(), Family::Clip);
     assert_eq!(model.family().name(), "clip");
-    assert_eq!((model.blocks(), model.width(), model.patch_size()), (1, 8, 4));
+    assert_eq!(
+        (model.blocks(), model.width(), model.patch_size()),
+        (1, 8, 4)
+    );
     assert!(model.has_cls());
     assert_eq!((model.registers(), model.image_size()), (0, (8, 8)));
     assert_eq!(model.patch_grid(8, 8).unwrap(), (2, 2));
@@ -92,7 +95,12 @@ fn clip_tower_opens_and_runs() {
     assert_eq!(states[0].len(), 2 * 5 * 8);
     assert_eq!(states[0], states[1]);
     assert!(states[0].iter().all(|v| v.is_finite()));
-    assert!(model.hidden_states(&pixels, 2, 8, 8, &[]).unwrap().is_empty());
+    assert!(
+        model
+            .hidden_states(&pixels, 2, 8, 8, &[])
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -101,7 +109,10 @@ fn unknown_model_type_is_refused() {
     config["model_type"] = json!("vit");
     match model_error(open_with(&config, &clip_tensors())) {
         ModelError::InvalidMetadata { key, value, .. } => {
-            assert_eq!((key.as_str(), value.as_str()), ("config.json model_type", "\"vit\""));
+            assert_eq!(
+                (key.as_str(), value.as_str()),
+                ("config.json model_type", "\"vit\"")
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -181,7 +192,11 @@ fn image_sizes_that_do_not_fit_are_refused() {
     let model = open_with(&clip_config(), &clip_tensors()).unwrap();
     for (height, width) in [(8, 6), (12, 12), (0, 8)] {
         match model.patch_grid(height, width) {
-            Err(Error::ImageSize { height: h, width: w, .. }) => assert_eq!((h, w), (height, width)),
+            Err(Error::ImageSize {
+                height: h,
+                width: w,
+                ..
+            }) => assert_eq!((h, w), (height, width)),
             other => panic!("{height}×{width}: {other:?}"),
         }
         let pixels = vec![0.0; 3 * height * width];
