@@ -291,7 +291,7 @@ impl VisionModel {
                 reason,
             })
         };
-        if height == 0 || width == 0 || height % p != 0 || width % p != 0 {
+        if height == 0 || width == 0 || !height.is_multiple_of(p) || !width.is_multiple_of(p) {
             return refuse(format!(
                 "both sides must be positive multiples of the patch size {p}"
             ));
