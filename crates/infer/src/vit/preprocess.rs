@@ -79,7 +79,8 @@ struct Defaults {
 }
 
 const OPENAI_CLIP_MEAN: [f32; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
-const OPENAI_CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_58, 0.275_777_11];
+// transformers' OPENAI_CLIP_STD, to f32 precision.
+const OPENAI_CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_6, 0.275_777_1];
 
 impl Defaults {
     /// The defaults of the class `image_processor_type` (or the older
