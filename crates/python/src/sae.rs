@@ -424,7 +424,8 @@ pub fn sae_features(
 
 /// The page of one latent alone, from the JSON `sae_features` gave for it;
 /// given the `dataset` it was found over, a dataset recorded from images
-/// also shows the pictures of its images.
+/// also shows the pictures of its images (a dataset that no longer opens
+/// shows the heat maps alone: a notebook's display does not fail).
 #[pyfunction]
 #[pyo3(signature = (name, examples, d_sae, feature, dataset=None))]
 pub fn sae_latent_page(
@@ -437,16 +438,16 @@ pub fn sae_latent_page(
 ) -> PyResult<String> {
     let feature: serde_json::Value = serde_json::from_str(feature)
         .map_err(|e| PyValueError::new_err(format!("a latent's JSON: {e}")))?;
-    let thumbnails = match dataset {
-        Some(dir) => py
-            .detach(|| -> modelbin_format::Result<_> {
-                let images = modelbin_format::saev::open(&dir)?.images()?;
-                Ok(images
-                    .map(|images| Thumbnails::of_latent(&images, &feature, &model_view(&images))))
-            })
-            .map_err(crate::errors::format_error)?,
-        None => None,
-    };
+    let thumbnails = dataset.and_then(|dir| {
+        py.detach(|| {
+            let images = modelbin_format::saev::open(&dir).ok()?.images().ok()??;
+            Some(Thumbnails::of_latent(
+                &images,
+                &feature,
+                &model_view(&images),
+            ))
+        })
+    });
     Ok(latent_page(
         name,
         examples,
