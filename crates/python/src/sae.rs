@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use modelbin_format::saev::Patches;
+use modelbin_format::saev::{Images, Patches};
 use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
 use modelbin_infer::sae::features::{
-    DecoderEffects, FeatureOptions, features, html_page, latent_page,
+    DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, resized_view,
 };
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
@@ -403,7 +403,14 @@ pub fn sae_features(
         features(sae, &view, options, effects.as_ref(), progress)
     })?;
     if let Some(path) = html {
-        let page = html_page(&name, &found, None);
+        let images = view
+            .dataset()
+            .images()
+            .map_err(crate::errors::format_error)?;
+        let thumbnails = images.map(|images| {
+            py.detach(|| Thumbnails::of_features(&images, &found, &model_view(&images)))
+        });
+        let page = html_page(&name, &found, None, thumbnails.as_ref());
         py.detach(|| {
             let mut file = modelbin_format::output::OutputFile::create(&path)?;
             std::io::Write::write_all(&mut file, page.as_bytes())
@@ -415,12 +422,46 @@ pub fn sae_features(
     Ok(serde_json::to_string(&found).expect("features serialize"))
 }
 
-/// The page of one latent alone, from the JSON `sae_features` gave for it.
+/// The page of one latent alone, from the JSON `sae_features` gave for it;
+/// given the `dataset` it was found over, a dataset recorded from images
+/// also shows the pictures of its images (a dataset that no longer opens
+/// shows the heat maps alone: a notebook's display does not fail).
 #[pyfunction]
-pub fn sae_latent_page(name: &str, examples: u64, d_sae: usize, feature: &str) -> PyResult<String> {
+#[pyo3(signature = (name, examples, d_sae, feature, dataset=None))]
+pub fn sae_latent_page(
+    py: Python<'_>,
+    name: &str,
+    examples: u64,
+    d_sae: usize,
+    feature: &str,
+    dataset: Option<PathBuf>,
+) -> PyResult<String> {
     let feature: serde_json::Value = serde_json::from_str(feature)
         .map_err(|e| PyValueError::new_err(format!("a latent's JSON: {e}")))?;
-    Ok(latent_page(name, examples, d_sae, &feature))
+    let thumbnails = dataset.and_then(|dir| {
+        py.detach(|| {
+            let images = modelbin_format::saev::open(&dir).ok()?.images().ok()??;
+            Some(Thumbnails::of_latent(
+                &images,
+                &feature,
+                &model_view(&images),
+            ))
+        })
+    });
+    Ok(latent_page(
+        name,
+        examples,
+        d_sae,
+        &feature,
+        thumbnails.as_ref(),
+    ))
+}
+
+/// The model view of a dataset's images: what the model saw of an image
+/// file's bytes. (Stand-in until the vision preprocessing is wired in: the
+/// decoded image resized to the model's input size.)
+fn model_view(images: &Images) -> impl Fn(&[u8]) -> Option<image::RgbImage> + Sync {
+    resized_view(images.vision.input_size)
 }
 
 /// How pages name an autoencoder: its directory, or "an autoencoder".

@@ -7,10 +7,13 @@ and search change it, a latent's view shows shaded tokens and a histogram,
 and the console stays free of errors. Screenshots go to
 target/sae-page/."""
 
+import hashlib
 import json
 import pathlib
+import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -234,4 +237,143 @@ def test_a_notebook_cell_shows_one_latent(tllm_run, browser, tmp_path):
         " const read = () => f.contentDocument.querySelector('#latent h2');"
         " const poll = () => read() ? r(read().textContent) : setTimeout(poll, 50); poll(); })")
     assert title.startswith(f"Latent {feature['latent']}")
+    assert browser.errors() == []
+
+
+def png(pixels):
+    """A PNG file of an RGB ``uint8`` array ``[height, width, 3]``."""
+    height, width, _ = pixels.shape
+    raw = b"".join(b"\x00" + row.tobytes() for row in pixels)
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data)))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) +
+            chunk(b"IEND", b""))
+
+
+GRID, PATCH, N_IMGS, D = 4, 8, 6, 8
+
+
+@pytest.fixture(scope="module")
+def image_run(tmp_path_factory):
+    """Six 32×32 PNG pictures, each with a bright square on one patch of a
+    4×4 grid; a dataset of their (made-up) activations with the image side
+    files, in which dimension 0 is large on the bright patch; a ReLU
+    autoencoder whose latent 0 reads dimension 0; and what `features`
+    finds, with its page."""
+    root = tmp_path_factory.mktemp("images")
+    rng = np.random.default_rng(7)
+    bright = [(3 * img + 1) % (GRID * GRID) for img in range(N_IMGS)]
+    entries = []
+    for img in range(N_IMGS):
+        pixels = np.full((32, 32, 3), 30, dtype=np.uint8)
+        r, c = divmod(bright[img], GRID)
+        pixels[r * PATCH:(r + 1) * PATCH, c * PATCH:(c + 1) * PATCH] = (250, 220, 40 * img)
+        path = root / f"picture{img}.png"
+        path.write_bytes(png(pixels))
+        entries.append({"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    values = (rng.standard_normal((N_IMGS, 1, 1 + GRID * GRID, D)) * 0.3).astype(np.float32)
+    for img in range(N_IMGS):
+        values[img, 0, 1 + bright[img], 0] += 3 + img
+    metadata = {"vit_family": "dinov2", "vit_ckpt": "tiny", "layers": [-1],
+                "n_patches_per_img": GRID * GRID, "cls_token": True, "d_vit": D, "seed": 0,
+                "n_imgs": N_IMGS, "max_patches_per_shard": 1000, "data": "six pictures"}
+    with modelbin.saev.Writer(root / "acts", metadata) as writer:
+        writer.write(values)
+    (data,) = (root / "acts").iterdir()
+    (data / "images.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    (data / "vision.json").write_text(json.dumps({
+        "family": "dinov2", "model": "tiny", "patch_size": PATCH, "patch_grid": [GRID, GRID],
+        "input_size": [32, 32], "registers": 0,
+        "preprocessor_config": {"crop_size": {"height": 32, "width": 32}}}))
+    d_sae = 12
+    w_enc = (rng.standard_normal((D, d_sae)) * 0.5).astype(np.float32)
+    w_enc[:, 0] = 0
+    w_enc[0, 0] = 1
+    sae = modelbin.sae.SAE(w_enc, w_enc.T.copy(), np.full(d_sae, -0.3, np.float32),
+                           np.zeros(D, np.float32), None, {"architecture": "standard"})
+    html = root / "page.html"
+    found = modelbin.sae.features(sae, data, layer=-1, top=3, quantiles=3, samples=2,
+                                  latents=d_sae, html=html, progress=False)
+    patches = values[:, 0, 1:, :]
+    codes = np.maximum(patches @ sae.W_enc + sae.b_enc, 0)  # [img, patch, latent]
+    return dict(root=root, data=data, sae=sae, found=found, html=html, codes=codes,
+                bright=bright, entries=entries)
+
+
+def test_image_features_are_the_codes_numpy_computes(image_run):
+    found, codes = image_run["found"], image_run["codes"]
+    assert sorted(f["latent"] for f in found) == list(range(12))
+    for f in found:
+        j = f["latent"]
+        per_image = codes[:, :, j].max(axis=1)
+        fired = np.flatnonzero(per_image > 0)
+        strongest = sorted(fired, key=lambda i: (-per_image[i], i))[:3]
+        assert [c["img"] for c in f["top"]] == strongest
+        for c in f["top"] + [c for q in f["quantiles"] for c in q["samples"]]:
+            image = c["image"]
+            assert image["grid"] == [GRID, GRID]
+            assert image["path"] == image_run["entries"][c["img"]]["path"]
+            np.testing.assert_allclose(image["acts"], codes[c["img"], :, j], rtol=5e-4)
+            assert c["value"] == pytest.approx(per_image[c["img"]], rel=5e-4)
+            assert c["token"] == 1 + int(np.argmax(codes[c["img"], :, j]))
+    # Latent 0 reads dimension 0: its strongest patch is each image's
+    # bright square, its top images the brightest.
+    latent0 = next(f for f in found if f["latent"] == 0)
+    assert [c["img"] for c in latent0["top"]] == [5, 4, 3]
+    assert [c["token"] - 1 for c in latent0["top"]] == [image_run["bright"][i] for i in (5, 4, 3)]
+
+
+def test_the_image_page_in_a_real_browser(image_run, browser, tmp_path):
+    found, html = image_run["found"], image_run["html"]
+    page = html.read_text()
+    data = json.loads(page.split('<script type="application/json" id="data">')[1]
+                      .split("</script>")[0])
+    uris = [i[2] for i in data["images"]["list"]]
+    assert all(u.startswith("data:image/jpeg;base64,") for u in uris)
+    assert all(page.count(u) == 1 for u in uris), "each picture once per page"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open(html.as_uri())
+    assert rows(browser) == [f["latent"] for f in found]
+    latent = next(f for f in found if f["latent"] == 0)
+    browser.evaluate("location.hash = '#latent-0'")
+    view = browser.evaluate(
+        "({figures: Array.from(document.querySelectorAll('#latent figure.pic'))"
+        "   .map(f => Number(f.dataset.img)),"
+        " pictures: document.querySelectorAll('#latent figure.pic img').length,"
+        " loaded: Array.from(document.querySelectorAll('#latent figure.pic img'))"
+        "   .every(i => i.complete && i.naturalWidth === 32),"
+        " cells: Array.from(document.querySelectorAll('#latent figure.pic'))"
+        "   .map(f => Array.from(f.querySelectorAll('svg.heat rect'))"
+        "   .map(r => Number(r.dataset.v))),"
+        " title: document.querySelector('#latent figure.pic svg.heat rect title').textContent})")
+    # The top images, then the intervals' samples, highest interval first.
+    shown = latent["top"] + [c for q in reversed(latent["quantiles"]) for c in q["samples"]]
+    assert view["figures"] == [c["img"] for c in shown]
+    assert view["pictures"] == len(shown) and view["loaded"]
+    for cells, c in zip(view["cells"], shown):
+        assert len(cells) == GRID * GRID
+        np.testing.assert_allclose(cells, c["image"]["acts"], rtol=2e-3)
+    assert view["title"].startswith("patch (0, 0): ")
+    browser.screenshot(SHOTS / "images.png")
+    assert browser.errors() == []
+    # A notebook cell draws the same pictures.
+    assert "data:image/jpeg;base64," in found[0]._repr_html_()
+    # A missing picture: the heat map alone, with a note.
+    top = latent["top"][0]["img"]
+    pathlib.Path(image_run["entries"][top]["path"]).unlink()
+    missing = tmp_path / "missing.html"
+    modelbin.sae.features(image_run["sae"], image_run["data"], layer=-1, latent=0, top=3,
+                          html=missing, progress=False)
+    browser.open(missing.as_uri())
+    browser.evaluate("location.hash = '#latent-0'")
+    first = browser.evaluate(
+        "(() => { const f = document.querySelector('#latent figure.pic');"
+        " return {img: Number(f.dataset.img), blank: !!f.querySelector('.blank'),"
+        " note: f.querySelector('.note').textContent,"
+        " cells: f.querySelectorAll('svg.heat rect').length}; })()")
+    assert first == {"img": top, "blank": True, "note": "image file missing",
+                     "cells": GRID * GRID}
     assert browser.errors() == []

@@ -164,7 +164,8 @@ def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patche
                  samples: int, latent: Optional[int], latents: Optional[int],
                  html: Optional[str], model: Optional[str],
                  progress: Optional[Callable[[int, int], None]]) -> str: ...
-def sae_latent_page(name: str, examples: int, d_sae: int, feature: str) -> str: ...
+def sae_latent_page(name: str, examples: int, d_sae: int, feature: str,
+                    dataset: Optional[str] = None) -> str: ...
 def tllm_train(corpus: List[str], out: str, *, dim: int, layers: int, heads: int, ffn: int,
                seq: int, dropout: float, batch_size: int, steps: int, lr: float,
                warmup: Optional[int], weight_decay: float, clip: float, seed: int,

@@ -197,15 +197,22 @@ class Feature(dict):
     """One latent as ``modelbin sae features --json`` prints it (a ``dict``:
     ``latent``, ``density``, ``band``, ``fired``, ``max``, ``mean``,
     ``histogram``, ``top``, ``quantiles`` and, given the model, ``effects``),
-    which a notebook shows as the feature browser's view of the latent."""
+    which a notebook shows as the feature browser's view of the latent. For
+    a dataset recorded from images, each input of ``top`` and of the
+    intervals' ``samples`` is an image: its ``image`` holds the file's
+    ``path``, the patch ``grid`` ``[rows, cols]``, the latent's activation
+    on every patch (``acts``, row by row) and, when the view holds CLS, on
+    the ``cls`` token; the notebook view draws them as heat maps over the
+    images."""
 
-    def __init__(self, fields: Dict[str, Any], name: str, examples: int, d_sae: int) -> None:
+    def __init__(self, fields: Dict[str, Any], name: str, examples: int, d_sae: int,
+                 dataset: Optional[str] = None) -> None:
         super().__init__(fields)
-        self._page = (name, examples, d_sae)
+        self._page = (name, examples, d_sae, dataset)
 
     def _repr_html_(self) -> str:
-        name, examples, d_sae = self._page
-        page = _native.sae_latent_page(name, examples, d_sae, json.dumps(self))
+        name, examples, d_sae, dataset = self._page
+        page = _native.sae_latent_page(name, examples, d_sae, json.dumps(self), dataset)
         # The page's script runs in a frame of its own.
         quoted = html_escape(page, quote=True)
         return (f'<iframe srcdoc="{quoted}" style="width:100%;height:36em;border:1px solid #ddd" '
@@ -224,7 +231,10 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     band, largest and mean activation, histogram, ``top`` strongest inputs
     and ``samples`` inputs from each of ``quantiles`` intervals of its
     range, each in its text with every token's activation when the dataset
-    kept its token ids. ``model`` (the model the dataset was recorded from)
+    kept its token ids. Over a dataset recorded from images, the inputs
+    shown are images: the strongest by their strongest patch (each image
+    once per latent), with the latent's activation on every patch (see
+    :class:`Feature`). ``model`` (the model the dataset was recorded from)
     adds the decoder row's effects: on the next token (TLLM) or the nearest
     word pieces (BERT). The list of what ``--json`` prints; ``html`` also
     writes the page ``--html`` writes, of every latent."""
@@ -241,5 +251,5 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     finally:
         if bar is not None:
             bar.close()
-    return [Feature(f, name, result["examples"], result["d_sae"])
+    return [Feature(f, name, result["examples"], result["d_sae"], os.fspath(dataset))
             for f in result["latents"][:latents]]
