@@ -7,7 +7,7 @@ use clap::Args;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::features::{
     Context, DecoderEffects, Feature, FeatureOptions, Features, Thumbnails,
-    features as find_features, html_page, resized_view,
+    features as find_features, html_page, model_view,
 };
 
 use crate::failure::{Failure, at};
@@ -108,13 +108,13 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         }
     }
     if let Some(path) = &args.html {
-        let thumbnails = images.map(|images| {
-            // The model view: what the model saw of an image file's bytes.
-            // (Stand-in until the vision preprocessing is wired in: the
-            // decoded image resized to the model's input size.)
-            let model_view = resized_view(images.vision.input_size);
-            Thumbnails::of_features(&images, &found, &model_view)
-        });
+        let thumbnails = match images {
+            Some(images) => {
+                let model_view = model_view(&images).map_err(|e| sae_failure(e, &args.sae))?;
+                Some(Thumbnails::of_features(&images, &found, &model_view))
+            }
+            None => None,
+        };
         write_html(path, &args.sae, &found, thumbnails.as_ref())?;
     }
     Ok(())

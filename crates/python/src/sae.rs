@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use modelbin_format::saev::{Images, Patches};
+use modelbin_format::saev::Patches;
 use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
 use modelbin_infer::sae::features::{
-    DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, resized_view,
+    DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, model_view,
 };
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
@@ -407,9 +407,13 @@ pub fn sae_features(
             .dataset()
             .images()
             .map_err(crate::errors::format_error)?;
-        let thumbnails = images.map(|images| {
-            py.detach(|| Thumbnails::of_features(&images, &found, &model_view(&images)))
-        });
+        let thumbnails = match images {
+            Some(images) => {
+                let model_view = model_view(&images).map_err(infer_error)?;
+                Some(py.detach(|| Thumbnails::of_features(&images, &found, &model_view)))
+            }
+            None => None,
+        };
         let page = html_page(&name, &found, None, thumbnails.as_ref());
         py.detach(|| {
             let mut file = modelbin_format::output::OutputFile::create(&path)?;
@@ -441,11 +445,8 @@ pub fn sae_latent_page(
     let thumbnails = dataset.and_then(|dir| {
         py.detach(|| {
             let images = modelbin_format::saev::open(&dir).ok()?.images().ok()??;
-            Some(Thumbnails::of_latent(
-                &images,
-                &feature,
-                &model_view(&images),
-            ))
+            let model_view = model_view(&images).ok()?;
+            Some(Thumbnails::of_latent(&images, &feature, &model_view))
         })
     });
     Ok(latent_page(
@@ -455,13 +456,6 @@ pub fn sae_latent_page(
         &feature,
         thumbnails.as_ref(),
     ))
-}
-
-/// The model view of a dataset's images: what the model saw of an image
-/// file's bytes. (Stand-in until the vision preprocessing is wired in: the
-/// decoded image resized to the model's input size.)
-fn model_view(images: &Images) -> impl Fn(&[u8]) -> Option<image::RgbImage> + Sync {
-    resized_view(images.vision.input_size)
 }
 
 /// How pages name an autoencoder: its directory, or "an autoencoder".

@@ -26,7 +26,7 @@ use std::cmp::Ordering;
 
 pub use effects::{DecoderEffects, Effects, TokenEffect};
 pub use page::{html_page, latent_page};
-pub use thumbnails::{ModelView, THUMBNAIL_SIDE, Thumbnail, Thumbnails, resized_view};
+pub use thumbnails::{ModelView, THUMBNAIL_SIDE, Thumbnail, Thumbnails, model_view};
 
 use modelbin_format::saev::VisionInfo;
 

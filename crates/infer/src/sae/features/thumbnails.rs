@@ -11,10 +11,12 @@ use std::io::Cursor;
 use base64::Engine;
 use image::RgbImage;
 use image::codecs::jpeg::JpegEncoder;
-use image::imageops::FilterType;
 use modelbin_format::saev::{ImageFile, ImageState, Images, VisionInfo};
 use rayon::prelude::*;
 use serde_json::Value;
+
+use crate::Result;
+use crate::vit::ImageProcessor;
 
 use super::Features;
 
@@ -118,20 +120,14 @@ impl Thumbnails {
     }
 }
 
-/// The stand-in model view: the decoded image resized (bilinear, aspect
-/// ratio not kept) to the model's input size `[height, width]`; `None`
-/// when the bytes do not decode.
-pub fn resized_view(input_size: [u64; 2]) -> impl Fn(&[u8]) -> Option<RgbImage> + Sync {
-    let [height, width] = input_size.map(|side| u32::try_from(side.max(1)).unwrap_or(u32::MAX));
-    move |bytes| {
-        let decoded = image::load_from_memory(bytes).ok()?.to_rgb8();
-        Some(image::imageops::resize(
-            &decoded,
-            width,
-            height,
-            FilterType::Triangle,
-        ))
-    }
+/// What the model saw of an image file's bytes (decoded, turned upright,
+/// resized and cropped as the recording's image processor did, from the
+/// `preprocessor_config.json` kept in `vision.json`); `None` for bytes that
+/// no longer decode.
+pub fn model_view(images: &Images) -> Result<impl Fn(&[u8]) -> Option<RgbImage> + Sync> {
+    let config = Value::Object(images.vision.preprocessor_config.clone()).to_string();
+    let processor = ImageProcessor::from_json(&config)?;
+    Ok(move |bytes: &[u8]| processor.model_view(bytes).ok())
 }
 
 /// `view` downscaled to [`THUMBNAIL_SIDE`] on its longest side (never
