@@ -48,7 +48,7 @@ pub fn acts_record(
 /// read, `progress(done, total)` with images after each round; Ctrl-C
 /// raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
-#[pyo3(signature = (model, images, out, *, layers, max_patches_per_shard, strict, scan_progress, progress))]
+#[pyo3(signature = (model, images, out, *, layers, max_patches_per_shard, strict, int8, scan_progress, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn acts_record_images(
     py: Python<'_>,
@@ -58,6 +58,7 @@ pub fn acts_record_images(
     layers: Vec<i64>,
     max_patches_per_shard: u64,
     strict: bool,
+    int8: bool,
     scan_progress: Option<Py<PyAny>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
@@ -65,6 +66,7 @@ pub fn acts_record_images(
         layers,
         max_patches_per_shard,
         strict,
+        int8,
     };
     let recording = with_progress(py, scan_progress, |scanned| {
         Recording::start_images(&model, &images, settings, &out, scanned)

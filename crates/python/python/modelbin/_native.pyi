@@ -156,7 +156,7 @@ def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
                 tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
                 progress: Optional[Callable[[int, int], None]]) -> str: ...
 def acts_record_images(model: str, images: List[str], out: str, *, layers: List[int],
-                       max_patches_per_shard: int, strict: bool,
+                       max_patches_per_shard: int, strict: bool, int8: bool,
                        scan_progress: Optional[Callable[[int, int], None]],
                        progress: Optional[Callable[[int, int], None]]) -> str: ...
 def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
