@@ -4,7 +4,11 @@
 # making it first when missing. It lives outside the clone, in
 # ~/.cache/modelbin-test/<hash of the requirements>, because torch's PyPI
 # wheels are about 5 GB: a fresh clone reuses it, and a change of the
-# requirements makes a new one.
+# requirements makes a new one. The path printed is a thin venv on top of
+# it (its site-packages added by a .pth file) holding the packages whose
+# declared dependencies are far wider than what the tests import
+# (requirements-heavy-nodeps.txt: saev's activation reader, torchvision),
+# installed without those dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,4 +25,15 @@ if [ ! -f "$venv/.complete" ]; then
     "$venv/bin/python" -m pip install --quiet -r "$requirements" >&2
     touch "$venv/.complete"
 fi
-echo "$venv"
+
+nodeps=crates/python/requirements-heavy-nodeps.txt
+layer="$venv-$(sha256sum "$nodeps" | cut -c1-16)"
+if [ ! -f "$layer/.complete" ]; then
+    rm -rf "$layer"
+    python3 -m venv "$layer"
+    purelib() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+    purelib "$venv" > "$(purelib "$layer")/zz-heavy.pth"
+    "$layer/bin/python" -m pip install --quiet --no-deps -r "$nodeps" >&2
+    touch "$layer/.complete"
+fi
+echo "$layer"
