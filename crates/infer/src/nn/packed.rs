@@ -4,10 +4,13 @@
 //! sentence (tens of tokens) against a large weight matrix, that packing
 //! costs as much as the arithmetic. Here a PyTorch-layout weight `W[n, k]` is
 //! rearranged once into panels of [`NR`] output features (`k × NR` floats,
-//! contiguous), and a register-tiled kernel multiplies up to [`MR`] input
-//! rows by one panel, reading the rows where they are. On x86-64 with AVX2
-//! and FMA the kernel uses them (detected at run time); elsewhere the product
-//! goes through the `gemm` crate on the unpacked weights.
+//! contiguous), and a register-tiled kernel multiplies a few input rows by
+//! one or two panels, reading the rows where they are. On x86-64 the kernel
+//! is compiled for AVX-512F and for AVX2 with FMA, the widest the CPU has
+//! chosen at run time ([`Tier`]); elsewhere the product goes through the
+//! `gemm` crate on the unpacked weights. Both SIMD kernels add each output's
+//! products one `k` step after another by fused multiply-adds from zero, so
+//! they give the same bits.
 //!
 //! Packing all of a model's weights takes longer than embedding a sentence
 //! (42 MB for all-MiniLM-L6-v2), so [`linear_unpacked`] multiplies by
@@ -17,15 +20,51 @@
 
 use rayon::prelude::*;
 
-use crate::nn::kernels::matmul_bt;
+use crate::nn::kernels::{Tier, matmul_bt};
 use crate::nn::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
-/// Output features per panel.
+/// Output features per panel: one AVX-512 register, two AVX2 ones.
 pub const NR: usize = 16;
-/// Input rows per kernel call.
-pub const MR: usize = 6;
-/// How many `k` steps ahead the kernel prefetches the panel.
+/// How many `k` steps ahead the kernels prefetch the panels.
 const PREFETCH_STEPS: usize = 32;
+
+/// The register tile of a SIMD tier's kernel: up to `rows` input rows by
+/// `panels` adjacent panels, one accumulator register per row and vector.
+#[derive(Debug, Clone, Copy)]
+struct Tile {
+    rows: usize,
+    panels: usize,
+}
+
+impl Tile {
+    /// AVX2 has 16 vector registers: 6 rows × the two halves of one panel
+    /// take 12, the panel's two vectors and a broadcast the rest.
+    const AVX2: Tile = Tile { rows: 6, panels: 1 };
+    /// AVX-512 has 32: 12 rows × 2 panels take 24, the two panel vectors
+    /// and the broadcasts the rest. Each row's value then feeds two
+    /// multiply-adds and each panel vector twelve, so the two loads per
+    /// step (panel vectors, row values) keep both FMA units busy.
+    const AVX512: Tile = Tile {
+        rows: 12,
+        panels: 2,
+    };
+
+    /// The tile of `tier`'s kernel.
+    fn of(tier: Tier) -> Tile {
+        match tier {
+            Tier::Avx512 => Tile::AVX512,
+            _ => Tile::AVX2,
+        }
+    }
+
+    /// Output features of a whole tile.
+    fn width(self) -> usize {
+        self.panels * NR
+    }
+}
+
+/// Values in the largest tile, rows of its width.
+const TILE_VALUES: usize = 12 * 2 * NR;
 
 /// A weight matrix `W[n, k]` packed for `x · Wᵀ`.
 #[derive(Debug, Clone)]
@@ -36,7 +75,8 @@ pub struct PackedWeights {
     panels: Vec<f32>,
     /// The weights as given, for the portable path (empty on the SIMD one).
     plain: Vec<f32>,
-    simd: bool,
+    /// The tier whose kernel multiplies by these weights.
+    tier: Tier,
 }
 
 impl PackedWeights {
@@ -45,8 +85,8 @@ impl PackedWeights {
     pub fn new(parts: &[&[f32]], k: usize) -> Self {
         let rows = rows_of(parts, k);
         let n = rows.len();
-        let simd = simd_available();
-        let (panels, plain) = if simd {
+        let tier = Tier::widest();
+        let (panels, plain) = if tier != Tier::Portable {
             let mut panels = vec![0.0f32; n.div_ceil(NR) * k * NR];
             panels
                 .par_chunks_exact_mut(k * NR)
@@ -61,13 +101,13 @@ impl PackedWeights {
             k,
             panels,
             plain,
-            simd,
+            tier,
         }
     }
 
     /// The weights `W[n, k]`, row-major, as they were given.
     pub fn rows(&self) -> Vec<f32> {
-        if !self.simd {
+        if self.tier == Tier::Portable {
             return self.plain.clone();
         }
         let (n, k) = (self.n, self.k);
@@ -87,7 +127,7 @@ impl PackedWeights {
         let (n, k) = (self.n, self.k);
         let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-        if !self.simd {
+        if self.tier == Tier::Portable {
             let rows_per_task = m.div_ceil(rayon::current_num_threads()).max(16);
             out.par_chunks_mut(n * rows_per_task)
                 .zip(x.par_chunks(k * rows_per_task))
@@ -99,8 +139,8 @@ impl PackedWeights {
                 });
             return;
         }
-        // SAFETY: `simd` is set only when AVX2 and FMA were detected.
-        unsafe { by_panels(Panels::Packed(&self.panels), k, n, x, bias, out) };
+        // SAFETY: `Tier::widest` detected the tier's features.
+        unsafe { by_panels(self.tier, Panels::Packed(&self.panels), k, n, x, bias, out) };
     }
 }
 
@@ -110,12 +150,16 @@ impl PackedWeights {
 /// are split between tasks, each task packs every panel.) Only where
 /// [`simd_available`].
 pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out: &mut [f32]) {
-    assert!(simd_available(), "the packed kernel needs AVX2 and FMA");
+    let tier = Tier::widest();
+    assert!(
+        tier != Tier::Portable,
+        "the packed kernel needs AVX2 and FMA"
+    );
     let rows = rows_of(parts, k);
     let (m, n) = (x.len() / k, rows.len());
     assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-    // SAFETY: AVX2 and FMA were asserted above.
-    unsafe { by_panels(Panels::Unpacked(&rows), k, n, x, bias, out) };
+    // SAFETY: `Tier::widest` detected the tier's features.
+    unsafe { by_panels(tier, Panels::Unpacked(&rows), k, n, x, bias, out) };
 }
 
 /// Where a product's panels come from.
@@ -140,12 +184,13 @@ impl Panels<'_> {
     }
 }
 
-/// `out[m, n] = bias + x[m, k] · Wᵀ` over the pool, panel by panel from
-/// `panels`.
+/// `out[m, n] = bias + x[m, k] · Wᵀ` over the pool, a tile's panels at a
+/// time from `panels`, through `tier`'s kernel.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA ([`simd_available`]).
+/// The CPU must support `tier`, a SIMD one.
 unsafe fn by_panels(
+    tier: Tier,
     panels: Panels<'_>,
     k: usize,
     n: usize,
@@ -154,15 +199,31 @@ unsafe fn by_panels(
     out: &mut [f32],
 ) {
     let m = x.len() / k;
-    for_each_block(m, n, NR, MR, out, |rows, task_panels, out| {
+    let tile = Tile::of(tier);
+    let panel_count = n.div_ceil(NR);
+    for_each_block(m, n, tile.width(), tile.rows, out, |rows, groups, out| {
         let x = &x[rows.start * k..rows.end * k];
-        let first = task_panels.start;
-        let mut buffer = Vec::new();
-        for p in task_panels {
-            let panel = panels.panel(p, k, &mut buffer);
-            let bias = &bias[panel_features(p, n)];
+        let first = groups.start;
+        let mut buffers = vec![Vec::new(); tile.panels];
+        for g in groups {
+            let group = g * tile.panels..panel_count.min((g + 1) * tile.panels);
+            let bias = &bias[group.start * NR..n.min(group.end * NR)];
+            let group_panels: Vec<&[f32]> = group
+                .zip(buffers.iter_mut())
+                .map(|(p, buffer)| panels.panel(p, k, buffer))
+                .collect();
             // SAFETY: the CPU support is the caller's.
-            unsafe { panel_product(x, k, panel, bias, out, (p - first) * NR) };
+            unsafe {
+                panel_product(
+                    tier,
+                    x,
+                    k,
+                    &group_panels,
+                    bias,
+                    out,
+                    (g - first) * tile.width(),
+                )
+            };
         }
     });
 }
@@ -192,119 +253,215 @@ fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
     }
 }
 
-/// `out = bias + x · Wᵀ` for the features of one panel (`panel`, `k × NR`;
-/// `bias` is theirs, one per feature), `x` holding whole rows of `k`, one
-/// per row of `out`, the panel's features from column `col` of `out`.
+/// `out = bias + x · Wᵀ` for the features of adjacent panels (`panels`,
+/// each `k × NR`; `bias` is their features', one each), `x` holding whole
+/// rows of `k`, one per row of `out`, the features from column `col` of
+/// `out`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA ([`simd_available`]).
+/// The CPU must support `tier`, a SIMD one.
 unsafe fn panel_product(
+    tier: Tier,
     x: &[f32],
     k: usize,
-    panel: &[f32],
+    panels: &[&[f32]],
     bias: &[f32],
     out: &mut BlockOut<'_>,
     col: usize,
 ) {
     let m = x.len() / k;
-    let mut tile = [0.0f32; MR * NR];
-    for (row0, rows) in row_tiles(0..m, MR) {
+    let width = panels.len() * NR;
+    let mut tile = [0.0f32; TILE_VALUES];
+    for (row0, rows) in row_tiles(0..m, Tile::of(tier).rows) {
         let x_rows = &x[row0 * k..(row0 + rows) * k];
         // SAFETY: the CPU support is the caller's; `x_rows` holds `rows`
-        // rows of `k`, `panel` is `k × NR` (checked by the kernel).
-        unsafe { kernel_rows(x_rows, k, panel, &mut tile) };
-        for r in 0..rows {
+        // rows of `k`, each panel `k × NR` (checked by the kernel).
+        unsafe { kernel_rows(tier, x_rows, k, panels, &mut tile) };
+        for (r, tile_row) in tile.chunks_exact(width).take(rows).enumerate() {
             let dst = &mut out.row(row0 + r)[col..col + bias.len()];
-            for (j, d) in dst.iter_mut().enumerate() {
-                *d = bias[j] + tile[r * NR + j];
+            for (d, (&b, &t)) in dst.iter_mut().zip(bias.iter().zip(tile_row)) {
+                *d = b + t;
             }
         }
     }
 }
 
-/// The features of panel `p` among `n`.
-fn panel_features(p: usize, n: usize) -> std::ops::Range<usize> {
-    p * NR..n.min((p + 1) * NR)
-}
-
-/// Whether this CPU runs the packed kernel (x86-64 with AVX2 and FMA).
+/// Whether this CPU runs a packed kernel (x86-64 with AVX2 and FMA).
 pub fn simd_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Tier::Avx2.usable()
 }
 
-/// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the (1 to `MR`) rows of
-/// `x`, through the kernel compiled for exactly that many rows (a short
-/// sentence's last rows would otherwise cost a whole tile).
+/// The signature of a kernel for `PANELS` adjacent panels.
+#[cfg(target_arch = "x86_64")]
+type Kernel<const PANELS: usize> =
+    unsafe fn(&[f32], usize, [&[f32]; PANELS], &mut [f32; TILE_VALUES]);
+
+/// `tile[r, j] = Σ_kk x[r, kk] · panels[kk, j]` (rows of the panels' width)
+/// for the rows of `x` (1 to the tier's tile rows), through `tier`'s kernel
+/// compiled for exactly that many rows (a short sentence's last rows would
+/// otherwise cost a whole tile).
 ///
 /// # Safety
-/// As for [`kernel`].
+/// The CPU must support `tier`, a SIMD one; `x` holds whole rows of `k`,
+/// at most the tier's tile rows; `panels` are 1 to the tier's tile panels.
 #[cfg(target_arch = "x86_64")]
-unsafe fn kernel_rows(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) {
-    // SAFETY: the caller's guarantees are `kernel`'s; each arm passes
+unsafe fn kernel_rows(
+    tier: Tier,
+    x: &[f32],
+    k: usize,
+    panels: &[&[f32]],
+    tile: &mut [f32; TILE_VALUES],
+) {
+    let rows = x.len() / k;
+    let avx2: [Kernel<1>; 6] = [
+        avx2::kernel::<1>,
+        avx2::kernel::<2>,
+        avx2::kernel::<3>,
+        avx2::kernel::<4>,
+        avx2::kernel::<5>,
+        avx2::kernel::<6>,
+    ];
+    // SAFETY: the caller's guarantees are the kernels'; each is chosen for
     // exactly the rows `x` holds.
     unsafe {
-        match x.len() / k {
-            1 => kernel::<1>(x, k, panel, tile),
-            2 => kernel::<2>(x, k, panel, tile),
-            3 => kernel::<3>(x, k, panel, tile),
-            4 => kernel::<4>(x, k, panel, tile),
-            5 => kernel::<5>(x, k, panel, tile),
-            _ => kernel::<MR>(x, k, panel, tile),
+        match (tier, panels) {
+            (Tier::Avx512, &[a, b]) => avx512::kernels::<2>()[rows - 1](x, k, [a, b], tile),
+            (Tier::Avx512, &[a]) => avx512::kernels::<1>()[rows - 1](x, k, [a], tile),
+            (Tier::Avx2, &[a]) => avx2[rows - 1](x, k, [a], tile),
+            _ => unreachable!("{} panels for the {} kernel", panels.len(), tier.name()),
         }
     }
 }
 
-/// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the `ROWS` rows of `x`.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA; `x` holds `ROWS ≤ MR` whole rows of
-/// `k`; `panel` holds `k × NR` values.
+/// The AVX2 kernel: the two 8-float halves of one panel.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn kernel<const ROWS: usize>(x: &[f32], k: usize, panel: &[f32], tile: &mut [f32; MR * NR]) {
+mod avx2 {
     use std::arch::x86_64::*;
-    assert!(ROWS <= MR && x.len() == ROWS * k && panel.len() >= k * NR);
-    let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
-    let b = panel.as_ptr();
-    let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
-    for kk in 0..k {
-        // SAFETY: kk < k, so kk·NR + 16 ≤ k·NR floats of the panel and
-        // element kk of every row lie inside the slices (asserted above).
-        // The prefetch address may lie past the panel: prefetches never
-        // fault, and `wrapping_add` keeps the pointer arithmetic defined.
-        unsafe {
-            // With a few rows, the weights stream from memory once per
-            // pass: fetching 32 steps (2 KB) ahead hides that latency.
-            _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((kk + PREFETCH_STEPS) * NR).cast());
-            let b0 = _mm256_loadu_ps(b.add(kk * NR));
-            let b1 = _mm256_loadu_ps(b.add(kk * NR + 8));
-            for (row, acc) in row_ptr.iter().zip(acc.iter_mut()) {
-                let a = _mm256_set1_ps(*row.add(kk));
-                acc[0] = _mm256_fmadd_ps(a, b0, acc[0]);
-                acc[1] = _mm256_fmadd_ps(a, b1, acc[1]);
+
+    use super::{NR, PREFETCH_STEPS, TILE_VALUES, Tile};
+
+    /// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the `ROWS` rows of
+    /// `x`, rows of `NR` in `tile`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `x` holds `ROWS` (at most the
+    /// tile's) whole rows of `k`; the panel holds `k × NR` values.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn kernel<const ROWS: usize>(
+        x: &[f32],
+        k: usize,
+        [panel]: [&[f32]; 1],
+        tile: &mut [f32; TILE_VALUES],
+    ) {
+        assert!(ROWS <= Tile::AVX2.rows && x.len() == ROWS * k && panel.len() >= k * NR);
+        let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
+        let b = panel.as_ptr();
+        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        for kk in 0..k {
+            // SAFETY: kk < k, so kk·NR + 16 ≤ k·NR floats of the panel and
+            // element kk of every row lie inside the slices (asserted
+            // above). The prefetch address may lie past the panel:
+            // prefetches never fault, and `wrapping_add` keeps the pointer
+            // arithmetic defined.
+            unsafe {
+                // With a few rows, the weights stream from memory once per
+                // pass: fetching 32 steps (2 KB) ahead hides that latency.
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((kk + PREFETCH_STEPS) * NR).cast());
+                let b0 = _mm256_loadu_ps(b.add(kk * NR));
+                let b1 = _mm256_loadu_ps(b.add(kk * NR + 8));
+                for (row, acc) in row_ptr.iter().zip(acc.iter_mut()) {
+                    let a = _mm256_set1_ps(*row.add(kk));
+                    acc[0] = _mm256_fmadd_ps(a, b0, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(a, b1, acc[1]);
+                }
+            }
+        }
+        for (out, acc) in tile.chunks_exact_mut(NR).zip(acc) {
+            // SAFETY: each chunk holds NR = 16 floats.
+            unsafe {
+                _mm256_storeu_ps(out.as_mut_ptr(), acc[0]);
+                _mm256_storeu_ps(out.as_mut_ptr().add(8), acc[1]);
             }
         }
     }
-    for (out, acc) in tile.chunks_exact_mut(NR).zip(acc) {
-        // SAFETY: each chunk holds NR = 16 floats.
-        unsafe {
-            _mm256_storeu_ps(out.as_mut_ptr(), acc[0]);
-            _mm256_storeu_ps(out.as_mut_ptr().add(8), acc[1]);
+}
+
+/// The AVX-512 kernel: one 16-float register per panel.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{Kernel, NR, PREFETCH_STEPS, TILE_VALUES, Tile};
+
+    /// The kernel for `PANELS` panels, by rows (1 to the tile's).
+    pub(super) fn kernels<const PANELS: usize>() -> [Kernel<PANELS>; 12] {
+        [
+            kernel::<1, PANELS>,
+            kernel::<2, PANELS>,
+            kernel::<3, PANELS>,
+            kernel::<4, PANELS>,
+            kernel::<5, PANELS>,
+            kernel::<6, PANELS>,
+            kernel::<7, PANELS>,
+            kernel::<8, PANELS>,
+            kernel::<9, PANELS>,
+            kernel::<10, PANELS>,
+            kernel::<11, PANELS>,
+            kernel::<12, PANELS>,
+        ]
+    }
+
+    /// `tile[r, j] = Σ_kk x[r, kk] · panels[kk, j]` for the `ROWS` rows of
+    /// `x`, rows of `PANELS · NR` in `tile`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `x` holds `ROWS` (at most the
+    /// tile's) whole rows of `k`; each panel holds `k × NR` values.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn kernel<const ROWS: usize, const PANELS: usize>(
+        x: &[f32],
+        k: usize,
+        panels: [&[f32]; PANELS],
+        tile: &mut [f32; TILE_VALUES],
+    ) {
+        assert!(
+            ROWS <= Tile::AVX512.rows
+                && PANELS <= Tile::AVX512.panels
+                && x.len() == ROWS * k
+                && panels.iter().all(|p| p.len() >= k * NR)
+        );
+        let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
+        let b: [*const f32; PANELS] = panels.map(<[f32]>::as_ptr);
+        let mut acc = [[_mm512_setzero_ps(); PANELS]; ROWS];
+        for kk in 0..k {
+            // SAFETY: as in the AVX2 kernel, for each panel.
+            unsafe {
+                let mut w = [_mm512_setzero_ps(); PANELS];
+                for (w, b) in w.iter_mut().zip(b) {
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((kk + PREFETCH_STEPS) * NR).cast());
+                    *w = _mm512_loadu_ps(b.add(kk * NR));
+                }
+                for (row, acc) in row_ptr.iter().zip(acc.iter_mut()) {
+                    let a = _mm512_set1_ps(*row.add(kk));
+                    for (acc, &w) in acc.iter_mut().zip(&w) {
+                        *acc = _mm512_fmadd_ps(a, w, *acc);
+                    }
+                }
+            }
+        }
+        for (out, acc) in tile.chunks_exact_mut(PANELS * NR).zip(acc) {
+            for (out, acc) in out.chunks_exact_mut(NR).zip(acc) {
+                // SAFETY: each chunk holds NR = 16 floats.
+                unsafe { _mm512_storeu_ps(out.as_mut_ptr(), acc) };
+            }
         }
     }
 }
 
-/// Never called: `simd` is false off x86-64.
+/// Never called: the tier is portable off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel_rows(_: &[f32], _: usize, _: &[f32], _: &mut [f32; MR * NR]) {
-    unreachable!("the packed kernel needs x86-64 AVX2 and FMA")
+unsafe fn kernel_rows(_: Tier, _: &[f32], _: usize, _: &[&[f32]], _: &mut [f32; TILE_VALUES]) {
+    unreachable!("the packed kernels need x86-64")
 }
 
 #[cfg(test)]
@@ -321,6 +478,18 @@ mod tests {
         }
     }
 
+    /// The tiers this CPU can run.
+    fn usable_tiers() -> Vec<Tier> {
+        [Tier::Portable, Tier::Avx2, Tier::Avx512]
+            .into_iter()
+            .filter(|t| t.usable())
+            .collect()
+    }
+
+    /// Every tier's products against a scalar reference, on shapes ragged
+    /// for every tile (rows, panels and pairs of panels cut short); packing
+    /// as it goes gives the packed bits, and the SIMD tiers, which add in
+    /// the same order, the same bits as each other.
     #[test]
     fn packed_products_equal_the_plain_ones() {
         for (m, n, k) in [
@@ -330,7 +499,9 @@ mod tests {
             (5, 20, 4),
             (7, 33, 20),
             (11, 31, 12),
+            (13, 47, 19),
             (22, 48, 17),
+            (25, 80, 33),
             (130, 40, 64),
         ] {
             let w: Vec<f32> = (0..n * k)
@@ -341,33 +512,41 @@ mod tests {
                 .collect();
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.1).collect();
             let parts = [&w[..n / 2 * k], &w[n / 2 * k..]];
-            let packed = PackedWeights::new(&parts, k);
-            for threads in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let mut ours = vec![f32::NAN; m * n];
-                pool.install(|| packed.linear(&x, &bias, &mut ours));
-                if simd_available() {
-                    // Packing as it goes gives the same bits.
-                    let mut unpacked = vec![f32::NAN; m * n];
-                    pool.install(|| linear_unpacked(&parts, k, &x, &bias, &mut unpacked));
-                    assert_eq!(
-                        unpacked.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                        ours.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                        "({m},{n},{k}), {threads} threads"
-                    );
-                }
-                for i in 0..m {
-                    for j in 0..n {
-                        let want =
-                            bias[j] + (0..k).map(|p| x[i * k + p] * w[j * k + p]).sum::<f32>();
-                        let got = ours[i * n + j];
-                        assert!(
-                            (got - want).abs() <= 1e-4 * want.abs().max(1.0),
-                            "({m},{n},{k}) [{i},{j}] {got} vs {want}"
-                        );
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            let mut simd_bits = Vec::new();
+            for tier in usable_tiers() {
+                let packed = Tier::capped(tier, || PackedWeights::new(&parts, k));
+                for threads in [1, 2, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let case = format!("({m},{n},{k}), {}, {threads} threads", tier.name());
+                    let mut ours = vec![f32::NAN; m * n];
+                    pool.install(|| packed.linear(&x, &bias, &mut ours));
+                    if tier != Tier::Portable {
+                        let mut unpacked = vec![f32::NAN; m * n];
+                        pool.install(|| {
+                            Tier::capped(tier, || {
+                                linear_unpacked(&parts, k, &x, &bias, &mut unpacked)
+                            })
+                        });
+                        assert_eq!(bits(&unpacked), bits(&ours), "{case}");
+                        if simd_bits.is_empty() {
+                            simd_bits = bits(&ours);
+                        }
+                        assert_eq!(bits(&ours), simd_bits, "{case}");
+                    }
+                    for i in 0..m {
+                        for j in 0..n {
+                            let want =
+                                bias[j] + (0..k).map(|p| x[i * k + p] * w[j * k + p]).sum::<f32>();
+                            let got = ours[i * n + j];
+                            assert!(
+                                (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                                "{case} [{i},{j}] {got} vs {want}"
+                            );
+                        }
                     }
                 }
             }
