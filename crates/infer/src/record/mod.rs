@@ -46,7 +46,7 @@ pub struct Recording {
 /// Where a recording's images come from.
 enum Source {
     Text(text::TextSource),
-    Images(images::ImageSource),
+    Images(Box<images::ImageSource>),
 }
 
 /// A finished recording.
@@ -95,7 +95,7 @@ impl Recording {
         let (source, writer) =
             images::ImageSource::start(model_dir, inputs, settings, root, scanned)?;
         Ok(Recording {
-            source: Source::Images(source),
+            source: Source::Images(Box::new(source)),
             writer,
         })
     }
