@@ -63,6 +63,13 @@ impl Tile {
     }
 }
 
+/// Input values per block of rows (1 MB, half the L2 cache of a recent
+/// x86-64 core).
+const X_BLOCK_FLOATS: usize = 1 << 18;
+/// `k` steps per pass of the kernel over packed panels: two panels' worth
+/// (32 KB) stay in the L1 cache while every tile of rows passes over them,
+/// instead of streaming from L2 for each tile.
+const K_BLOCK: usize = 256;
 /// Values in the largest tile, rows of its width.
 const TILE_VALUES: usize = 12 * 2 * NR;
 
@@ -201,29 +208,43 @@ unsafe fn by_panels(
     let m = x.len() / k;
     let tile = Tile::of(tier);
     let panel_count = n.div_ceil(NR);
+    // Rows in blocks whose inputs stay in the core's L2 cache while every
+    // panel passes over them: a task's rows of a vision transformer's
+    // batch (megabytes) would otherwise come from L3 again for each tile
+    // of panels, and the kernel would wait on them.
+    let block_rows = (X_BLOCK_FLOATS / k / tile.rows).max(1) * tile.rows;
+    // Panels packed as they go are packed once, for all of `k`.
+    let k_block = match panels {
+        Panels::Packed(_) => K_BLOCK,
+        Panels::Unpacked(_) => k,
+    };
     for_each_block(m, n, tile.width(), tile.rows, out, |rows, groups, out| {
         let x = &x[rows.start * k..rows.end * k];
-        let first = groups.start;
         let mut buffers = vec![Vec::new(); tile.panels];
-        for g in groups {
-            let group = g * tile.panels..panel_count.min((g + 1) * tile.panels);
-            let bias = &bias[group.start * NR..n.min(group.end * NR)];
-            let group_panels: Vec<&[f32]> = group
-                .zip(buffers.iter_mut())
-                .map(|(p, buffer)| panels.panel(p, k, buffer))
-                .collect();
-            // SAFETY: the CPU support is the caller's.
-            unsafe {
-                panel_product(
-                    tier,
-                    x,
-                    k,
-                    &group_panels,
-                    bias,
-                    out,
-                    (g - first) * tile.width(),
-                )
-            };
+        for block in (0..rows.len()).step_by(block_rows) {
+            let block = block..rows.len().min(block + block_rows);
+            for first_step in (0..k).step_by(k_block) {
+                let steps = first_step..k.min(first_step + k_block);
+                for g in groups.clone() {
+                    let group = g * tile.panels..panel_count.min((g + 1) * tile.panels);
+                    let bias = &bias[group.start * NR..n.min(group.end * NR)];
+                    let group_panels: Vec<&[f32]> = group
+                        .zip(buffers.iter_mut())
+                        .map(|(p, buffer)| {
+                            &panels.panel(p, k, buffer)[steps.start * NR..steps.end * NR]
+                        })
+                        .collect();
+                    let part = Part {
+                        x,
+                        k,
+                        rows: block.clone(),
+                        steps: steps.clone(),
+                    };
+                    let col = (g - groups.start) * tile.width();
+                    // SAFETY: the CPU support is the caller's.
+                    unsafe { panel_product(tier, &part, &group_panels, bias, out, col) };
+                }
+            }
         }
     });
 }
@@ -253,36 +274,78 @@ fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
     }
 }
 
-/// `out = bias + x · Wᵀ` for the features of adjacent panels (`panels`,
-/// each `k × NR`; `bias` is their features', one each), `x` holding whole
-/// rows of `k`, one per row of `out`, the features from column `col` of
-/// `out`.
+/// Part of a product's input: some rows of `x` (whole rows of `k`), and
+/// in each the values of some `k` steps.
+struct Part<'a> {
+    x: &'a [f32],
+    k: usize,
+    rows: std::ops::Range<usize>,
+    steps: std::ops::Range<usize>,
+}
+
+/// Adds to the sums in `out` the products of `part` with the features of
+/// adjacent panels (`panels`, each the part's steps `× NR`; `bias` is their
+/// features', one each), the features from column `col` of `out`: on the
+/// first steps the sums start at zero, on the last the bias is added.
 ///
 /// # Safety
 /// The CPU must support `tier`, a SIMD one.
 unsafe fn panel_product(
     tier: Tier,
-    x: &[f32],
-    k: usize,
+    part: &Part<'_>,
     panels: &[&[f32]],
     bias: &[f32],
     out: &mut BlockOut<'_>,
     col: usize,
 ) {
-    let m = x.len() / k;
+    let (k, steps) = (part.k, &part.steps);
     let width = panels.len() * NR;
+    let features = col..col + bias.len();
     let mut tile = [0.0f32; TILE_VALUES];
-    for (row0, rows) in row_tiles(0..m, Tile::of(tier).rows) {
-        let x_rows = &x[row0 * k..(row0 + rows) * k];
-        // SAFETY: the CPU support is the caller's; `x_rows` holds `rows`
-        // rows of `k`, each panel `k × NR` (checked by the kernel).
-        unsafe { kernel_rows(tier, x_rows, k, panels, &mut tile) };
-        for (r, tile_row) in tile.chunks_exact(width).take(rows).enumerate() {
-            let dst = &mut out.row(row0 + r)[col..col + bias.len()];
-            for (d, (&b, &t)) in dst.iter_mut().zip(bias.iter().zip(tile_row)) {
-                *d = b + t;
+    for (row0, rows) in row_tiles(part.rows.clone(), Tile::of(tier).rows) {
+        let rows_in = KernelRows {
+            x: &part.x[row0 * k + steps.start..(row0 + rows - 1) * k + steps.end],
+            stride: k,
+            steps: steps.len(),
+        };
+        let accumulate = steps.start > 0;
+        if accumulate {
+            for (r, tile_row) in tile.chunks_exact_mut(width).take(rows).enumerate() {
+                tile_row[..bias.len()].copy_from_slice(&out.row(row0 + r)[features.clone()]);
             }
         }
+        // SAFETY: the CPU support is the caller's; the shapes are checked
+        // by the kernel.
+        unsafe { kernel_rows(tier, rows, rows_in, panels, &mut tile, accumulate) };
+        let last = steps.end == k;
+        for (r, tile_row) in tile.chunks_exact(width).take(rows).enumerate() {
+            let dst = &mut out.row(row0 + r)[features.clone()];
+            if last {
+                for (d, (&b, &t)) in dst.iter_mut().zip(bias.iter().zip(tile_row)) {
+                    *d = b + t;
+                }
+            } else {
+                dst.copy_from_slice(&tile_row[..bias.len()]);
+            }
+        }
+    }
+}
+
+/// The rows a kernel reads: from the start of `x`, rows `stride` apart,
+/// `steps` values each.
+#[derive(Debug, Clone, Copy)]
+struct KernelRows<'a> {
+    x: &'a [f32],
+    stride: usize,
+    steps: usize,
+}
+
+impl KernelRows<'_> {
+    /// Pointers to the first values of `ROWS` rows, checked to lie in `x`
+    /// with all their steps.
+    fn pointers<const ROWS: usize>(self) -> [*const f32; ROWS] {
+        assert!(ROWS > 0 && self.x.len() == (ROWS - 1) * self.stride + self.steps);
+        std::array::from_fn(|r| self.x[r * self.stride..].as_ptr())
     }
 }
 
@@ -294,25 +357,26 @@ pub fn simd_available() -> bool {
 /// The signature of a kernel for `PANELS` adjacent panels.
 #[cfg(target_arch = "x86_64")]
 type Kernel<const PANELS: usize> =
-    unsafe fn(&[f32], usize, [&[f32]; PANELS], &mut [f32; TILE_VALUES]);
+    unsafe fn(KernelRows<'_>, [&[f32]; PANELS], &mut [f32; TILE_VALUES], bool);
 
-/// `tile[r, j] = Σ_kk x[r, kk] · panels[kk, j]` (rows of the panels' width)
-/// for the rows of `x` (1 to the tier's tile rows), through `tier`'s kernel
-/// compiled for exactly that many rows (a short sentence's last rows would
-/// otherwise cost a whole tile).
+/// `tile[r, j] (+)= Σ_kk x[r, kk] · panels[kk, j]` (rows of the panels'
+/// width; added to the tile's sums if `accumulate`) for the `rows` rows of
+/// `x` (1 to the tier's tile rows), through `tier`'s kernel compiled for
+/// exactly that many rows (a short sentence's last rows would otherwise
+/// cost a whole tile).
 ///
 /// # Safety
-/// The CPU must support `tier`, a SIMD one; `x` holds whole rows of `k`,
-/// at most the tier's tile rows; `panels` are 1 to the tier's tile panels.
+/// The CPU must support `tier`, a SIMD one; `panels` are 1 to the tier's
+/// tile panels.
 #[cfg(target_arch = "x86_64")]
 unsafe fn kernel_rows(
     tier: Tier,
-    x: &[f32],
-    k: usize,
+    rows: usize,
+    x: KernelRows<'_>,
     panels: &[&[f32]],
     tile: &mut [f32; TILE_VALUES],
+    accumulate: bool,
 ) {
-    let rows = x.len() / k;
     let avx2: [Kernel<1>; 6] = [
         avx2::kernel::<1>,
         avx2::kernel::<2>,
@@ -322,12 +386,14 @@ unsafe fn kernel_rows(
         avx2::kernel::<6>,
     ];
     // SAFETY: the caller's guarantees are the kernels'; each is chosen for
-    // exactly the rows `x` holds.
+    // exactly `rows` rows (and checks that `x` holds them).
     unsafe {
         match (tier, panels) {
-            (Tier::Avx512, &[a, b]) => avx512::kernels::<2>()[rows - 1](x, k, [a, b], tile),
-            (Tier::Avx512, &[a]) => avx512::kernels::<1>()[rows - 1](x, k, [a], tile),
-            (Tier::Avx2, &[a]) => avx2[rows - 1](x, k, [a], tile),
+            (Tier::Avx512, &[a, b]) => {
+                avx512::kernels::<2>()[rows - 1](x, [a, b], tile, accumulate)
+            }
+            (Tier::Avx512, &[a]) => avx512::kernels::<1>()[rows - 1](x, [a], tile, accumulate),
+            (Tier::Avx2, &[a]) => avx2[rows - 1](x, [a], tile, accumulate),
             _ => unreachable!("{} panels for the {} kernel", panels.len(), tier.name()),
         }
     }
@@ -338,25 +404,35 @@ unsafe fn kernel_rows(
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{NR, PREFETCH_STEPS, TILE_VALUES, Tile};
+    use super::{KernelRows, NR, PREFETCH_STEPS, TILE_VALUES, Tile};
 
-    /// `tile[r, j] = Σ_kk x[r, kk] · panel[kk, j]` for the `ROWS` rows of
-    /// `x`, rows of `NR` in `tile`.
+    /// `tile[r, j] (+)= Σ_kk x[r, kk] · panel[kk, j]` for the `ROWS` rows
+    /// of `x`, rows of `NR` in `tile` (added to if `accumulate`).
     ///
     /// # Safety
-    /// The CPU must support AVX2 and FMA; `x` holds `ROWS` (at most the
-    /// tile's) whole rows of `k`; the panel holds `k × NR` values.
+    /// The CPU must support AVX2 and FMA; `ROWS` is at most the tile's; the
+    /// panel holds `x.steps × NR` values.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn kernel<const ROWS: usize>(
-        x: &[f32],
-        k: usize,
+        x: KernelRows<'_>,
         [panel]: [&[f32]; 1],
         tile: &mut [f32; TILE_VALUES],
+        accumulate: bool,
     ) {
-        assert!(ROWS <= Tile::AVX2.rows && x.len() == ROWS * k && panel.len() >= k * NR);
-        let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
+        let k = x.steps;
+        assert!(ROWS <= Tile::AVX2.rows && panel.len() >= k * NR);
+        let row_ptr = x.pointers::<ROWS>();
         let b = panel.as_ptr();
         let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        if accumulate {
+            for (acc, sums) in acc.iter_mut().zip(tile.chunks_exact(NR)) {
+                // SAFETY: each chunk holds NR = 16 floats.
+                unsafe {
+                    acc[0] = _mm256_loadu_ps(sums.as_ptr());
+                    acc[1] = _mm256_loadu_ps(sums.as_ptr().add(8));
+                }
+            }
+        }
         for kk in 0..k {
             // SAFETY: kk < k, so kk·NR + 16 ≤ k·NR floats of the panel and
             // element kk of every row lie inside the slices (asserted
@@ -391,7 +467,7 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{Kernel, NR, PREFETCH_STEPS, TILE_VALUES, Tile};
+    use super::{Kernel, KernelRows, NR, PREFETCH_STEPS, TILE_VALUES, Tile};
 
     /// The kernel for `PANELS` panels, by rows (1 to the tile's).
     pub(super) fn kernels<const PANELS: usize>() -> [Kernel<PANELS>; 12] {
@@ -411,28 +487,36 @@ mod avx512 {
         ]
     }
 
-    /// `tile[r, j] = Σ_kk x[r, kk] · panels[kk, j]` for the `ROWS` rows of
-    /// `x`, rows of `PANELS · NR` in `tile`.
+    /// `tile[r, j] (+)= Σ_kk x[r, kk] · panels[kk, j]` for the `ROWS` rows
+    /// of `x`, rows of `PANELS · NR` in `tile` (added to if `accumulate`).
     ///
     /// # Safety
-    /// The CPU must support AVX-512F; `x` holds `ROWS` (at most the
-    /// tile's) whole rows of `k`; each panel holds `k × NR` values.
+    /// The CPU must support AVX-512F; `ROWS` is at most the tile's; each
+    /// panel holds `x.steps × NR` values.
     #[target_feature(enable = "avx512f")]
     unsafe fn kernel<const ROWS: usize, const PANELS: usize>(
-        x: &[f32],
-        k: usize,
+        x: KernelRows<'_>,
         panels: [&[f32]; PANELS],
         tile: &mut [f32; TILE_VALUES],
+        accumulate: bool,
     ) {
+        let k = x.steps;
         assert!(
             ROWS <= Tile::AVX512.rows
                 && PANELS <= Tile::AVX512.panels
-                && x.len() == ROWS * k
                 && panels.iter().all(|p| p.len() >= k * NR)
         );
-        let row_ptr: [*const f32; ROWS] = std::array::from_fn(|r| x[r * k..].as_ptr());
+        let row_ptr = x.pointers::<ROWS>();
         let b: [*const f32; PANELS] = panels.map(<[f32]>::as_ptr);
         let mut acc = [[_mm512_setzero_ps(); PANELS]; ROWS];
+        if accumulate {
+            for (acc, sums) in acc.iter_mut().zip(tile.chunks_exact(PANELS * NR)) {
+                for (acc, sums) in acc.iter_mut().zip(sums.chunks_exact(NR)) {
+                    // SAFETY: each chunk holds NR = 16 floats.
+                    *acc = unsafe { _mm512_loadu_ps(sums.as_ptr()) };
+                }
+            }
+        }
         for kk in 0..k {
             // SAFETY: as in the AVX2 kernel, for each panel.
             unsafe {
@@ -460,7 +544,14 @@ mod avx512 {
 
 /// Never called: the tier is portable off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel_rows(_: Tier, _: &[f32], _: usize, _: &[&[f32]], _: &mut [f32; TILE_VALUES]) {
+unsafe fn kernel_rows(
+    _: Tier,
+    _: usize,
+    _: KernelRows<'_>,
+    _: &[&[f32]],
+    _: &mut [f32; TILE_VALUES],
+    _: bool,
+) {
     unreachable!("the packed kernels need x86-64")
 }
 
@@ -502,6 +593,7 @@ mod tests {
             (13, 47, 19),
             (22, 48, 17),
             (25, 80, 33),
+            (14, 33, 530),
             (130, 40, 64),
         ] {
             let w: Vec<f32> = (0..n * k)
