@@ -521,14 +521,18 @@ mod avx512 {
             // SAFETY: as in the AVX2 kernel, for each panel.
             unsafe {
                 let mut w = [_mm512_setzero_ps(); PANELS];
-                for (w, b) in w.iter_mut().zip(b) {
-                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((kk + PREFETCH_STEPS) * NR).cast());
-                    *w = _mm512_loadu_ps(b.add(kk * NR));
+                for c in 0..PANELS {
+                    _mm_prefetch::<_MM_HINT_T0>(
+                        b[c].wrapping_add((kk + PREFETCH_STEPS) * NR).cast(),
+                    );
+                    w[c] = _mm512_loadu_ps(b[c].add(kk * NR));
                 }
-                for (row, acc) in row_ptr.iter().zip(acc.iter_mut()) {
-                    let a = _mm512_set1_ps(*row.add(kk));
-                    for (acc, &w) in acc.iter_mut().zip(&w) {
-                        *acc = _mm512_fmadd_ps(a, w, *acc);
+                // Index loops over constant counts unroll whole, keeping
+                // the accumulators in registers.
+                for r in 0..ROWS {
+                    let a = _mm512_set1_ps(*row_ptr[r].add(kk));
+                    for c in 0..PANELS {
+                        acc[r][c] = _mm512_fmadd_ps(a, w[c], acc[r][c]);
                     }
                 }
             }
