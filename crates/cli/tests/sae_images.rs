@@ -97,10 +97,11 @@ fn setup(root: &Path) -> (PathBuf, PathBuf) {
         patch_grid: [GRID as u64; 2],
         input_size: [32, 32],
         registers: 0,
-        preprocessor_config: json!({"crop_size": {"height": 32, "width": 32}})
-            .as_object()
-            .unwrap()
-            .clone(),
+        preprocessor_config:
+            json!({"do_resize": true, "size": {"height": 32, "width": 32}, "do_center_crop": false})
+                .as_object()
+                .unwrap()
+                .clone(),
     };
     writer.write_images(&entries, &vision).unwrap();
     let dataset = writer.finish().unwrap();

@@ -287,7 +287,8 @@ def image_run(tmp_path_factory):
     (data / "vision.json").write_text(json.dumps({
         "family": "dinov2", "model": "tiny", "patch_size": PATCH, "patch_grid": [GRID, GRID],
         "input_size": [32, 32], "registers": 0,
-        "preprocessor_config": {"crop_size": {"height": 32, "width": 32}}}))
+        "preprocessor_config": {"do_resize": True, "size": {"height": 32, "width": 32},
+                                "do_center_crop": False}}))
     d_sae = 12
     w_enc = (rng.standard_normal((D, d_sae)) * 0.5).astype(np.float32)
     w_enc[:, 0] = 0
