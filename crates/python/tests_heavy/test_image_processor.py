@@ -136,10 +136,17 @@ def test_pixel_values_equal_transformers(family, images):
             # differently, by up to 4/255 on a pixel; the strict xfail below
             # holds the issue's bound.
             assert np.abs(ours - want).max() <= 4 / 255 + 1e-6, (name, image)
-        for theirs_normalized in (want_normalized, auto):
-            np.testing.assert_allclose(ours_normalized, theirs_normalized, rtol=0,
-                                       atol=(np.abs(ours - want) / std).max() + 1e-5,
-                                       err_msg=f"{name} {image}")
+        np.testing.assert_allclose(ours_normalized, want_normalized, rtol=0,
+                                   atol=(np.abs(ours - want) / std).max() + 1e-5,
+                                   err_msg=f"{name} {image}")
+        # AutoImageProcessor's default is the torchvision processor when
+        # torchvision is installed (the heavy test venv has it for saev), whose
+        # antialiased resize is not PIL's: within the issue's 2/255 of it,
+        # beyond the decoders' gap.
+        np.testing.assert_allclose(
+            ours_normalized, auto, rtol=0,
+            atol=(np.abs(ours - want).max() + 2 / 255) / std.min() + 1e-5,
+            err_msg=f"{name} {image} ({type(AutoImageProcessor.from_pretrained(family[2])).__name__})")
     print(f"\n{name}: max |ours - transformers| per image, in 1/255: {worst}")
 
 
