@@ -33,7 +33,7 @@
 //! ```
 
 mod config;
-pub mod image_files;
+mod image_files;
 mod interpolate;
 mod model;
 pub mod preprocess;
