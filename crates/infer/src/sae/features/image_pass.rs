@@ -201,22 +201,11 @@ impl Gathered<'_> {
         for ((feature, intervals), top) in self.latents.iter_mut().zip(self.intervals).zip(self.top)
         {
             feature.top = top.into_iter().flatten().collect();
-            let step = feature.max / quantiles as f32;
             feature.quantiles = intervals
                 .into_iter()
                 .enumerate()
-                .map(|(q, (fired, mut kept))| {
-                    kept.sort_by_key(|k| k.1);
-                    Quantile {
-                        low: step * q as f32,
-                        high: if q + 1 == quantiles {
-                            feature.max
-                        } else {
-                            step * (q + 1) as f32
-                        },
-                        fired,
-                        samples: kept.into_iter().map(|k| k.2).collect(),
-                    }
+                .map(|(q, (fired, kept))| {
+                    Quantile::of_interval(q, quantiles, feature.max, fired, kept)
                 })
                 .collect();
         }

@@ -199,6 +199,33 @@ pub struct Quantile {
     pub samples: Vec<Context>,
 }
 
+impl Quantile {
+    /// Interval `q` of `quantiles` equal ones from 0 to a latent's largest
+    /// activation `max`, with the inputs the latent fires on in it and the
+    /// samples kept from it, `(hash, position in the view, context)`, put
+    /// in the view's order.
+    fn of_interval(
+        q: usize,
+        quantiles: usize,
+        max: f32,
+        fired: u64,
+        mut kept: Vec<(u64, u64, Context)>,
+    ) -> Quantile {
+        kept.sort_by_key(|k| k.1);
+        let step = max / quantiles as f32;
+        Quantile {
+            low: step * q as f32,
+            high: if q + 1 == quantiles {
+                max
+            } else {
+                step * (q + 1) as f32
+            },
+            fired,
+            samples: kept.into_iter().map(|k| k.2).collect(),
+        }
+    }
+}
+
 /// What one latent fires on.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Feature {

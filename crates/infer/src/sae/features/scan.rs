@@ -323,22 +323,11 @@ impl Spread<'_> {
         for ((feature, intervals), top) in self.latents.iter_mut().zip(self.intervals).zip(self.top)
         {
             feature.top = top.into_iter().flatten().collect();
-            let step = feature.max / quantiles as f32;
             feature.quantiles = intervals
                 .into_iter()
                 .enumerate()
-                .map(|(q, mut interval)| {
-                    interval.kept.sort_by_key(|k| k.1);
-                    Quantile {
-                        low: step * q as f32,
-                        high: if q + 1 == quantiles {
-                            feature.max
-                        } else {
-                            step * (q + 1) as f32
-                        },
-                        fired: interval.fired,
-                        samples: interval.kept.into_iter().map(|k| k.2).collect(),
-                    }
+                .map(|(q, interval)| {
+                    Quantile::of_interval(q, quantiles, feature.max, interval.fired, interval.kept)
                 })
                 .collect();
         }
