@@ -14,7 +14,9 @@ use modelbin_format::embd::bert::BertConfig;
 use modelbin_format::source::MappedFile;
 use rayon::prelude::*;
 
-use crate::nn::attention::{add_in_place, attention, layer_norm_rows, rows_per_task};
+use crate::nn::attention::{
+    add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
+};
 use crate::nn::f32_tensor::{F32Tensor, decoded};
 use crate::nn::int8_kernels::Int8Kernel;
 use crate::nn::kernels::gelu_erf;
@@ -208,9 +210,16 @@ impl Bert {
         blocks: usize,
         observe: &mut dyn FnMut(usize, &[f32]),
     ) -> Result<Vec<f32>> {
-        let h = self.config.hidden_size;
+        let c = &self.config;
+        let h = c.hidden_size;
+        let rows: usize = sequences.iter().map(|s| s.len()).sum();
+        check_forward_memory(rows, (h, c.intermediate_size), rows * h, || {
+            format!(
+                "a forward pass over {} texts ({rows} tokens)",
+                sequences.len()
+            )
+        })?;
         let mut x = self.embed(sequences)?;
-        let rows = x.len() / h;
         let mut scratch = Scratch::new(rows, &self.config);
         for (index, layer) in self.layers.iter().enumerate().take(blocks) {
             self.layer(layer, sequences, &mut x, &mut scratch);

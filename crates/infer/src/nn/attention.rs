@@ -5,6 +5,7 @@
 use rayon::prelude::*;
 
 use crate::nn::kernels::{gemm_strided, layer_norm, shifted_exp};
+use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task, at most.
 const ROWS_PER_TASK: usize = 32;
@@ -38,10 +39,67 @@ pub(crate) fn add_in_place(a: &mut [f32], b: &[f32]) {
         .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(a, b)| *a += b));
 }
 
+/// The most attention scores one task holds (16 MiB of `f32`): a
+/// sequence's queries are taken in blocks of rows whose scores fit, so
+/// attention's memory stays bounded whatever the sequence length, where
+/// all of a long sequence's scores at once would take `tokens²` floats per
+/// head. Sequences of up to 2,048 tokens take a single block.
+pub(crate) const MAX_SCORES_PER_TASK: usize = 1 << 22;
+
+/// Query rows per block for a sequence of `len` tokens when a task holds
+/// at most `max_scores` scores (one row at the least).
+fn queries_per_block(len: usize, max_scores: usize) -> usize {
+    (max_scores / len.max(1)).clamp(1, len.max(1))
+}
+
+/// One task of [`attention`]: a block of query rows of one head of one
+/// sequence.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    /// The sequence's first row in the packed batch, and its length.
+    start: usize,
+    len: usize,
+    head: usize,
+    /// The block's first query (within the sequence) and its row count.
+    first: usize,
+    rows: usize,
+}
+
+/// Refuses, with [`Error::Memory`], a forward pass of a transformer
+/// encoder over `rows` token rows `hidden` wide with an MLP `intermediate`
+/// wide whose buffers do not fit in the memory this process may take:
+/// the residual stream, its norm, q/k/v, the context, a hidden buffer,
+/// the MLP's activations, each thread's attention scores, and
+/// `extra_floats` more (the caller's inputs and copies). Checked before
+/// anything is allocated, so an input too large is an error, not an
+/// abort; `what` names the pass in the message. A pass under
+/// [`UNCHECKED_FORWARD_BYTES`] is not checked: reading the bounds costs
+/// more than such a pass risks.
+pub(crate) fn check_forward_memory(
+    rows: usize,
+    (hidden, intermediate): (usize, usize),
+    extra_floats: usize,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    let per_row = 7.0 * hidden as f64 + intermediate as f64;
+    let scores = (rayon::current_num_threads() * MAX_SCORES_PER_TASK) as f64;
+    let bytes = 4.0 * (rows as f64 * per_row + scores + extra_floats as f64);
+    if bytes < UNCHECKED_FORWARD_BYTES {
+        return Ok(());
+    }
+    modelbin_format::memory::check(bytes, &what()).map_err(Error::Memory)
+}
+
+/// Forward passes smaller than this (256 MiB) skip the memory check.
+const UNCHECKED_FORWARD_BYTES: f64 = (256u64 << 20) as f64;
+
 /// Scaled dot-product attention (no mask) of every sequence and head.
 /// `spans` are the sequences as `(first row, rows)` of the packed batch;
 /// `qkv` rows are `[q | k | v]`, each `hidden` wide and split into `heads`
 /// heads; the context rows (`hidden` wide) are written to `context`.
+/// Queries are taken in blocks ([`MAX_SCORES_PER_TASK`]); a row's result
+/// depends on its block only through the product kernel's order of work
+/// (within a few units in the last place).
 pub(crate) fn attention(
     spans: &[(usize, usize)],
     qkv: &[f32],
@@ -49,66 +107,127 @@ pub(crate) fn attention(
     hidden: usize,
     heads: usize,
 ) {
+    attention_in_blocks(spans, qkv, context, (hidden, heads), MAX_SCORES_PER_TASK);
+}
+
+/// [`attention`] with at most `max_scores` scores per task.
+fn attention_in_blocks(
+    spans: &[(usize, usize)],
+    qkv: &[f32],
+    context: &mut [f32],
+    (hidden, heads): (usize, usize),
+    max_scores: usize,
+) {
     let h = hidden;
     let d = h / heads;
     let scale = 1.0 / (d as f32).sqrt();
-    let outputs: Vec<Vec<f32>> = spans
-        .par_iter()
+    let tasks: Vec<Task> = spans
+        .iter()
         .flat_map(|&(start, len)| {
-            (0..heads)
-                .into_par_iter()
-                .map(move |head| (start, len, head))
-        })
-        .map(|(start, len, head)| {
-            let q = &qkv[start * 3 * h + head * d..];
-            let k = &q[h..];
-            let v = &q[2 * h..];
-            let mut scores = vec![0.0f32; len * len];
-            // SAFETY: q, k and v address `len` rows of `d` columns with
-            // row stride 3h inside this sequence's rows of `qkv`;
-            // `scores` is len × len.
-            unsafe {
-                gemm_strided(
-                    (len, d, len),
-                    (q, [3 * h, 1]),
-                    (k, [1, 3 * h]),
-                    (&mut scores, len),
-                    false,
-                );
-            }
-            // Softmax's division waits for the output rows, which are
-            // d wide where the scores are len wide.
-            let sums: Vec<f32> = scores
-                .chunks_exact_mut(len)
-                .map(|row| shifted_exp(row, scale))
-                .collect();
-            let mut out = vec![0.0f32; len * d];
-            // SAFETY: `scores` is len × len, v is len × d with row stride
-            // 3h inside `qkv`, `out` is len × d.
-            unsafe {
-                gemm_strided(
-                    (len, len, d),
-                    (&scores, [len, 1]),
-                    (v, [3 * h, 1]),
-                    (&mut out, d),
-                    false,
-                );
-            }
-            for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
-                let inverse = 1.0 / sum;
-                row.iter_mut().for_each(|v| *v *= inverse);
-            }
-            out
+            let block = queries_per_block(len, max_scores);
+            (0..heads).flat_map(move |head| {
+                (0..len).step_by(block).map(move |first| Task {
+                    start,
+                    len,
+                    head,
+                    first,
+                    rows: block.min(len - first),
+                })
+            })
         })
         .collect();
-    let mut outputs = outputs.into_iter();
-    for &(start, len) in spans {
-        for head in 0..heads {
-            let out = outputs.next().unwrap_or_default();
-            for (r, values) in out.chunks_exact(d).enumerate().take(len) {
-                let at = (start + r) * h + head * d;
-                context[at..at + d].copy_from_slice(values);
-            }
+    let outputs: Vec<Vec<f32>> = tasks
+        .par_iter()
+        .map(
+            |&Task {
+                 start,
+                 len,
+                 head,
+                 first,
+                 rows,
+             }| {
+                let k = &qkv[start * 3 * h + h + head * d..];
+                let v = &k[h..];
+                let q = &qkv[(start + first) * 3 * h + head * d..];
+                let mut scores = vec![0.0f32; rows * len];
+                // SAFETY: q addresses `rows` rows and k, v `len` rows of `d`
+                // columns with row stride 3h inside this sequence's rows of
+                // `qkv`; `scores` is rows × len.
+                unsafe {
+                    gemm_strided(
+                        (rows, d, len),
+                        (q, [3 * h, 1]),
+                        (k, [1, 3 * h]),
+                        (&mut scores, len),
+                        false,
+                    );
+                }
+                // Softmax's division waits for the output rows, which are
+                // d wide where the scores are len wide.
+                let sums: Vec<f32> = scores
+                    .chunks_exact_mut(len)
+                    .map(|row| shifted_exp(row, scale))
+                    .collect();
+                let mut out = vec![0.0f32; rows * d];
+                // SAFETY: `scores` is rows × len, v is len × d with row stride
+                // 3h inside `qkv`, `out` is rows × d.
+                unsafe {
+                    gemm_strided(
+                        (rows, len, d),
+                        (&scores, [len, 1]),
+                        (v, [3 * h, 1]),
+                        (&mut out, d),
+                        false,
+                    );
+                }
+                for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
+                    let inverse = 1.0 / sum;
+                    row.iter_mut().for_each(|v| *v *= inverse);
+                }
+                out
+            },
+        )
+        .collect();
+    for (task, out) in tasks.iter().zip(outputs) {
+        for (r, values) in out.chunks_exact(d).enumerate() {
+            let at = (task.start + task.first + r) * h + task.head * d;
+            context[at..at + d].copy_from_slice(values);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks of queries give each row the result it has when the whole
+    /// sequence is one block, but for the rounding of the products.
+    #[test]
+    fn blocks_of_queries_give_the_whole_sequences_result() {
+        let (hidden, heads) = (16, 2);
+        let spans = [(0, 37), (37, 5)];
+        let rows = 42;
+        let mut seed = 7u32;
+        let qkv: Vec<f32> = (0..rows * 3 * hidden)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect();
+        let mut whole = vec![0.0f32; rows * hidden];
+        attention_in_blocks(&spans, &qkv, &mut whole, (hidden, heads), 37 * 37);
+        for max_scores in [1, 37, 3 * 37 + 5, 10 * 37] {
+            let mut blocked = vec![f32::NAN; rows * hidden];
+            attention_in_blocks(&spans, &qkv, &mut blocked, (hidden, heads), max_scores);
+            let worst = blocked
+                .iter()
+                .zip(&whole)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-6, "{max_scores} scores per task: {worst}");
+        }
+        assert_eq!(queries_per_block(2048, MAX_SCORES_PER_TASK), 2048);
+        assert_eq!(queries_per_block(262_144, MAX_SCORES_PER_TASK), 16);
+        assert_eq!(queries_per_block(0, 1), 1);
     }
 }

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::nn::attention::{add_in_place, attention, layer_norm_rows, rows_per_task};
+use crate::nn::attention::{
+    add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
+};
 use crate::nn::int8_kernels::Int8Kernel;
 use crate::nn::kernels::{gelu_erf, gelu_tanh, quick_gelu};
 use crate::nn::linear::LinearWeights;
@@ -350,6 +352,20 @@ impl VisionModel {
             return Ok(out);
         }
         let seq = self.sequence_length(grid);
+        let rows = images.saturating_mul(seq);
+        let c = &self.config;
+        // The patches unfolded hold as many values as the pixels.
+        let copies = blocks.len().saturating_mul(rows).saturating_mul(c.hidden);
+        check_forward_memory(
+            rows,
+            (c.hidden, c.intermediate),
+            pixel_values.len().saturating_add(copies),
+            || {
+                format!(
+                    "a forward pass over {images} images of {height}×{width} pixels ({seq} tokens each)"
+                )
+            },
+        )?;
         let mut x = self.embed(pixel_values, images, (height, width), grid);
         let mut scratch = Scratch::new(images * seq, &self.config);
         let spans: Vec<(usize, usize)> = (0..images).map(|i| (i * seq, seq)).collect();
