@@ -136,6 +136,8 @@ pub struct SearchArgs {
     /// Print one JSON object per hit and line: {"score", "path", "line", "text"}.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    line_limit: LineLimit,
 }
 
 /// Where `embed` sends each vector.
@@ -266,7 +268,10 @@ fn embed_lines(args: &EmbedArgs, out: &Path) -> Result<(), Failure> {
     let (embedder, pool) = args.model.open()?;
     let model = &args.model.model;
     let index = pool
-        .install(|| LineIndex::build(&embedder, model, std::slice::from_ref(input)))
+        .install(|| {
+            let inputs = std::slice::from_ref(input);
+            LineIndex::build(&embedder, model, inputs, args.line_limit.max_line_bytes)
+        })
         .map_err(|e| at(input, e))?;
     index.save(out).map_err(|e| at(out, e))
 }
@@ -360,8 +365,15 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
     let (embedder, pool) = args.model.open()?;
     let model = &args.model.model;
     let build = || -> Result<LineIndex, Failure> {
-        pool.install(|| LineIndex::build(&embedder, model, &args.files))
-            .map_err(|e| at(model, e))
+        pool.install(|| {
+            LineIndex::build(
+                &embedder,
+                model,
+                &args.files,
+                args.line_limit.max_line_bytes,
+            )
+        })
+        .map_err(|e| at(model, e))
     };
     let index = match &args.embeddings {
         None => build()?,

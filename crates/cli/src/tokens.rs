@@ -1,11 +1,11 @@
 //! `modelbin tokens`: encode, decode, count and cost text with tiktoken-exact
 //! tokenizers.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use modelbin_format::source::MappedFile;
+use modelbin_format::source::{self, MappedFile};
 use modelbin_tokenize::cost::{
     ChatMessage, CostEstimate, PriceTable, count_chat, encoding_for_model,
 };
@@ -291,11 +291,7 @@ impl Input {
     fn read(path: &Path) -> Result<Input, Failure> {
         let name = path.display().to_string();
         if path == Path::new("-") {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-            return Ok(Input::from_bytes(name, bytes));
+            return Ok(Input::from_bytes(name, read_stdin()?));
         }
         let mapped = MappedFile::open_or_read(path).map_err(|e| at(path, e))?;
         if std::str::from_utf8(&mapped).is_ok() {
@@ -428,13 +424,20 @@ fn decode(
     flush(out)
 }
 
+/// Standard input read whole, up to the cap on streams
+/// ([`modelbin_format::source::MAX_STREAM_BYTES`]).
+fn read_stdin() -> Result<Vec<u8>, Failure> {
+    let (stdin, limit) = (std::io::stdin().lock(), source::MAX_STREAM_BYTES);
+    source::read_stream_capped(stdin, Path::new("stdin"), "standard input", limit)
+        .map_err(|e| Failure::Invalid(e.to_string()))
+}
+
 /// Ids from stdin: numbers separated by whitespace, commas or brackets.
 fn read_ids() -> Result<Vec<u32>, Failure> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| Failure::Invalid(format!("stdin: {e}")))?;
-    split_ids(&text).map_err(|e| Failure::Invalid(format!("stdin: {e}")))
+    let bytes = read_stdin()?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Failure::Invalid(format!("stdin: not UTF-8 text: {e}")))?;
+    split_ids(text).map_err(|e| Failure::Invalid(format!("stdin: {e}")))
 }
 
 #[derive(Serialize)]

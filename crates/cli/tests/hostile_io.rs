@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::bounded::{
-    ADDRESS_SPACE, MIB, arg, entries, mkfifo, modelbin, run_bounded, run_bounded_to,
+    ADDRESS_SPACE, MIB, arg, device, entries, mkfifo, modelbin, run_bounded, run_bounded_to,
 };
 use modelbin_format::embd::{self, SpecialTokens, Vocabulary, WriteOptions};
 use modelbin_format::tensor::TensorView;
@@ -30,23 +29,6 @@ fn repo() -> PathBuf {
 
 fn worked_example() -> PathBuf {
     repo().join("tests/data/worked-example.bt")
-}
-
-/// A device node `name` in `dir` with the kernel's (major, minor) numbers
-/// (1, 3) null, (1, 5) zero, (1, 7) full; `None` where mknod is not
-/// allowed (not root, or a `nodev` mount).
-fn device(dir: &Path, name: &str, minor: u32) -> Option<PathBuf> {
-    let path = dir.join(name);
-    let c_path = CString::new(arg(&path)).unwrap();
-    // SAFETY: a valid NUL-terminated path and a character-device mode.
-    let made = unsafe {
-        libc::mknod(
-            c_path.as_ptr(),
-            libc::S_IFCHR | 0o666,
-            libc::makedev(1, minor),
-        )
-    };
-    (made == 0 && File::open(&path).is_ok()).then_some(path)
 }
 
 /// Reads the FIFO `path` to its end on another thread.
@@ -450,6 +432,20 @@ fn prices_must_be_finite_and_not_negative() {
 }
 
 /// A TLLM file of `config` whose first weight is `first` (the rest 0.01).
+/// A TLLM of width 4, one layer, two heads, FFN 8, 8 positions and 4
+/// tokens.
+fn tiny_tllm_config() -> tllm::Config {
+    tllm::Config {
+        model_dim: 4,
+        n_layers: 1,
+        n_heads: 2,
+        ffn_hidden_dim: 8,
+        max_seq_len: 8,
+        vocab_size: 4,
+        dropout: 0.0,
+    }
+}
+
 fn tllm_with_first_weight(path: &Path, config: &tllm::Config, first: f32) {
     let specs = config.tensors();
     let buffers: Vec<Vec<u8>> = specs
@@ -468,15 +464,7 @@ fn tllm_with_first_weight(path: &Path, config: &tllm::Config, first: f32) {
 #[test]
 fn non_finite_weights_fail_verify_and_never_reach_the_output() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tllm::Config {
-        model_dim: 4,
-        n_layers: 1,
-        n_heads: 2,
-        ffn_hidden_dim: 8,
-        max_seq_len: 8,
-        vocab_size: 4,
-        dropout: 0.0,
-    };
+    let config = tiny_tllm_config();
     let model = dir.path().join("nan.tllm");
     tllm_with_first_weight(&model, &config, f32::NAN);
     let run = modelbin(&["verify", arg(&model)]);
@@ -665,4 +653,76 @@ fn an_unfinished_dataset_leaves_no_partial_directory() {
     assert_eq!(entries(dir.path()).len(), 1);
     drop(writer);
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+}
+
+/// A text input that is an endless device (a zero device made here) is
+/// read under the stream cap: the recording and the token count stop with
+/// one line, under the address-space limit, instead of climbing to it.
+#[test]
+fn endless_text_streams_are_read_under_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(zero) = device(dir.path(), "zero", 5) else {
+        return;
+    };
+    let config = tllm::Config {
+        vocab_size: 256,
+        ..tiny_tllm_config()
+    };
+    let model = dir.path().join("bytes.tllm");
+    tllm_with_first_weight(&model, &config, 0.01);
+    let out = dir.path().join("acts");
+    for args in [
+        &[
+            "acts",
+            "record",
+            "-m",
+            arg(&model),
+            "-o",
+            arg(&out),
+            arg(&zero),
+        ][..],
+        &["tokens", "count", arg(&zero)],
+    ] {
+        let run = modelbin(args);
+        run.assert_fails_with(ADDRESS_SPACE, "zero: ");
+        assert!(
+            run.stderr.contains("no memory left for a stream input")
+                || run.stderr.contains("over the limit of 1073741824 bytes"),
+            "{args:?}: {run:?}"
+        );
+    }
+}
+
+/// `embed --input F -o X.safetensors` and `search` hold indexed lines to
+/// the same line cap as every line reader: a 70 MB line (a sparse file)
+/// is refused by default, and `--max-line-bytes` lowers the cap.
+#[test]
+fn indexed_lines_are_held_to_the_line_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let long = dir.path().join("long.txt");
+    File::create(&long).unwrap().set_len(70_000_000).unwrap();
+    let index = dir.path().join("index.safetensors");
+    let embed = [
+        "embed",
+        "-m",
+        arg(&model),
+        "--input",
+        arg(&long),
+        "-o",
+        arg(&index),
+    ];
+    modelbin(&embed).assert_fails_with(
+        ADDRESS_SPACE,
+        "long.txt: line 1 is longer than 67108864 bytes",
+    );
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, format!("ok\n{}\n", "word ".repeat(40))).unwrap();
+    let search = ["search", "-m", arg(&model), "-q", "word", arg(&short)];
+    let with_cap = [&search[..], &["--max-line-bytes", "100"]].concat();
+    let message = format!("error: {}: line 2 is longer than 100 bytes", arg(&short));
+    modelbin(&with_cap).assert_fails_with(ADDRESS_SPACE, &message);
+    let run = modelbin(&search);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(!entries(dir.path()).contains(&"index.safetensors".to_owned()));
 }

@@ -7,9 +7,12 @@
 
 mod common;
 
+use std::fs::File;
 use std::io::Cursor;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use common::bounded::{self, MIB, Run};
 use common::{fails, ok, run, s, usage};
 use modelbin_format::{DType, TensorView, safetensors};
 use modelbin_infer::vit::{ImageProcessor, VisionModel};
@@ -54,22 +57,9 @@ fn write_clip(dir: &Path) {
             shapes.push((format!("{l}{part}.bias"), vec![rows]));
         }
     }
-    let data: Vec<Vec<u8>> = shapes
-        .iter()
-        .enumerate()
-        .map(|(t, (_, shape))| {
-            let n: usize = shape.iter().product();
-            (0..n)
-                .flat_map(|i| ((((i + 31 * t) * 7919) % 23) as f32 * 0.02 - 0.2).to_le_bytes())
-                .collect()
-        })
-        .collect();
-    let views: Vec<TensorView<'_>> = shapes
-        .iter()
-        .zip(&data)
-        .map(|((name, shape), bytes)| TensorView::new(name, DType::F32, shape, bytes).unwrap())
-        .collect();
-    safetensors::write_file(dir.join("model.safetensors"), views, None, &mut |_, _| {}).unwrap();
+    write_weights(dir, &shapes, |t, i| {
+        (((i + 31 * t) * 7919) % 23) as f32 * 0.02 - 0.2
+    });
     let config = serde_json::json!({
         "model_type": "clip_vision_model", "hidden_size": WIDTH, "intermediate_size": 2 * WIDTH,
         "num_hidden_layers": 2, "num_attention_heads": 2, "patch_size": PATCH, "image_size": SIDE,
@@ -85,6 +75,25 @@ fn write_clip(dir: &Path) {
         "image_std": [0.26862954, 0.26130258, 0.27577711], "do_convert_rgb": true,
     });
     std::fs::write(dir.join("preprocessor_config.json"), processor.to_string()).unwrap();
+}
+
+/// `dir/model.safetensors` holding float32 tensors of `shapes`, element
+/// `i` of tensor `t` being `value(t, i)`.
+fn write_weights(dir: &Path, shapes: &[(String, Vec<usize>)], value: impl Fn(usize, usize) -> f32) {
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(t, (_, shape))| {
+            let n: usize = shape.iter().product();
+            (0..n).flat_map(|i| value(t, i).to_le_bytes()).collect()
+        })
+        .collect();
+    let views: Vec<TensorView<'_>> = shapes
+        .iter()
+        .zip(&data)
+        .map(|((name, shape), bytes)| TensorView::new(name, DType::F32, shape, bytes).unwrap())
+        .collect();
+    safetensors::write_file(dir.join("model.safetensors"), views, None, &mut |_, _| {}).unwrap();
 }
 
 /// An image file of `width × height` in `format`, colour or grey.
@@ -321,4 +330,167 @@ fn image_flags_are_checked_before_any_work() {
         "",
     );
     assert!(err.contains("--layers 2: the model has 2 blocks"), "{err}");
+}
+
+/// Runs `acts record -m model --images inputs... -o root` under the
+/// hostile suites' address-space limit and timeout.
+fn record_bounded(model: &Path, inputs: &[&Path], root: &Path) -> Run {
+    let mut args = vec!["acts", "record", "-m", s(model), "-o", s(root), "--images"];
+    args.extend(inputs.iter().map(|p| s(p)));
+    bounded::modelbin(&args)
+}
+
+/// A FIFO or a device node among the images, named or found in a folder,
+/// or standing for `preprocessor_config.json`, is refused at once by what
+/// it is: nothing waits for a writer or reads an endless device.
+#[test]
+fn special_files_among_images_and_configs_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, images) = setup(dir.path());
+    let root = dir.path().join("acts");
+    let fifo = images.join("x.png");
+    bounded::mkfifo(&fifo);
+    record_bounded(&model, &[&images], &root).assert_fails_with(256 * MIB, "x.png: is a FIFO");
+    record_bounded(&model, &[&fifo], &root).assert_fails_with(256 * MIB, "x.png: is a FIFO");
+    std::fs::remove_file(&fifo).unwrap();
+    let Some(zero) = bounded::device(&images, "z.png", 5) else {
+        return;
+    };
+    record_bounded(&model, &[&images], &root).assert_fails_with(256 * MIB, "z.png: is a device");
+    std::fs::remove_file(&zero).unwrap();
+
+    let config = model.join("preprocessor_config.json");
+    let saved = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    bounded::mkfifo(&config);
+    record_bounded(&model, &[&images], &root).assert_fails_with(256 * MIB, "is a FIFO");
+    std::fs::remove_file(&config).unwrap();
+    bounded::device(&model, "preprocessor_config.json", 5).unwrap();
+    record_bounded(&model, &[&images], &root).assert_fails_with(256 * MIB, "is a device");
+    std::fs::remove_file(&config).unwrap();
+    // 300 MB of config (sparse: no disk), refused by its size before a
+    // byte is read.
+    std::fs::write(&config, &saved).unwrap();
+    File::options()
+        .append(true)
+        .open(&config)
+        .unwrap()
+        .set_len(300_000_000)
+        .unwrap();
+    record_bounded(&model, &[&images], &root)
+        .assert_fails_with(64 * MIB, "over the limit of 1048576 bytes");
+    assert!(!root.exists() || bounded::entries(&root).is_empty());
+}
+
+/// An image file over the cap (a sparse 2 GiB `big.png`) is skipped by its
+/// size without being read; a file name that is not UTF-8 is recorded
+/// under its own name, and listed lossily.
+#[test]
+fn large_image_files_are_skipped_unread_and_any_file_name_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, images) = setup(dir.path());
+    let big = images.join("big.png");
+    File::create(&big).unwrap().set_len(2 << 30).unwrap();
+    let odd = images.join(std::ffi::OsStr::from_bytes(b"odd-\xff.png"));
+    std::fs::copy(images.join("a.png"), &odd).unwrap();
+    let root = dir.path().join("acts");
+    let run = record_bounded(&model, &[&images], &root);
+    run.assert_bounded(128 * MIB);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("big.png") && run.stderr.contains("over the limit of 268435456 bytes"),
+        "{run:?}"
+    );
+    let dataset = modelbin_format::saev::datasets_in(&root);
+    let dataset = modelbin_format::saev::open(&dataset[0]).unwrap();
+    let listed = dataset.images().unwrap().unwrap();
+    let names: Vec<&str> = listed.entries.iter().map(|e| e.name()).collect();
+    assert_eq!(names, ["a.png", "c.jpg", "grey.png", "odd-\u{fffd}.png"]);
+    // The odd name's image is a.png's bytes, so its vectors are a.png's.
+    assert_eq!(listed.entries[3].sha256, listed.entries[0].sha256);
+    assert_eq!(
+        dataset.vector(3, -1, 5).unwrap(),
+        dataset.vector(0, -1, 5).unwrap()
+    );
+}
+
+/// A DINOv2 of `width` with one block and 4-pixel patches, made for 8×8
+/// images (4 patches), whose preprocessing crops to `crop` pixels.
+fn write_dinov2(dir: &Path, width: usize, crop: usize) {
+    let (h, f) = (width, 4 * width);
+    let mut shapes: Vec<(String, Vec<usize>)> = vec![
+        ("embeddings.cls_token".into(), vec![1, 1, h]),
+        ("embeddings.position_embeddings".into(), vec![1, 5, h]),
+        (
+            "embeddings.patch_embeddings.projection.weight".into(),
+            vec![h, 3, 4, 4],
+        ),
+        (
+            "embeddings.patch_embeddings.projection.bias".into(),
+            vec![h],
+        ),
+    ];
+    let l = "encoder.layer.0.";
+    for (part, shape) in [
+        ("norm1.weight", vec![h]),
+        ("norm1.bias", vec![h]),
+        ("norm2.weight", vec![h]),
+        ("norm2.bias", vec![h]),
+        ("layer_scale1.lambda1", vec![h]),
+        ("layer_scale2.lambda1", vec![h]),
+        ("mlp.fc1.weight", vec![f, h]),
+        ("mlp.fc1.bias", vec![f]),
+        ("mlp.fc2.weight", vec![h, f]),
+        ("mlp.fc2.bias", vec![h]),
+    ] {
+        shapes.push((format!("{l}{part}"), shape));
+    }
+    for part in ["query", "key", "value"] {
+        shapes.push((format!("{l}attention.attention.{part}.weight"), vec![h, h]));
+        shapes.push((format!("{l}attention.attention.{part}.bias"), vec![h]));
+    }
+    shapes.push((format!("{l}attention.output.dense.weight"), vec![h, h]));
+    shapes.push((format!("{l}attention.output.dense.bias"), vec![h]));
+    write_weights(dir, &shapes, |_, i| (i % 7) as f32 * 0.01);
+    let config = serde_json::json!({
+        "model_type": "dinov2", "hidden_size": h, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "patch_size": 4, "image_size": 8,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let processor = serde_json::json!({
+        "image_processor_type": "BitImageProcessor", "do_resize": true,
+        "size": {"shortest_edge": crop}, "resample": 3, "do_center_crop": true,
+        "crop_size": {"height": crop, "width": crop}, "do_rescale": true,
+        "rescale_factor": 1.0 / 255.0, "do_normalize": true,
+        "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225],
+    });
+    std::fs::write(dir.join("preprocessor_config.json"), processor.to_string()).unwrap();
+}
+
+/// Attention's memory is bounded: a crop of 2,048 pixels in 4-pixel
+/// patches (262,145 tokens, whose scores would take 275 GB a head at
+/// once) is refused before the forward pass allocates, naming the memory
+/// it needs; a crop of 400 (10,001 tokens, 400 MB of scores a head at
+/// once) records in blocks of queries within the limit.
+#[test]
+fn attention_memory_is_checked_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("dinov2");
+    std::fs::create_dir(&model).unwrap();
+    let image = dir.path().join("a.png");
+    write_image(&image, 48, 40, image::ImageFormat::Png, false);
+    let root = dir.path().join("acts");
+
+    write_dinov2(&model, 64, 2048);
+    let run = record_bounded(&model, &[&image], &root);
+    run.assert_fails_with(
+        512 * MIB,
+        "a forward pass over 1 images of 2048×2048 pixels (262145 tokens each) needs about",
+    );
+    assert!(run.stderr.contains("the address-space limit"), "{run:?}");
+
+    write_dinov2(&model, 8, 400);
+    let run = record_bounded(&model, &[&image], &root);
+    run.assert_bounded(256 * MIB);
+    assert_eq!(run.code, Some(0), "{run:?}");
 }

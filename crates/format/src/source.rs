@@ -1,9 +1,20 @@
 //! File sources: memory-mapped regular files, streams read whole, and small
 //! files read under a cap.
 //!
-//! Inputs that must be mapped are regular files: a directory, a FIFO or a
-//! device is refused at once ([`Error::NotRegularFile`]); the file is opened
-//! non-blocking, so a FIFO without a writer cannot hang the check.
+//! This module is the one place that decides what may be opened as an
+//! input:
+//!
+//! - Inputs that must be mapped or read whole (tensor files, configs,
+//!   images, lists) are regular files: a directory, a FIFO, a socket or a
+//!   device is refused at once ([`Error::NotRegularFile`]). The file is
+//!   opened non-blocking, so a FIFO without a writer cannot hang the check.
+//! - A file read whole is read under a cap that is checked before the
+//!   bytes are held: its size first, then the bytes actually read (a file
+//!   may grow, and a `/proc` file reports no size).
+//! - Text inputs may also be streams (pipes, FIFOs, terminals, character
+//!   devices): those are read to their end under [`MAX_STREAM_BYTES`], so
+//!   an endless stream (a zero device) is an error, not a climb to the
+//!   memory limit. A regular file is mapped instead, at any size.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -59,15 +70,29 @@ fn open_nonblocking(path: &Path) -> Result<(File, std::fs::Metadata)> {
     Ok((file, metadata))
 }
 
+/// The most bytes read from a stream input (a pipe, a FIFO, a terminal, a
+/// character device) held whole in memory: 1 GiB. A larger text is read
+/// from a regular file, which is mapped instead of held.
+pub const MAX_STREAM_BYTES: u64 = 1 << 30;
+
+/// Refuses `path` unless `metadata` (its own, links followed) says it is a
+/// regular file: [`Error::NotRegularFile`] says what it is instead. For
+/// lists of inputs checked before any is opened.
+pub fn check_regular(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
+    if metadata.is_file() {
+        Ok(())
+    } else {
+        Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+            kind: kind_of(metadata.file_type()),
+        })
+    }
+}
+
 /// Opens `path`, which must be a regular file, and returns it with its size.
 pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     let (file, metadata) = open_nonblocking(path)?;
-    if !metadata.is_file() {
-        return Err(Error::NotRegularFile {
-            path: path.to_path_buf(),
-            kind: kind_of(metadata.file_type()),
-        });
-    }
+    check_regular(path, &metadata)?;
     Ok((file, metadata.len()))
 }
 
@@ -76,21 +101,65 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
 /// read stops at `limit + 1` bytes even if the file grows meanwhile.
 pub fn read_capped(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
-    let too_large = |size| Error::FileTooLarge {
-        path: path.to_path_buf(),
-        what,
-        size,
-        limit,
-    };
     if len > limit {
-        return Err(too_large(len));
+        return Err(Error::FileTooLarge {
+            path: path.to_path_buf(),
+            what,
+            size: len,
+            limit,
+        });
     }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
+    read_into(file, Vec::with_capacity(len as usize), path, what, limit)
+}
+
+/// Reads `reader` (named `path` in errors) to its end if it gives at most
+/// `limit` bytes; past that it stops at once with [`Error::FileTooLarge`],
+/// holding no more than `limit + 1` bytes. Memory is reserved as the bytes
+/// come, and a reservation the system refuses is an error, not an abort.
+pub fn read_stream_capped(
+    reader: impl Read,
+    path: &Path,
+    what: &'static str,
+    limit: u64,
+) -> Result<Vec<u8>> {
+    read_into(reader, Vec::new(), path, what, limit)
+}
+
+/// [`read_stream_capped`] appending to `bytes`, whose capacity may already
+/// hold what a regular file's size says is coming.
+fn read_into(
+    reader: impl Read,
+    mut bytes: Vec<u8>,
+    path: &Path,
+    what: &'static str,
+    limit: u64,
+) -> Result<Vec<u8>> {
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut reader = reader.take(limit.saturating_add(1));
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let size = (bytes.len() + read) as u64;
+        if size > limit {
+            return Err(Error::FileTooLarge {
+                path: path.to_path_buf(),
+                what,
+                size,
+                limit,
+            });
+        }
+        bytes.try_reserve(read).map_err(|_| {
+            let reason = format!("no memory left for {what} past {} bytes", bytes.len());
+            Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::OutOfMemory, reason),
+            )
+        })?;
+        bytes.extend_from_slice(&chunk[..read]);
     }
     Ok(bytes)
 }
@@ -149,9 +218,11 @@ impl MappedFile {
     }
 
     /// Maps `path` when it is a regular file with a size; reads it to its
-    /// end otherwise: pipes, FIFOs, terminals and files whose size the
-    /// system reports as 0 although they have content (`/proc/version`).
-    /// For text inputs, which may be streams. A directory is refused.
+    /// end otherwise: pipes, FIFOs, terminals, character devices and files
+    /// whose size the system reports as 0 although they have content
+    /// (`/proc/version`), up to [`MAX_STREAM_BYTES`] (past that,
+    /// [`Error::FileTooLarge`]). For text inputs, which may be streams. A
+    /// directory is refused.
     pub fn open_or_read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let (file, metadata) = open_nonblocking(path)?;
@@ -164,7 +235,7 @@ impl MappedFile {
         if metadata.is_file() && metadata.len() > 0 {
             return Self::map(path, &file, metadata.len());
         }
-        let mut file = if metadata.file_type().is_fifo() {
+        let file = if metadata.file_type().is_fifo() {
             // Opened without blocking, a FIFO with no writer yet reads as
             // empty at once; a blocking open waits for the writer, as
             // `cat` does.
@@ -175,9 +246,7 @@ impl MappedFile {
         };
         // Streams block until data comes.
         set_blocking(&file, path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, e))?;
+        let bytes = read_stream_capped(file, path, "a stream input", MAX_STREAM_BYTES)?;
         Ok(MappedFile {
             storage: Storage::Owned(bytes),
             path: path.to_path_buf(),
@@ -287,6 +356,30 @@ mod tests {
         assert!(matches!(
             read_capped(&fifo, "a list", 10),
             Err(Error::NotRegularFile { kind: "a FIFO", .. })
+        ));
+    }
+
+    #[test]
+    fn streams_are_read_under_their_cap() {
+        let name = Path::new("endless");
+        match read_stream_capped(std::io::repeat(0), name, "a stream input", 100_000) {
+            Err(Error::FileTooLarge { size, limit, .. }) => {
+                assert_eq!((size, limit), (100_001, 100_000));
+            }
+            other => panic!("{other:?}"),
+        }
+        let bytes = read_stream_capped(&[7u8; 300_000][..], name, "a stream input", 300_000);
+        assert_eq!(bytes.unwrap(), [7u8; 300_000]);
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        let metadata = std::fs::metadata(&link).unwrap();
+        assert!(matches!(
+            check_regular(&link, &metadata),
+            Err(Error::NotRegularFile {
+                kind: "a directory",
+                ..
+            })
         ));
     }
 

@@ -7,12 +7,14 @@
 //!
 //! ```no_run
 //! use modelbin_infer::Embedder;
+//! use modelbin_format::lines::DEFAULT_MAX_LINE_BYTES;
 //! use modelbin_infer::search::LineIndex;
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
 //! let embedder = Embedder::open("all-MiniLM-L6-v2.embd")?;
 //! let files = ["notes.txt".into()];
-//! let index = LineIndex::build(&embedder, "all-MiniLM-L6-v2.embd".as_ref(), &files)?;
+//! let model = "all-MiniLM-L6-v2.embd".as_ref();
+//! let index = LineIndex::build(&embedder, model, &files, DEFAULT_MAX_LINE_BYTES)?;
 //! index.save("notes.index.safetensors".as_ref())?;
 //! for hit in index.search(&embedder, "where did I park", 3)? {
 //!     println!("{:.3} {}:{} {}", hit.score, hit.path.display(), hit.line, hit.text);
@@ -25,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::source::MappedFile;
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
 use crate::embedder::{Embedder, cosine};
@@ -71,15 +74,38 @@ pub struct SearchHit<'a> {
 
 impl LineIndex {
     /// Embeds every non-empty line of `files` with `embedder`, the model
-    /// read from `model` (whose hash the index keeps).
-    pub fn build(embedder: &Embedder, model: &Path, files: &[PathBuf]) -> Result<LineIndex> {
-        let source = Source::of(model, files)?;
+    /// read from `model` (whose hash the index keeps). Each file is read
+    /// once, as [`MappedFile::open`] reads inputs (regular files only); a
+    /// line longer than `max_line_bytes` is [`modelbin_format::Error::LineTooLong`].
+    pub fn build(
+        embedder: &Embedder,
+        model: &Path,
+        files: &[PathBuf],
+        max_line_bytes: usize,
+    ) -> Result<LineIndex> {
+        let mut source = Source {
+            model: crate::record::checkpoint_id(model)?,
+            files: Vec::with_capacity(files.len()),
+        };
         let mut places = Vec::new();
         let (mut text, mut bounds) = (String::new(), vec![0u64]);
         for (file, path) in files.iter().enumerate() {
-            let content =
-                std::fs::read_to_string(path).map_err(|e| modelbin_format::Error::io(path, e))?;
+            let bytes = MappedFile::open(path)?;
+            source.files.push((path.clone(), hex(&sha256(&bytes))));
+            let content = std::str::from_utf8(&bytes).map_err(|e| {
+                let reason = format!("not UTF-8 text at byte {}", e.valid_up_to());
+                let invalid = std::io::Error::new(std::io::ErrorKind::InvalidData, reason);
+                modelbin_format::Error::io(path, invalid)
+            })?;
             for (number, line) in content.lines().enumerate() {
+                if line.len() > max_line_bytes {
+                    return Err(modelbin_format::Error::LineTooLong {
+                        path: path.clone(),
+                        line: number as u64 + 1,
+                        max: max_line_bytes as u64,
+                    }
+                    .into());
+                }
                 if !line.trim().is_empty() {
                     places.push((file as u32, number as u32 + 1));
                     text.push_str(line);
@@ -272,7 +298,7 @@ impl Source {
         let files = files
             .iter()
             .map(|path| {
-                let bytes = modelbin_format::source::MappedFile::open(path)?;
+                let bytes = MappedFile::open(path)?;
                 Ok((path.clone(), hex(&sha256(&bytes))))
             })
             .collect::<Result<_>>()?;

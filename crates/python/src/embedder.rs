@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use modelbin_infer::Embedder;
+use modelbin_infer::search::LineIndex;
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
@@ -110,7 +111,10 @@ impl NativeLineIndex {
         files: Vec<PathBuf>,
     ) -> PyResult<Self> {
         let index = py
-            .detach(|| modelbin_infer::search::LineIndex::build(&embedder.embedder, &model, &files))
+            .detach(|| {
+                let max_line = modelbin_format::lines::DEFAULT_MAX_LINE_BYTES;
+                LineIndex::build(&embedder.embedder, &model, &files, max_line)
+            })
             .map_err(infer_error)?;
         Ok(NativeLineIndex { index })
     }

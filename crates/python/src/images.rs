@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use modelbin_infer::vit::ImageProcessor;
 use numpy::{PyArray1, PyArray3, PyArray4, PyArrayMethods};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
-use crate::errors::infer_error;
+use crate::errors::{format_error, infer_error};
 
 /// An image given to the processor: a file's path or its bytes.
 enum Source {
@@ -42,13 +42,7 @@ impl Source {
         let bytes = match self {
             Source::Bytes(bytes) => bytes,
             Source::Path(path) => {
-                read = std::fs::read(path).map_err(|e| {
-                    let message = format!("{}: {e}", path.display());
-                    match e.kind() {
-                        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-                        _ => PyOSError::new_err(message),
-                    }
-                })?;
+                read = modelbin_format::saev::read_image_file(path).map_err(format_error)?;
                 &read
             }
         };

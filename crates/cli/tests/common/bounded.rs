@@ -2,9 +2,10 @@
 //! (`RLIMIT_AS`) and a timeout, sampling its peak RSS: the harness of the
 //! hostile-input suites.
 
+use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -179,4 +180,21 @@ pub fn mkfifo(path: &Path) {
     let c_path = std::ffi::CString::new(arg(path)).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+}
+
+/// A device node `name` in `dir` with the kernel's (major, minor) numbers
+/// (1, 3) null, (1, 5) zero, (1, 7) full; `None` where mknod is not
+/// allowed (not root, or a `nodev` mount).
+pub fn device(dir: &Path, name: &str, minor: u32) -> Option<PathBuf> {
+    let path = dir.join(name);
+    let c_path = CString::new(arg(&path)).unwrap();
+    // SAFETY: a valid NUL-terminated path and a character-device mode.
+    let made = unsafe {
+        libc::mknod(
+            c_path.as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(1, minor),
+        )
+    };
+    (made == 0 && File::open(&path).is_ok()).then_some(path)
 }

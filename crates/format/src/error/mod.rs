@@ -59,6 +59,16 @@ pub enum Error {
         /// The documented cap.
         limit: u64,
     },
+    /// A line of a text input is longer than the line-length cap.
+    #[error("{path}: line {line} is longer than {max} bytes")]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line's number (1-based).
+        line: u64,
+        /// The cap, in bytes (the line break not counted).
+        max: u64,
+    },
     /// A JSON document holds more values than its documented cap.
     #[error("{what} holds up to {values} JSON values, over the limit of {limit}")]
     TooManyJsonValues {
@@ -180,6 +190,7 @@ impl Error {
             Error::Io { path, .. }
             | Error::NotRegularFile { path, .. }
             | Error::FileTooLarge { path, .. }
+            | Error::LineTooLong { path, .. }
             | Error::OutputIsInput { output: path, .. }
             | Error::UnknownFormat { path } => Some(path),
             _ => None,

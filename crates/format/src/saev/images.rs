@@ -181,13 +181,22 @@ pub struct ImageFile {
     pub bytes: Option<Vec<u8>>,
 }
 
-/// The largest image file read again (a 100-megapixel PNG fits).
-pub const MAX_IMAGE_BYTES: u64 = 1 << 30;
+/// The largest image file read, 256 MiB: as much as the largest decoded
+/// image the preprocessing accepts, so that no image it could take is
+/// refused, and a larger file is refused before its bytes are held.
+pub const MAX_IMAGE_BYTES: u64 = 256 << 20;
+
+/// Reads the image file `path` whole: a regular file of at most
+/// [`MAX_IMAGE_BYTES`] ([`source::read_capped`]); a FIFO or a device is
+/// refused at once.
+pub fn read_image_file(path: &Path) -> Result<Vec<u8>> {
+    source::read_capped(path, "an image file", MAX_IMAGE_BYTES)
+}
 
 impl ImageFile {
     /// Reads the file `entry` names and compares its hash.
     pub fn read(entry: &ImageEntry) -> ImageFile {
-        match source::read_capped(Path::new(&entry.path), "image", MAX_IMAGE_BYTES) {
+        match read_image_file(Path::new(&entry.path)) {
             Err(_) => ImageFile {
                 state: ImageState::Missing,
                 bytes: None,

@@ -18,7 +18,7 @@ mod writer;
 pub use dataset::{Dataset, Example, LayerChoice, Patches, View, datasets_in, open};
 pub use images::{
     IMAGES_FILE, ImageCheck, ImageEntry, ImageFile, ImageState, Images, MAX_IMAGE_BYTES,
-    MAX_IMAGE_LINE, VISION_FAMILIES, VISION_FILE, VisionInfo,
+    MAX_IMAGE_LINE, VISION_FAMILIES, VISION_FILE, VisionInfo, read_image_file,
 };
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use metadata::{KEYS, Metadata};

@@ -15,11 +15,13 @@
 use std::path::{Path, PathBuf};
 
 use modelbin_format::checksum::{hex, sha256};
-use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, Writer};
+use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, Writer, read_image_file};
+use modelbin_format::source::{self, JsonCaps};
 use rayon::prelude::*;
 
 use super::{blocks_of, checkpoint_id};
 
+use crate::vit::preprocess::CONFIG_FILE;
 use crate::vit::{ImageProcessor, VisionModel, image_files};
 use crate::{RecordError, Result};
 
@@ -76,6 +78,9 @@ pub(super) struct ImageSource {
     processor: ImageProcessor,
     blocks: Vec<usize>,
     images: Vec<ImageEntry>,
+    /// The file of each of `images`, as listed: an entry's path is text,
+    /// which a name that is not UTF-8 only shows lossily.
+    files: Vec<PathBuf>,
     skipped: Vec<Skipped>,
     /// Images recorded.
     written: usize,
@@ -102,7 +107,7 @@ impl ImageSource {
         let (height, width) = processor.output_size();
         let (rows, cols) = model.patch_grid(height, width)?;
         let files = image_files(inputs)?;
-        let (images, skipped) = scan(&processor, &files, settings.strict, scanned)?;
+        let (decoded, images, skipped) = scan(&processor, &files, settings.strict, scanned)?;
         if images.is_empty() {
             return Err(RecordError::NoImages { files: files.len() }.into());
         }
@@ -139,6 +144,7 @@ impl ImageSource {
             processor,
             blocks,
             images,
+            files: decoded,
             skipped,
             written: 0,
         };
@@ -168,8 +174,9 @@ impl ImageSource {
         }
         let end = (self.written + IMAGES_PER_ROUND).min(self.images.len());
         let round = &self.images[self.written..end];
-        let pixels: Vec<Vec<f32>> = round
+        let pixels: Vec<Vec<f32>> = self.files[self.written..end]
             .par_iter()
+            .zip(round)
             .map(|entry| self.reread(entry))
             .collect::<Result<_>>()?;
         let (height, width) = self.processor.output_size();
@@ -182,11 +189,9 @@ impl ImageSource {
 
     /// An image's pixel values, refused when the file changed since the
     /// start.
-    fn reread(&self, entry: &ImageEntry) -> Result<Vec<f32>> {
-        let changed = || RecordError::ImageChanged {
-            path: PathBuf::from(&entry.path),
-        };
-        let bytes = std::fs::read(&entry.path).map_err(|_| changed())?;
+    fn reread(&self, (path, entry): (&PathBuf, &ImageEntry)) -> Result<Vec<f32>> {
+        let changed = || RecordError::ImageChanged { path: path.clone() };
+        let bytes = read_image_file(path).map_err(|_| changed())?;
         if hex(&sha256(&bytes)) != entry.sha256 {
             return Err(changed().into());
         }
@@ -223,15 +228,19 @@ impl ImageSource {
     }
 }
 
+/// The files that decode, their list entries, and the files that do not.
+type Scanned = (Vec<PathBuf>, Vec<ImageEntry>, Vec<Skipped>);
+
 /// Hashes and decodes every file, in steps of [`FILES_PER_SCAN_STEP`]
-/// files across the rayon pool; the files that decode, in order, and the
-/// ones that do not (an error in `strict` mode).
+/// files across the rayon pool; the files that decode, in order, with
+/// their entries, and the ones that do not (an error in `strict` mode).
 fn scan(
     processor: &ImageProcessor,
     files: &[PathBuf],
     strict: bool,
     scanned: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<(Vec<ImageEntry>, Vec<Skipped>)> {
+) -> Result<Scanned> {
+    let mut decoded = Vec::with_capacity(files.len());
     let mut images = Vec::with_capacity(files.len());
     let mut skipped = Vec::new();
     for (step, chunk) in files.chunks(FILES_PER_SCAN_STEP).enumerate() {
@@ -241,7 +250,10 @@ fn scan(
             .collect();
         for (path, outcome) in chunk.iter().zip(checked) {
             match outcome {
-                Ok(entry) => images.push(entry),
+                Ok(entry) => {
+                    decoded.push(path.clone());
+                    images.push(entry);
+                }
                 Err(reason) if strict => {
                     let path = path.clone();
                     return Err(RecordError::BadImage { path, reason }.into());
@@ -257,12 +269,12 @@ fn scan(
             return Err(RecordError::Interrupted.into());
         }
     }
-    Ok((images, skipped))
+    Ok((decoded, images, skipped))
 }
 
 /// A file's list entry once it is read and decodes; else why not.
 fn check(processor: &ImageProcessor, path: &Path) -> std::result::Result<ImageEntry, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let bytes = read_image_file(path).map_err(|e| e.to_string())?;
     processor.pixel_values(&bytes).map_err(|e| e.to_string())?;
     let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
     Ok(ImageEntry::of(&absolute, &bytes))
@@ -271,11 +283,15 @@ fn check(processor: &ImageProcessor, path: &Path) -> std::result::Result<ImageEn
 /// The model's `preprocessor_config.json`, kept with the dataset so that
 /// its images can be shown as the model saw them.
 fn preprocessor_config(model_dir: &Path) -> Result<serde_json::Map<String, serde_json::Value>> {
-    let path = model_dir.join("preprocessor_config.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| modelbin_format::Error::io(&path, e))?;
-    serde_json::from_str(&text).map_err(|e| {
-        modelbin_format::Error::InvalidArgument(format!("{}: {e}", path.display())).into()
-    })
+    let path = model_dir.join(CONFIG_FILE);
+    match source::read_json(&path, CONFIG_FILE, JsonCaps::CONFIG)? {
+        serde_json::Value::Object(config) => Ok(config),
+        _ => Err(modelbin_format::Error::InvalidArgument(format!(
+            "{}: not a JSON object",
+            path.display()
+        ))
+        .into()),
+    }
 }
 
 /// The name a model directory goes by: `org/name` for a Hugging Face cache

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use modelbin_format::Format;
 use modelbin_format::checksum::{hex, sha256};
 use modelbin_format::saev::{Metadata, Writer};
+use modelbin_format::source::MappedFile;
 use rayon::prelude::*;
 
 use super::{blocks_of, checkpoint_id};
@@ -241,29 +242,31 @@ impl RecordedModel {
     }
 
     /// The token ids of a file's text.
-    fn tokenize(&self, path: &Path, bytes: Vec<u8>) -> Result<Vec<u32>> {
+    fn tokenize(&self, path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
         match self {
-            RecordedModel::Tllm(_) => Ok(bytes.into_iter().map(u32::from).collect()),
+            RecordedModel::Tllm(_) => Ok(bytes.iter().map(|&b| u32::from(b)).collect()),
             RecordedModel::Bert(e) => {
-                let text = String::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
+                let text = std::str::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
                     path: path.to_path_buf(),
                 })?;
-                Ok(e.tokenizer().pieces(&text))
+                Ok(e.tokenizer().pieces(text))
             }
         }
     }
 
     /// The token ids of `files`, concatenated in order, and how the
-    /// dataset's metadata describes each file (path, size, SHA-256).
+    /// dataset's metadata describes each file (path, size, SHA-256). A
+    /// regular file is mapped; a stream is read under its cap
+    /// ([`MappedFile::open_or_read`]).
     fn read_files(&self, files: &[PathBuf]) -> Result<(Vec<u32>, Vec<serde_json::Value>)> {
         let mut ids = Vec::new();
         let mut described = Vec::new();
         for path in files {
-            let bytes = std::fs::read(path).map_err(|e| modelbin_format::Error::io(path, e))?;
+            let bytes = MappedFile::open_or_read(path)?;
             described.push(serde_json::json!({
                 "path": path, "bytes": bytes.len(), "sha256": hex(&sha256(&bytes)),
             }));
-            ids.extend(self.tokenize(path, bytes)?);
+            ids.extend(self.tokenize(path, &bytes)?);
         }
         Ok((ids, described))
     }

@@ -3,6 +3,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use modelbin_format::source;
+
 use crate::error::{ImageError, Result};
 
 /// The extensions a directory's files are kept by (compared ignoring case).
@@ -15,7 +17,11 @@ const IMAGE_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png"];
 /// input whatever the symbolic links leading to it (so a link loop ends).
 ///
 /// An input that does not exist is [`ImageError::NotFound`]; a directory
-/// that cannot be read is [`ImageError::Io`].
+/// that cannot be read is [`ImageError::Io`]. A FIFO, socket or device,
+/// named or found under a directory with an image's extension, is
+/// [`modelbin_format::Error::NotRegularFile`] at once: the files are read
+/// whole ([`read_image_file`](modelbin_format::saev::read_image_file)),
+/// which only a regular file can be without blocking or running on.
 pub fn image_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for input in inputs {
@@ -23,6 +29,7 @@ pub fn image_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
         if metadata.is_dir() {
             walk(input, &mut HashSet::new(), &mut files)?;
         } else {
+            source::check_regular(input, &metadata)?;
             files.push(input.clone());
         }
     }
@@ -69,6 +76,10 @@ fn walk(dir: &Path, walked: &mut HashSet<PathBuf>, files: &mut Vec<PathBuf>) -> 
         // it reports it.
         match std::fs::metadata(&path) {
             Ok(metadata) if metadata.is_dir() => walk(&path, walked, files)?,
+            Ok(metadata) if has_image_extension(&path) => {
+                source::check_regular(&path, &metadata)?;
+                files.push(path);
+            }
             _ if has_image_extension(&path) => files.push(path),
             _ => {}
         }

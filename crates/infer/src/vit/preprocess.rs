@@ -27,6 +27,7 @@ use std::path::Path;
 
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits, RgbImage};
+use modelbin_format::source::{self, JsonCaps};
 use serde_json::{Map, Value};
 
 use super::resample::{Filter, resize};
@@ -269,20 +270,24 @@ fn filter(code: &Value) -> Result<Filter, ImageError> {
 }
 
 impl ImageProcessor {
-    /// The processor in `model_dir/preprocessor_config.json`.
+    /// The processor in `model_dir/preprocessor_config.json`, read as every
+    /// model-directory JSON file is ([`source::read_json`]: a regular file
+    /// of at most 1 MiB).
     pub fn open(model_dir: &Path) -> Result<ImageProcessor> {
         let path = model_dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                ImageError::MissingConfig { path: path.clone() }
-            } else {
-                ImageError::Io {
-                    path: path.clone(),
-                    reason: e.to_string(),
+        let value =
+            source::read_json(&path, CONFIG_FILE, JsonCaps::CONFIG).map_err(|e| match e {
+                modelbin_format::Error::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    ImageError::MissingConfig { path: path.clone() }.into()
                 }
-            }
-        })?;
-        ImageProcessor::from_json(&text)
+                other => crate::Error::from(other),
+            })?;
+        let Value::Object(config) = value else {
+            return Err(bad("not a JSON object").into());
+        };
+        Ok(ImageProcessor::from_config(&config)?)
     }
 
     /// The processor a `preprocessor_config.json`'s text describes.
