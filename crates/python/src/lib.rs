@@ -8,6 +8,7 @@ mod convert;
 mod embedder;
 mod encoding;
 mod errors;
+mod files;
 mod id_list;
 mod images;
 mod record;
@@ -50,6 +51,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::encoding_names, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::clear_piece_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(files::open_input, m)?)?;
+    m.add_function(wrap_pyfunction!(files::read_config_text, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;

@@ -17,8 +17,7 @@ def _saved_prompts(path: str) -> Dict[str, Any]:
     config = os.path.join(path, "config_sentence_transformers.json")
     if not os.path.isfile(config):
         return {}
-    with open(config, encoding="utf-8") as f:
-        saved = json.load(f)
+    saved = json.loads(_native.read_config_text(config))
     return {"prompts": saved.get("prompts") or {},
             "default_prompt_name": saved.get("default_prompt_name")}
 

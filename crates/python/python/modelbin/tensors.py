@@ -127,7 +127,9 @@ class safe_open:
         self._device = device
         self._path = os.fspath(filename)
         try:
-            file = open(self._path, "rb")
+            # Opened by the library's rule for inputs: a FIFO or a device
+            # raises at once instead of blocking.
+            file = os.fdopen(_native.open_input(self._path), "rb")
         except FileNotFoundError:
             # safetensors' wording, which callers match on.
             raise FileNotFoundError(f"No such file or directory: {self._path}") from None
