@@ -327,15 +327,6 @@ pub enum TrainingError {
     /// The corpus holds no bytes.
     #[error("the corpus is empty")]
     EmptyCorpus,
-    /// A corpus file cannot be read.
-    #[error("{path}: {source}")]
-    ReadCorpus {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// The validation fraction is outside [0, 1).
     #[error("the validation fraction {0} must be in [0, 1)")]
     ValidationFraction(f64),

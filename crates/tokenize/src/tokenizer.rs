@@ -155,7 +155,7 @@ impl Tokenizer {
         let path = path.as_ref();
         match modelbin_format::detect::detect(path)? {
             Format::Tiktoken => {
-                let text = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+                let text = MappedFile::open(path)?;
                 let bytes = modelbin_format::bpe2::build_from_tiktoken(&text, true)?;
                 Self::from_bpe2(Source::Owned(bytes), pattern)
             }

@@ -1,6 +1,8 @@
 //! Byte-level training data: corpus files, the train/validation split, and
 //! the windows a step trains on.
 
+use modelbin_format::source::MappedFile;
+
 use crate::rng::Rng;
 use crate::{Result, TrainingError};
 
@@ -82,15 +84,12 @@ impl Corpus {
     }
 }
 
-/// Reads and concatenates corpus files.
+/// Reads and concatenates corpus files: regular files mapped, streams
+/// read under their cap ([`MappedFile::open_or_read`]).
 pub fn read_corpus(paths: &[std::path::PathBuf]) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     for path in paths {
-        let data = std::fs::read(path).map_err(|source| TrainingError::ReadCorpus {
-            path: path.clone(),
-            source,
-        })?;
-        bytes.extend(data);
+        bytes.extend_from_slice(&MappedFile::open_or_read(path)?);
     }
     Ok(bytes)
 }
