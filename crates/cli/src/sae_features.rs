@@ -51,6 +51,12 @@ pub struct FeaturesArgs {
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
+    if let Some(html) = &args.html {
+        let inputs = [args.sae.as_path(), args.view.dataset.as_path()];
+        let model = args.model.as_deref().into_iter();
+        let inputs: Vec<&Path> = inputs.into_iter().chain(model).collect();
+        modelbin_format::output::refuse_input_as_output(&inputs, html)?;
+    }
     let (sae, _, view) = open_for_view(&args.sae, &args.view)?;
     let latents = usize::try_from(args.latents).unwrap_or(usize::MAX);
     let options = FeatureOptions {

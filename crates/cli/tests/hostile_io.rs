@@ -666,3 +666,192 @@ fn an_unfinished_dataset_leaves_no_partial_directory() {
     drop(writer);
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 }
+
+/// Runs `modelbin args` in `dir` (a relative output lands there).
+fn modelbin_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_modelbin"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Exit 1 and one line on stderr holding `message`.
+fn assert_refused(output: &std::process::Output, message: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(message), "{message:?} not in {stderr}");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_by_identity_not_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "first note\nsecond note\n").unwrap();
+    let index = dir.path().join("notes.safetensors");
+    let run = modelbin(&[
+        "embed",
+        "-m",
+        arg(&model),
+        "--input",
+        arg(&notes),
+        "-o",
+        arg(&index),
+    ]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let index_bytes = std::fs::read(&index).unwrap();
+    let model_bytes = std::fs::read(&model).unwrap();
+    let link = dir.path().join("link.safetensors");
+    std::os::unix::fs::symlink(&index, &link).unwrap();
+    let respelled = dir.path().join("sub/../notes.safetensors");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let model_link = dir.path().join("model-link.embd");
+    std::os::unix::fs::symlink(&model, &model_link).unwrap();
+    let notes_link = dir.path().join("notes-link.txt");
+    std::os::unix::fs::symlink(&notes, &notes_link).unwrap();
+    let cases: [(&Path, &Path); 6] = [
+        (&index, &index),
+        (&index, &link),
+        (&index, &respelled),
+        (&notes, &notes_link),
+        (&notes, &model_link),
+        (&index, &model),
+    ];
+    for (input, output) in cases {
+        let out = modelbin_in(
+            dir.path(),
+            &[
+                "embed",
+                "-m",
+                arg(&model),
+                "--input",
+                arg(input),
+                "-o",
+                arg(output),
+            ],
+        );
+        assert_refused(&out, "the output is the input");
+    }
+    // `search --embeddings` and `sae`/`tllm` logs and models check their
+    // inputs the same way.
+    let out = modelbin_in(
+        dir.path(),
+        &[
+            "search",
+            "-m",
+            arg(&model),
+            "-q",
+            "note",
+            "--embeddings",
+            arg(&notes_link),
+            arg(&notes),
+        ],
+    );
+    assert_refused(&out, "the output is the input");
+    let corpus = dir.path().join("corpus.txt");
+    let text = "a small corpus of bytes. ".repeat(40);
+    std::fs::write(&corpus, &text).unwrap();
+    let corpus_link = dir.path().join("corpus-link.txt");
+    std::os::unix::fs::symlink(&corpus, &corpus_link).unwrap();
+    let shape = ["--dim", "8", "--heads", "1", "--ffn", "8", "--seq", "4"];
+    for (out, extra) in [
+        ("model.tllm", ["--log", arg(&corpus_link)]),
+        (arg(&corpus_link), ["--force", "--json"]),
+    ] {
+        let mut args = vec!["tllm", "train", arg(&corpus), "--out", out, "--steps", "1"];
+        args.extend(shape);
+        args.extend(extra);
+        assert_refused(&modelbin_in(dir.path(), &args), "the output is the input");
+    }
+    assert_eq!(std::fs::read_to_string(&corpus).unwrap(), text);
+    assert_eq!(std::fs::read(&index).unwrap(), index_bytes);
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "first note\nsecond note\n"
+    );
+}
+
+#[test]
+fn a_model_directory_export_refuses_streams_and_missing_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let fifo = dir.path().join("pipe");
+    mkfifo(&fifo);
+    let export = |output: &str| {
+        modelbin_in(
+            dir.path(),
+            &[
+                "convert",
+                arg(&model),
+                "--to",
+                "sentence-transformers",
+                "-o",
+                output,
+            ],
+        )
+    };
+    let before = entries(dir.path());
+    assert_refused(
+        &export("-"),
+        "-: is standard output; this output is a directory",
+    );
+    assert_refused(&export(arg(&fifo)), "is a FIFO; this output is a directory");
+    assert_refused(
+        &export("nope/st"),
+        "nope: the output directory does not exist",
+    );
+    assert_eq!(entries(dir.path()), before, "nothing was created");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let out = export("st");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.path().join("st/model.safetensors").is_file());
+}
+
+#[test]
+fn an_export_removes_the_staging_directories_of_killed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    // What `kill -9` during an export leaves: a staging directory, and the
+    // EMBD staged from a model directory (with its temporary file).
+    let stale = [
+        format!(".st.partial-{dead}"),
+        format!(".st.embd.partial-{dead}"),
+        format!(".st.embd.partial-{dead}.tmp-modelbin-{dead}-0"),
+    ];
+    std::fs::create_dir_all(dir.path().join(&stale[0]).join("1_Pooling")).unwrap();
+    std::fs::write(
+        dir.path().join(&stale[0]).join("model.safetensors"),
+        [0; 64],
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(&stale[1]), b"partial").unwrap();
+    std::fs::write(dir.path().join(&stale[2]), b"partial").unwrap();
+    // This test's process is alive: its staging directory is kept.
+    let live = format!(".st.partial-{}", std::process::id());
+    std::fs::create_dir(dir.path().join(&live)).unwrap();
+    let out = modelbin_in(
+        dir.path(),
+        &[
+            "convert",
+            arg(&model),
+            "--to",
+            "sentence-transformers",
+            "-o",
+            "st",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let left = entries(dir.path());
+    for name in &stale {
+        assert!(!left.contains(name), "{name} left: {left:?}");
+    }
+    assert!(left.contains(&live), "{left:?}");
+    assert!(dir.path().join("st/config.json").is_file());
+}
