@@ -668,21 +668,14 @@ fn an_unfinished_dataset_leaves_no_partial_directory() {
 }
 
 /// Runs `modelbin args` in `dir` (a relative output lands there).
-fn modelbin_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_modelbin"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+fn modelbin_in(dir: &Path, args: &[&str]) -> common::bounded::Run {
+    common::bounded::run_bounded_in(Some(dir), args, ADDRESS_SPACE, Stdio::null(), None)
 }
 
 /// Exit 1 and one line on stderr holding `message`.
-fn assert_refused(output: &std::process::Output, message: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(message), "{message:?} not in {stderr}");
+fn assert_refused(run: &common::bounded::Run, message: &str) {
+    run.assert_fails_with(ADDRESS_SPACE, message);
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
 
 #[test]
@@ -807,7 +800,7 @@ fn a_model_directory_export_refuses_streams_and_missing_parents() {
     assert_eq!(entries(dir.path()), before, "nothing was created");
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     let out = export("st");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.code, Some(0), "{out:?}");
     assert!(dir.path().join("st/model.safetensors").is_file());
 }
 
@@ -847,11 +840,71 @@ fn an_export_removes_the_staging_directories_of_killed_runs() {
             "st",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.code, Some(0), "{out:?}");
     let left = entries(dir.path());
     for name in &stale {
         assert!(!left.contains(name), "{name} left: {left:?}");
     }
     assert!(left.contains(&live), "{left:?}");
     assert!(dir.path().join("st/config.json").is_file());
+}
+
+#[test]
+fn search_hits_and_errors_print_no_escape_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let hostile = "a\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7} b";
+    let notes = dir.path().join("notes\u{1b}[31m.txt");
+    std::fs::write(&notes, format!("c\n{hostile}\n")).unwrap();
+    let text = modelbin(&["search", "-m", arg(&model), "-q", "a b", arg(&notes)]);
+    let json = modelbin(&[
+        "search",
+        "-m",
+        arg(&model),
+        "-q",
+        "a b",
+        "--json",
+        arg(&notes),
+    ]);
+    for run in [&text, &json] {
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(
+            !run.stdout.contains(['\u{1b}', '\u{7}']),
+            "{:?}",
+            run.stdout
+        );
+    }
+    assert!(
+        text.stdout
+            .contains(r"a\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7} b"),
+        "{text:?}"
+    );
+    assert!(text.stdout.contains(r"notes\u{1b}[31m.txt:2"), "{text:?}");
+    let hits: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(hits.iter().any(|h| h["text"] == hostile), "{hits:?}");
+    // An error quoting the file's name escapes it too.
+    let missing = dir.path().join("gone\u{1b}]52;c;SGVsbG8=\u{7}.txt");
+    let run = modelbin(&["search", "-m", arg(&model), "-q", "a", arg(&missing)]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}']), "{run:?}");
+    assert!(run.stderr.contains(r"gone\u{1b}]52"), "{run:?}");
+}
+
+#[test]
+fn decoded_text_is_the_product_raw_to_a_pipe_and_escaped_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = byte_vocabulary(dir.path());
+    // ESC ] 5 2 ; c ; BEL, then "hi": the text a pipe asked for, byte for byte.
+    let ids = "27 93 53 50 59 99 59 7 256";
+    let vocab = ["--vocab", arg(&vocab), "--pattern", "."];
+    let raw = modelbin(&[&["tokens", "decode"][..], &vocab, &[ids]].concat());
+    assert_eq!(raw.code, Some(0), "{raw:?}");
+    assert_eq!(raw.stdout, "\u{1b}]52;c;\u{7}hi");
+    let json = modelbin(&[&["tokens", "decode", "--json"][..], &vocab, &[ids]].concat());
+    assert_eq!(json.code, Some(0), "{json:?}");
+    assert_eq!(json.stdout, "{\"text\":\"\\u001b]52;c;\\u0007hi\"}\n");
 }
