@@ -227,6 +227,16 @@ pub fn refuse_input_as_output(inputs: &[&Path], output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes `bytes` as the file `path`, atomically (see [`OutputFile`]),
+/// after refusing a `path` that is one of `inputs`, the files it was made
+/// from (see [`refuse_input_as_output`]).
+pub fn write_derived(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    refuse_input_as_output(inputs, path)?;
+    let mut file = OutputFile::create(path)?;
+    file.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    file.commit()
+}
+
 /// Whether writing to `path` writes to this process's standard output:
 /// `-`, or a path that names the same file as descriptor 1
 /// (`/dev/stdout`, or the terminal or FIFO stdout is). A command that
@@ -746,6 +756,14 @@ mod tests {
         refuse_input_as_output(&[&input], &fresh).unwrap();
         std::fs::write(&fresh, b"y").unwrap();
         refuse_input_as_output(&[&input], &fresh).unwrap();
+        // A whole derived file checks the same way before writing.
+        assert!(matches!(
+            write_derived(&link, b"page", &[&input]),
+            Err(Error::OutputIsInput { .. })
+        ));
+        assert_eq!(std::fs::read(&input).unwrap(), b"x");
+        write_derived(&fresh, b"page", &[&input]).unwrap();
+        assert_eq!(std::fs::read(&fresh).unwrap(), b"page");
     }
 
     /// The id of a process that has exited (a child, waited for).
