@@ -47,7 +47,7 @@ pub fn printed_width(text: &str) -> usize {
 fn write_escaping(out: &mut dyn Write, text: &str, escape: fn(char) -> bool) -> io::Result<()> {
     let mut rest = text;
     while let Some(at) = rest.find(escape) {
-        out.write_all(rest[..at].as_bytes())?;
+        out.write_all(&rest.as_bytes()[..at])?;
         let c = rest[at..].chars().next().expect("found at a char boundary");
         write!(out, "{}", c.escape_default())?;
         rest = &rest[at + c.len_utf8()..];

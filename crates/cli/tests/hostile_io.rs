@@ -672,6 +672,19 @@ fn modelbin_in(dir: &Path, args: &[&str]) -> common::bounded::Run {
     common::bounded::run_bounded_in(Some(dir), args, ADDRESS_SPACE, Stdio::null(), None)
 }
 
+/// Runs `convert MODEL --to sentence-transformers -o OUTPUT` in `dir`.
+fn export_in(dir: &Path, model: &Path, output: &str) -> common::bounded::Run {
+    let args = [
+        "convert",
+        arg(model),
+        "--to",
+        "sentence-transformers",
+        "-o",
+        output,
+    ];
+    modelbin_in(dir, &args)
+}
+
 /// Exit 1 and one line on stderr holding `message`.
 fn assert_refused(run: &common::bounded::Run, message: &str) {
     run.assert_fails_with(ADDRESS_SPACE, message);
@@ -774,19 +787,7 @@ fn a_model_directory_export_refuses_streams_and_missing_parents() {
     let model = tiny_embd(dir.path(), "1", "1e-12");
     let fifo = dir.path().join("pipe");
     mkfifo(&fifo);
-    let export = |output: &str| {
-        modelbin_in(
-            dir.path(),
-            &[
-                "convert",
-                arg(&model),
-                "--to",
-                "sentence-transformers",
-                "-o",
-                output,
-            ],
-        )
-    };
+    let export = |output: &str| export_in(dir.path(), &model, output);
     let before = entries(dir.path());
     assert_refused(
         &export("-"),
@@ -829,17 +830,7 @@ fn an_export_removes_the_staging_directories_of_killed_runs() {
     // This test's process is alive: its staging directory is kept.
     let live = format!(".st.partial-{}", std::process::id());
     std::fs::create_dir(dir.path().join(&live)).unwrap();
-    let out = modelbin_in(
-        dir.path(),
-        &[
-            "convert",
-            arg(&model),
-            "--to",
-            "sentence-transformers",
-            "-o",
-            "st",
-        ],
-    );
+    let out = export_in(dir.path(), &model, "st");
     assert_eq!(out.code, Some(0), "{out:?}");
     let left = entries(dir.path());
     for name in &stale {

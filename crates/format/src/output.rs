@@ -622,13 +622,19 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
+    /// A FIFO `pipe` in `dir` and a symlink `link` to it.
+    fn fifo_and_link(dir: &Path) -> (PathBuf, PathBuf) {
+        let fifo = dir.join("pipe");
+        make_fifo(&fifo);
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        (fifo, link)
+    }
+
     #[test]
     fn a_fifo_and_a_symlink_to_it_are_streamed_into_and_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        make_fifo(&fifo);
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let (fifo, link) = fifo_and_link(dir.path());
         for target in [&fifo, &link] {
             let reader = {
                 let fifo = fifo.clone();
@@ -818,10 +824,7 @@ mod tests {
     #[test]
     fn a_directory_output_is_never_a_stream_nor_in_a_missing_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        make_fifo(&fifo);
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let (fifo, link) = fifo_and_link(dir.path());
         let file = dir.path().join("file");
         std::fs::write(&file, b"x").unwrap();
         for (path, expected) in [
