@@ -7,8 +7,12 @@
 use libfuzzer_sys::fuzz_target;
 use modelbin_format::inspect::{Summary, TensorSummary};
 
-// The command line's table writer, compiled from its own source file (the
-// CLI is a binary crate, so there is no library to depend on).
+// The command line's table writer and its escaping, compiled from their own
+// source files (the CLI is a binary crate, so there is no library to depend
+// on).
+#[path = "../../crates/cli/src/printable.rs"]
+#[allow(dead_code)]
+mod printable;
 #[path = "../../crates/cli/src/text_table.rs"]
 mod text_table;
 
@@ -20,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = serde_json::to_string(&summary).unwrap();
-    let _ = text_table::printable(&summary.one_line());
+    let _ = printable::printable(&summary.one_line());
     if let Summary::Tensors(s) = &summary {
         let rows: Vec<Vec<String>> = s.tensors.iter().map(TensorSummary::table_row).collect();
         let headings = TensorSummary::TABLE_HEADINGS;

@@ -217,6 +217,12 @@ impl Sink {
 /// FILE -o OUT.safetensors`, the embeddings of FILE's lines with where each
 /// comes from, for `search --embeddings`.
 pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
+    if let Some(out) = &args.out {
+        let inputs: Vec<&Path> = std::iter::once(args.model.model.as_path())
+            .chain(args.input.as_deref())
+            .collect();
+        modelbin_format::output::refuse_input_as_output(&inputs, out)?;
+    }
     if let Some(out) = args
         .out
         .as_deref()
@@ -389,6 +395,10 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
             index
         }
         Some(path) => {
+            let inputs: Vec<&Path> = std::iter::once(model.as_path())
+                .chain(args.files.iter().map(PathBuf::as_path))
+                .collect();
+            modelbin_format::output::refuse_input_as_output(&inputs, path)?;
             let kept = if path.exists() {
                 let index = LineIndex::load(path).map_err(|e| at(path, e))?;
                 let current = index

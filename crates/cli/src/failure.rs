@@ -2,7 +2,6 @@
 //! helpers that turn library errors into one line naming the file.
 
 use std::fmt::Display;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -21,7 +20,8 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// Prints the failure's message (if it has one) on stderr and gives
+    /// Prints the failure's message (if it has one) on stderr, control
+    /// characters escaped (it may quote a file name or a file's text), and gives
     /// the exit status: 0 for a closed pipe, 1 for a failure, 2 for a usage
     /// error. A stderr that cannot be written to is not an error of its
     /// own: the status still tells.
@@ -33,7 +33,7 @@ impl Failure {
             Failure::ClosedPipe => (None, 0),
         };
         if let Some(message) = message {
-            let _ = writeln!(std::io::stderr(), "error: {message}");
+            crate::stdout::errln!("error: {message}");
         }
         ExitCode::from(status)
     }
@@ -51,7 +51,7 @@ pub fn for_each_path(
         match each(path, index == 0) {
             Ok(()) => {}
             Err(Failure::Invalid(message)) => {
-                let _ = writeln!(std::io::stderr(), "error: {message}");
+                crate::stdout::errln!("error: {message}");
                 failed = true;
             }
             Err(Failure::Reported) => failed = true,

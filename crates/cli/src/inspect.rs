@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::text_table::{self, printable};
+use crate::text_table;
 use modelbin_format::checksum::hex;
 use modelbin_format::inspect::{
     Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
@@ -249,7 +249,7 @@ fn print_vocabulary(path: &Path, s: &Bpe2Summary) -> Result<(), Failure> {
     } else {
         outln!("special tokens:")?;
         for (text, rank) in &s.special_tokens {
-            outln!("  {rank:>7} {}", printable(text))?;
+            outln!("  {rank:>7} {text}")?;
         }
     }
     Ok(())
@@ -268,7 +268,7 @@ fn print_embeddings(path: &Path, s: &EmbdSummary) -> Result<(), Failure> {
     outln!("flags: {}", s.flags.join(", "))?;
     outln!("metadata:")?;
     for (key, value) in &s.metadata {
-        outln!("  {} = {}", printable(key), printable(value))?;
+        outln!("  {key} = {value}")?;
     }
     match &s.special_tokens {
         Some(t) => outln!(
@@ -324,7 +324,7 @@ fn print_text(path: &Path, s: &TensorFileSummary) -> Result<(), Failure> {
         Some(map) => {
             outln!("metadata:")?;
             for (key, value) in map {
-                outln!("  {} = {}", printable(key), printable(value))?;
+                outln!("  {key} = {value}")?;
             }
             Ok(())
         }

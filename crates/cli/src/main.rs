@@ -21,6 +21,7 @@ mod failure;
 mod inspect;
 mod line_limit;
 mod model_shape;
+mod printable;
 mod progress;
 mod record;
 mod sae;

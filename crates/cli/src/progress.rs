@@ -177,7 +177,7 @@ impl Progress {
     /// Prints `line` on stderr, above the bar when it is drawn.
     pub fn println(&self, line: String) {
         if self.shown {
-            self.bar.println(line);
+            self.bar.println(crate::printable::printable(&line));
         } else {
             crate::stdout::errln!("{line}");
         }

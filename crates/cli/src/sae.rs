@@ -123,7 +123,7 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         replace: args.force,
         ..TrainSettings::new(architecture, args.d_sae as usize, args.steps)
     };
-    let mut log = crate::work::open_log(args.log.as_deref())?;
+    let mut log = crate::work::open_log(args.log.as_deref(), &[args.view.dataset.as_path()])?;
     let failure = |e| sae_failure(e, &args.out);
     let mut run = TrainRun::start(view, settings, &args.out).map_err(failure)?;
     let mut bar = Progress::steps(args.steps, run.steps_done());

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::features::{
-    Context, DecoderEffects, Feature, FeatureOptions, Features, Thumbnails,
-    features as find_features, html_page, model_view,
+    Context, DecoderEffects, Feature, FeatureOptions, Thumbnails, features as find_features,
+    html_page, model_view,
 };
 
 use crate::failure::{Failure, at};
@@ -51,6 +51,10 @@ pub struct FeaturesArgs {
 
 /// Runs `modelbin sae features`.
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
+    if let Some(html) = &args.html {
+        // Checked before the scan too, which can take minutes.
+        modelbin_format::output::refuse_input_as_output(&page_inputs(args), html)?;
+    }
     let (sae, _, view) = open_for_view(&args.sae, &args.view)?;
     let latents = usize::try_from(args.latents).unwrap_or(usize::MAX);
     let options = FeatureOptions {
@@ -115,7 +119,14 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
             }
             None => None,
         };
-        write_html(path, &args.sae, &found, thumbnails.as_ref())?;
+        let page = html_page(
+            &args.sae.display().to_string(),
+            &found,
+            None,
+            thumbnails.as_ref(),
+        );
+        modelbin_format::output::write_derived(path, page.as_bytes(), &page_inputs(args))
+            .map_err(|e| at(path, e))?;
     }
     Ok(())
 }
@@ -160,16 +171,9 @@ fn one_line(context: &Context) -> String {
     }
 }
 
-/// Writes [`html_page`] to `path`, atomically.
-fn write_html(
-    path: &Path,
-    sae: &Path,
-    features: &Features,
-    thumbnails: Option<&Thumbnails>,
-) -> Result<(), Failure> {
-    let page = html_page(&sae.display().to_string(), features, None, thumbnails);
-    let mut file = modelbin_format::output::OutputFile::create(path).map_err(|e| at(path, e))?;
-    std::io::Write::write_all(&mut file, page.as_bytes())
-        .map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
-    file.commit().map_err(|e| at(path, e))
+/// The files the page is made from, which it may not be written over.
+fn page_inputs(args: &FeaturesArgs) -> Vec<&Path> {
+    let inputs = [args.sae.as_path(), args.view.dataset.as_path()];
+    let model = args.model.as_deref().into_iter();
+    inputs.into_iter().chain(model).collect()
 }

@@ -3,10 +3,18 @@
 //! anything else (a full disk, `> /dev/full`) exit 1 with one line.
 //! SIGPIPE keeps Rust's disposition (ignored), so a closed pipe arrives as
 //! an error here instead of killing the process.
+//!
+//! Every line printed here is a report, a listing or a diagnostic, which
+//! may quote text from files and file names: its control characters are
+//! escaped ([`printable`]), so that no file can send escape sequences to the
+//! terminal. JSON holds none (see [`json_text`]). A command's product text
+//! (decoded tokens, generated text) is written elsewhere, through
+//! [`crate::printable::ProductText`].
 
 use std::io::{self, Write};
 
 use crate::failure::Failure;
+use crate::printable::printable;
 
 /// The failure a write to standard output ended in.
 pub fn write_error(e: impl Into<io::Error>) -> Failure {
@@ -31,12 +39,22 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// One line on standard output (see [`outln`]).
+/// One line on standard output (see [`outln`]), control characters
+/// escaped.
 pub fn line(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    let text = formatted(text);
     let mut out = io::stdout().lock();
-    out.write_fmt(text)
+    out.write_all(printable(&text).as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .map_err(write_error)
+}
+
+/// `text` formatted (without a copy when it is a literal).
+fn formatted(text: std::fmt::Arguments<'_>) -> std::borrow::Cow<'static, str> {
+    match text.as_str() {
+        Some(literal) => literal.into(),
+        None => text.to_string().into(),
+    }
 }
 
 /// Writes formatted text and a newline to standard error, for warnings,
@@ -50,10 +68,14 @@ macro_rules! errln {
 }
 pub(crate) use errln;
 
-/// One line on standard error (see [`errln`]).
+/// One line on standard error (see [`errln`]), control characters
+/// escaped.
 pub fn error_line(text: std::fmt::Arguments<'_>) {
+    let text = formatted(text);
     let mut err = io::stderr().lock();
-    let _ = err.write_fmt(text).and_then(|()| err.write_all(b"\n"));
+    let _ = err
+        .write_all(printable(&text).as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
 }
 
 /// Prints a serializable value as one line of compact JSON.
@@ -75,14 +97,31 @@ pub fn with_buffered(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Re
 /// itself, so that the report never mixes into the data.
 pub fn report_beside(output: &std::path::Path, text: &str) -> Result<(), Failure> {
     if modelbin_format::output::is_standard_output(output) {
-        let _ = writeln!(io::stderr(), "{text}");
+        error_line(format_args!("{text}"));
         Ok(())
     } else {
         line(format_args!("{text}"))
     }
 }
 
-/// A serializable value as compact JSON text.
+/// A serializable value as compact JSON text, holding no control
+/// character: serde_json escapes those below U+0020 in strings, and the
+/// others (U+007F to U+009F, which some terminals obey as C1 controls) are
+/// escaped here as `\u00XX`, the same string to any JSON reader. Compact
+/// JSON has no whitespace outside strings, so every such character is in
+/// one.
 pub fn json_text(value: &impl serde::Serialize) -> String {
-    serde_json::to_string(value).expect("summaries serialize to JSON")
+    let text = serde_json::to_string(value).expect("summaries serialize to JSON");
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
 }

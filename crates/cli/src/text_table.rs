@@ -4,48 +4,12 @@
 
 use std::io::{self, Write};
 
+use crate::printable::{printed_width, write_printable};
+
 /// Columns are padded to their longest cell up to this width; a longer cell
 /// is printed whole without widening its column, so one huge name cannot
 /// make every row of a large table that long.
 pub const MAX_COLUMN_WIDTH: usize = 64;
-
-/// `text` as printed: control characters escaped (`\u{1b}`, `\n`), so
-/// that text from a file cannot move the cursor or recolour the terminal.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = Vec::new();
-    write_printable(&mut out, text).expect("writing to memory");
-    std::borrow::Cow::Owned(String::from_utf8(out).expect("escaped text is UTF-8"))
-}
-
-/// Writes `cell` as printed: control characters (a name may hold any
-/// UTF-8) escaped, so that no cell can move the cursor or recolour the
-/// terminal.
-fn write_printable(out: &mut dyn Write, cell: &str) -> io::Result<()> {
-    for c in cell.chars() {
-        if c.is_control() {
-            write!(out, "{}", c.escape_default())?;
-        } else {
-            write!(out, "{c}")?;
-        }
-    }
-    Ok(())
-}
-
-/// The width of `cell` as printed.
-fn printed_width(cell: &str) -> usize {
-    cell.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().count()
-            } else {
-                1
-            }
-        })
-        .sum()
-}
 
 /// Writes the table as lines indented by two spaces; columns from
 /// `left_columns` on are right-aligned (numbers). Every row has one cell

@@ -195,6 +195,7 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
     };
     let stream = !args.json;
     let mut stdout = std::io::stdout().lock();
+    let mut product = crate::printable::ProductText::for_stdout();
     // The first failed write is kept and returned once generation ends;
     // nothing more is written after it.
     let mut write_failure = None;
@@ -211,13 +212,22 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
                 } else {
                     format!("{id} ").into_bytes()
                 };
-                if let Err(e) = stdout.write_all(&piece).and_then(|()| stdout.flush()) {
+                let written = product
+                    .write(&mut stdout, &piece)
+                    .and_then(|()| stdout.flush());
+                if let Err(e) = written {
                     write_failure = Some(crate::stdout::write_error(e));
                 }
             }
         },
     )
     .map_err(invalid)?;
+    if stream
+        && write_failure.is_none()
+        && let Err(e) = product.finish(&mut stdout)
+    {
+        write_failure = Some(crate::stdout::write_error(e));
+    }
     drop(stdout);
     if let Some(failure) = write_failure {
         return Err(failure);

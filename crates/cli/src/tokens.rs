@@ -418,7 +418,10 @@ fn decode(
     if json {
         write_json_line(&mut out, &serde_json::json!({ "text": text }))?;
     } else {
-        out.write_all(text.as_bytes())
+        let mut product = crate::printable::ProductText::for_stdout();
+        product
+            .write(&mut out, text.as_bytes())
+            .and_then(|()| product.finish(&mut out))
             .map_err(crate::stdout::write_error)?;
     }
     flush(out)
@@ -692,9 +695,12 @@ fn models(prices: Option<&Path>, json: bool) -> Result<(), Failure> {
     .map_err(crate::stdout::write_error)
 }
 
+/// `value` as one line of JSON, with no control character in it (see
+/// [`crate::stdout::json_text`]).
 fn write_json_line(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
-    serde_json::to_writer(&mut *out, value).map_err(crate::stdout::write_error)?;
-    out.write_all(b"\n").map_err(crate::stdout::write_error)
+    out.write_all(crate::stdout::json_text(value).as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(crate::stdout::write_error)
 }
 
 fn flush(mut out: impl Write) -> Result<(), Failure> {

@@ -131,7 +131,8 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     };
     let failure = |e| training_failure(e, &args.out);
     let mut run = TrainingRun::start(&args.corpus, &args.out, settings).map_err(failure)?;
-    let mut log = crate::work::open_log(args.log.as_deref())?;
+    let corpus: Vec<&Path> = args.corpus.iter().map(PathBuf::as_path).collect();
+    let mut log = crate::work::open_log(args.log.as_deref(), &corpus)?;
     let mut bar = Progress::steps(args.steps, run.steps_done());
     while !run.is_done() {
         let step = match run.step() {

@@ -15,9 +15,12 @@ pub fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure>
         .map_err(invalid)
 }
 
-/// `path` opened for appending JSON lines, when one is given.
-pub fn open_log(path: Option<&Path>) -> Result<Option<BufWriter<File>>, Failure> {
+/// `path` opened for appending JSON lines, when one is given; refused
+/// when it is one of the run's `inputs` (appending would change the data
+/// being read).
+pub fn open_log(path: Option<&Path>, inputs: &[&Path]) -> Result<Option<BufWriter<File>>, Failure> {
     path.map(|path| {
+        modelbin_format::output::refuse_input_as_output(inputs, path)?;
         File::options()
             .create(true)
             .append(true)

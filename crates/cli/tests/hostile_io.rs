@@ -655,6 +655,239 @@ fn an_unfinished_dataset_leaves_no_partial_directory() {
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 }
 
+/// Runs `modelbin args` in `dir` (a relative output lands there).
+fn modelbin_in(dir: &Path, args: &[&str]) -> common::bounded::Run {
+    common::bounded::run_bounded_in(Some(dir), args, ADDRESS_SPACE, Stdio::null(), None)
+}
+
+/// Runs `convert MODEL --to sentence-transformers -o OUTPUT` in `dir`.
+fn export_in(dir: &Path, model: &Path, output: &str) -> common::bounded::Run {
+    let args = [
+        "convert",
+        arg(model),
+        "--to",
+        "sentence-transformers",
+        "-o",
+        output,
+    ];
+    modelbin_in(dir, &args)
+}
+
+/// Exit 1 and one line on stderr holding `message`.
+fn assert_refused(run: &common::bounded::Run, message: &str) {
+    run.assert_fails_with(ADDRESS_SPACE, message);
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_by_identity_not_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "first note\nsecond note\n").unwrap();
+    let index = dir.path().join("notes.safetensors");
+    let run = modelbin(&[
+        "embed",
+        "-m",
+        arg(&model),
+        "--input",
+        arg(&notes),
+        "-o",
+        arg(&index),
+    ]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let index_bytes = std::fs::read(&index).unwrap();
+    let model_bytes = std::fs::read(&model).unwrap();
+    let link = dir.path().join("link.safetensors");
+    std::os::unix::fs::symlink(&index, &link).unwrap();
+    let respelled = dir.path().join("sub/../notes.safetensors");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let model_link = dir.path().join("model-link.embd");
+    std::os::unix::fs::symlink(&model, &model_link).unwrap();
+    let notes_link = dir.path().join("notes-link.txt");
+    std::os::unix::fs::symlink(&notes, &notes_link).unwrap();
+    let cases: [(&Path, &Path); 6] = [
+        (&index, &index),
+        (&index, &link),
+        (&index, &respelled),
+        (&notes, &notes_link),
+        (&notes, &model_link),
+        (&index, &model),
+    ];
+    for (input, output) in cases {
+        let out = modelbin_in(
+            dir.path(),
+            &[
+                "embed",
+                "-m",
+                arg(&model),
+                "--input",
+                arg(input),
+                "-o",
+                arg(output),
+            ],
+        );
+        assert_refused(&out, "the output is the input");
+    }
+    // `search --embeddings` and `sae`/`tllm` logs and models check their
+    // inputs the same way.
+    let out = modelbin_in(
+        dir.path(),
+        &[
+            "search",
+            "-m",
+            arg(&model),
+            "-q",
+            "note",
+            "--embeddings",
+            arg(&notes_link),
+            arg(&notes),
+        ],
+    );
+    assert_refused(&out, "the output is the input");
+    let corpus = dir.path().join("corpus.txt");
+    let text = "a small corpus of bytes. ".repeat(40);
+    std::fs::write(&corpus, &text).unwrap();
+    let corpus_link = dir.path().join("corpus-link.txt");
+    std::os::unix::fs::symlink(&corpus, &corpus_link).unwrap();
+    let shape = ["--dim", "8", "--heads", "1", "--ffn", "8", "--seq", "4"];
+    for (out, extra) in [
+        ("model.tllm", ["--log", arg(&corpus_link)]),
+        (arg(&corpus_link), ["--force", "--json"]),
+    ] {
+        let mut args = vec!["tllm", "train", arg(&corpus), "--out", out, "--steps", "1"];
+        args.extend(shape);
+        args.extend(extra);
+        assert_refused(&modelbin_in(dir.path(), &args), "the output is the input");
+    }
+    assert_eq!(std::fs::read_to_string(&corpus).unwrap(), text);
+    assert_eq!(std::fs::read(&index).unwrap(), index_bytes);
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "first note\nsecond note\n"
+    );
+}
+
+#[test]
+fn a_model_directory_export_refuses_streams_and_missing_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let fifo = dir.path().join("pipe");
+    mkfifo(&fifo);
+    let export = |output: &str| export_in(dir.path(), &model, output);
+    let before = entries(dir.path());
+    assert_refused(
+        &export("-"),
+        "-: is standard output; this output is a directory",
+    );
+    assert_refused(&export(arg(&fifo)), "is a FIFO; this output is a directory");
+    assert_refused(
+        &export("nope/st"),
+        "nope: the output directory does not exist",
+    );
+    assert_eq!(entries(dir.path()), before, "nothing was created");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let out = export("st");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(dir.path().join("st/model.safetensors").is_file());
+}
+
+#[test]
+fn an_export_removes_the_staging_directories_of_killed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    // What `kill -9` during an export leaves: a staging directory, and the
+    // EMBD staged from a model directory (with its temporary file).
+    let stale = [
+        format!(".st.partial-{dead}"),
+        format!(".st.embd.partial-{dead}"),
+        format!(".st.embd.partial-{dead}.tmp-modelbin-{dead}-0"),
+    ];
+    std::fs::create_dir_all(dir.path().join(&stale[0]).join("1_Pooling")).unwrap();
+    std::fs::write(
+        dir.path().join(&stale[0]).join("model.safetensors"),
+        [0; 64],
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(&stale[1]), b"partial").unwrap();
+    std::fs::write(dir.path().join(&stale[2]), b"partial").unwrap();
+    // This test's process is alive: its staging directory is kept.
+    let live = format!(".st.partial-{}", std::process::id());
+    std::fs::create_dir(dir.path().join(&live)).unwrap();
+    let out = export_in(dir.path(), &model, "st");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let left = entries(dir.path());
+    for name in &stale {
+        assert!(!left.contains(name), "{name} left: {left:?}");
+    }
+    assert!(left.contains(&live), "{left:?}");
+    assert!(dir.path().join("st/config.json").is_file());
+}
+
+#[test]
+fn search_hits_and_errors_print_no_escape_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_embd(dir.path(), "1", "1e-12");
+    let hostile = "a\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7} b";
+    let notes = dir.path().join("notes\u{1b}[31m.txt");
+    std::fs::write(&notes, format!("c\n{hostile}\n")).unwrap();
+    let text = modelbin(&["search", "-m", arg(&model), "-q", "a b", arg(&notes)]);
+    let json = modelbin(&[
+        "search",
+        "-m",
+        arg(&model),
+        "-q",
+        "a b",
+        "--json",
+        arg(&notes),
+    ]);
+    for run in [&text, &json] {
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(
+            !run.stdout.contains(['\u{1b}', '\u{7}']),
+            "{:?}",
+            run.stdout
+        );
+    }
+    assert!(
+        text.stdout
+            .contains(r"a\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7} b"),
+        "{text:?}"
+    );
+    assert!(text.stdout.contains(r"notes\u{1b}[31m.txt:2"), "{text:?}");
+    let hits: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(hits.iter().any(|h| h["text"] == hostile), "{hits:?}");
+    // An error quoting the file's name escapes it too.
+    let missing = dir.path().join("gone\u{1b}]52;c;SGVsbG8=\u{7}.txt");
+    let run = modelbin(&["search", "-m", arg(&model), "-q", "a", arg(&missing)]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}']), "{run:?}");
+    assert!(run.stderr.contains(r"gone\u{1b}]52"), "{run:?}");
+}
+
+#[test]
+fn decoded_text_is_the_product_raw_to_a_pipe_and_escaped_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = byte_vocabulary(dir.path());
+    // ESC ] 5 2 ; c ; BEL, then "hi": the text a pipe asked for, byte for byte.
+    let ids = "27 93 53 50 59 99 59 7 256";
+    let vocab = ["--vocab", arg(&vocab), "--pattern", "."];
+    let raw = modelbin(&[&["tokens", "decode"][..], &vocab, &[ids]].concat());
+    assert_eq!(raw.code, Some(0), "{raw:?}");
+    assert_eq!(raw.stdout, "\u{1b}]52;c;\u{7}hi");
+    let json = modelbin(&[&["tokens", "decode", "--json"][..], &vocab, &[ids]].concat());
+    assert_eq!(json.code, Some(0), "{json:?}");
+    assert_eq!(json.stdout, "{\"text\":\"\\u001b]52;c;\\u0007hi\"}\n");
+}
+
 /// A text input that is an endless device (a zero device made here) is
 /// read under the stream cap: the recording and the token count stop with
 /// one line, under the address-space limit, instead of climbing to it.

@@ -61,9 +61,14 @@ fn png(img: usize) -> Vec<u8> {
 /// autoencoder of D + 1 latents: latent j < D is ReLU of dimension j,
 /// latent D never fires.
 fn setup(root: &Path) -> (PathBuf, PathBuf) {
+    setup_named(root, "picture")
+}
+
+/// [`setup`] with image files named `{stem}{img}.png`.
+fn setup_named(root: &Path, stem: &str) -> (PathBuf, PathBuf) {
     let entries: Vec<ImageEntry> = (0..N_IMGS)
         .map(|img| {
-            let path = root.join(format!("picture{img}.png"));
+            let path = root.join(format!("{stem}{img}.png"));
             let bytes = png(img);
             std::fs::write(&path, &bytes).unwrap();
             ImageEntry::of(&path, &bytes)
@@ -365,4 +370,27 @@ fn page_data(html: &str) -> Value {
     let rest = &html[start..];
     let body = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
     serde_json::from_str(body).unwrap()
+}
+
+#[test]
+fn image_names_print_without_escape_sequences_and_the_page_is_no_input() {
+    let root = tempfile::tempdir().unwrap();
+    let stem = "\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7}picture";
+    let (dataset, sae) = setup_named(root.path(), stem);
+    let args = ["sae", "features", s(&sae), s(&dataset), "--layer", "-1"];
+    let out = run(&args, "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains(['\u{1b}', '\u{7}']), "{stdout:?}");
+    assert!(
+        stdout.contains(r"(\u{1b}[2J\u{1b}]52;c;SGVsbG8=\u{7}picture"),
+        "{stdout}"
+    );
+    // The page cannot be written over the dataset or the autoencoder.
+    for input in [dataset.join("metadata.json"), sae.join("cfg.json")] {
+        let before = std::fs::read(&input).unwrap();
+        let err = common::fails(&[&args[..], &["--html", s(&input)]].concat(), "");
+        assert!(err.contains("the output is the input"), "{err}");
+        assert_eq!(std::fs::read(&input).unwrap(), before);
+    }
 }

@@ -143,12 +143,13 @@ pub fn to_sentence_transformers(
     output: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<embd::sentence_transformers::ExportReport> {
+    output::check_directory_output(output)?;
     output::refuse_input_as_output(&[input], output)?;
+    // Named (and what killed runs left under the name removed) whatever the
+    // input, so an interrupted export from a model directory leaves no
+    // debris past the next export to the same path.
+    let staged = output::staging_path(output, "embd");
     if input.is_dir() && embd::is_hf_model_dir(input) {
-        let name = output
-            .file_name()
-            .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
-        let staged = output.with_file_name(format!(".{name}.embd.partial-{}", std::process::id()));
         let exported =
             embd::from_hf_dir(input, &staged, embd::HfOptions::default(), &mut |_, _| {}).and_then(
                 |_| embd::sentence_transformers::export(&embd::open(&staged)?, output, progress),

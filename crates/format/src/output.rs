@@ -60,21 +60,134 @@ fn parent_dir(path: &Path) -> &Path {
 /// Removes temporary files of earlier writes to `name` in `dir` whose
 /// process no longer exists (killed before it could clean up).
 fn remove_stale_temps(dir: &Path, name: &str) {
+    remove_left_by_dead_processes(dir, &format!("{name}{TEMP_MARKER}"));
+}
+
+/// Removes the entries of `dir` named `prefix` followed by the id of a
+/// process that no longer exists, then optionally `-N`, or a temporary
+/// file's suffix (a file or a whole directory): what a process killed
+/// outright left behind. An entry of a live process, or whose name only
+/// starts like one, is kept.
+fn remove_left_by_dead_processes(dir: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let prefix = format!("{name}{TEMP_MARKER}");
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
             continue;
         };
-        let Some(Ok(pid)) = rest.split('-').next().map(str::parse::<libc::pid_t>) else {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (pid, suffix) = rest.split_at(digits);
+        let ours = suffix.is_empty()
+            || suffix.starts_with(TEMP_MARKER)
+            || suffix
+                .strip_prefix('-')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let Ok(pid) = pid.parse::<libc::pid_t>() else {
             continue;
         };
-        if pid > 0 && !process_exists(pid) {
-            let _ = std::fs::remove_file(entry.path());
+        if !ours || pid <= 0 || process_exists(pid) {
+            continue;
         }
+        remove_entry(&entry.path());
+    }
+}
+
+/// Removes the file or the whole directory at `path` (best effort). A
+/// symlink is not followed: the link is removed, never what it names.
+fn remove_entry(path: &Path) {
+    let _ = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
+}
+
+/// A path beside `target` to build it under before it is renamed onto
+/// `target`: `.NAME.partial-PID` for `tag` "" (`.NAME.TAG.partial-PID`
+/// otherwise), in the same directory so that the rename is atomic. What
+/// killed processes left under such names for the same target is removed
+/// first, so an interrupted run leaves no debris past the next one.
+pub fn staging_path(target: &Path, tag: &str) -> PathBuf {
+    let name = target
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tag = if tag.is_empty() {
+        String::new()
+    } else {
+        format!(".{tag}")
+    };
+    let prefix = format!(".{name}{tag}.partial-");
+    remove_left_by_dead_processes(parent_dir(target), &prefix);
+    let path = target.with_file_name(format!("{prefix}{}", std::process::id()));
+    // One under this process's own id was left by an earlier process that
+    // had the same id (ids are reused), as this process builds one target
+    // at a time.
+    remove_entry(&path);
+    path
+}
+
+/// The error for an output whose directory `dir` does not exist: outputs
+/// are written into existing directories only, so that a typing mistake in
+/// a path does not create a tree of directories somewhere unexpected.
+fn missing_directory(dir: &Path) -> Error {
+    Error::io(
+        dir,
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "the output directory does not exist",
+        ),
+    )
+}
+
+/// Checks that a directory can be made at `dir` for a command whose output
+/// is a directory (a model export): its parent exists (it is not created),
+/// and `dir` is not standard output (`-`, `/dev/stdout`, `/dev/fd/N`), a
+/// FIFO, a device, a socket or a file, all of which a directory cannot
+/// replace. An existing directory passes; whether it may be filled is the
+/// writer's rule.
+pub fn check_directory_output(dir: &Path) -> Result<()> {
+    let refuse = |kind| {
+        Err(Error::NotADirectoryOutput {
+            path: dir.to_path_buf(),
+            kind,
+        })
+    };
+    if let Some(fd) = named_descriptor(dir) {
+        return refuse(if fd == 1 {
+            "standard output"
+        } else {
+            "an open file descriptor"
+        });
+    }
+    match std::fs::metadata(dir) {
+        Ok(meta) => {
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                Ok(())
+            } else if kind.is_fifo() {
+                refuse("a FIFO")
+            } else if kind.is_char_device() || kind.is_block_device() {
+                refuse("a device")
+            } else if kind.is_socket() {
+                refuse("a socket")
+            } else {
+                refuse("a file")
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let parent = parent_dir(&follow_symlinks(dir)?).to_path_buf();
+            if inside_dev(&parent) || inside_dev(dir) {
+                return Err(refuse_in_dev(dir));
+            }
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(missing_directory(&parent))
+            }
+        }
+        Err(e) => Err(Error::io(dir, e)),
     }
 }
 
@@ -112,6 +225,16 @@ pub fn refuse_input_as_output(inputs: &[&Path], output: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes `bytes` as the file `path`, atomically (see [`OutputFile`]),
+/// after refusing a `path` that is one of `inputs`, the files it was made
+/// from (see [`refuse_input_as_output`]).
+pub fn write_derived(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    refuse_input_as_output(inputs, path)?;
+    let mut file = OutputFile::create(path)?;
+    file.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    file.commit()
 }
 
 /// Whether writing to `path` writes to this process's standard output:
@@ -277,13 +400,7 @@ impl OutputFile {
             .into_owned();
         let dir = parent_dir(&path);
         if !dir.is_dir() {
-            return Err(Error::io(
-                dir,
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "the output directory does not exist",
-                ),
-            ));
+            return Err(missing_directory(dir));
         }
         remove_stale_temps(dir, &name);
         let temp_path = path.with_file_name(format!(
@@ -505,13 +622,19 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
+    /// A FIFO `pipe` in `dir` and a symlink `link` to it.
+    fn fifo_and_link(dir: &Path) -> (PathBuf, PathBuf) {
+        let fifo = dir.join("pipe");
+        make_fifo(&fifo);
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        (fifo, link)
+    }
+
     #[test]
     fn a_fifo_and_a_symlink_to_it_are_streamed_into_and_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        make_fifo(&fifo);
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let (fifo, link) = fifo_and_link(dir.path());
         for target in [&fifo, &link] {
             let reader = {
                 let fifo = fifo.clone();
@@ -639,5 +762,96 @@ mod tests {
         refuse_input_as_output(&[&input], &fresh).unwrap();
         std::fs::write(&fresh, b"y").unwrap();
         refuse_input_as_output(&[&input], &fresh).unwrap();
+        // A whole derived file checks the same way before writing.
+        assert!(matches!(
+            write_derived(&link, b"page", &[&input]),
+            Err(Error::OutputIsInput { .. })
+        ));
+        assert_eq!(std::fs::read(&input).unwrap(), b"x");
+        write_derived(&fresh, b"page", &[&input]).unwrap();
+        assert_eq!(std::fs::read(&fresh).unwrap(), b"page");
+    }
+
+    /// The id of a process that has exited (a child, waited for).
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn staging_left_by_dead_processes_is_removed_and_a_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("st");
+        let dead = dead_pid();
+        let stale_dir = dir.path().join(format!(".st.partial-{dead}"));
+        std::fs::create_dir_all(stale_dir.join("1_Pooling")).unwrap();
+        std::fs::write(stale_dir.join("model.safetensors"), b"partial").unwrap();
+        let stale_temp = dir
+            .path()
+            .join(format!(".st.embd.partial-{dead}.tmp-modelbin-{dead}-0"));
+        std::fs::write(&stale_temp, b"partial").unwrap();
+        // Pid 1 is always alive; the other names only look alike.
+        let kept = [
+            ".st.partial-1".to_owned(),
+            format!(".st.partial-{dead}x"),
+            format!(".st.partial-{dead}-notes"),
+            format!(".other.partial-{dead}"),
+        ];
+        for name in &kept {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let staging = staging_path(&target, "");
+        assert_eq!(
+            staging,
+            dir.path()
+                .join(format!(".st.partial-{}", std::process::id()))
+        );
+        assert!(!stale_dir.exists());
+        assert!(
+            stale_temp.exists(),
+            "another tag's debris waits for its own run"
+        );
+        let staged_embd = staging_path(&target, "embd");
+        assert!(!stale_temp.exists());
+        assert!(!staged_embd.exists());
+        let mut expected = kept.to_vec();
+        expected.sort();
+        assert_eq!(entries(dir.path()), expected);
+    }
+
+    #[test]
+    fn a_directory_output_is_never_a_stream_nor_in_a_missing_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fifo, link) = fifo_and_link(dir.path());
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        for (path, expected) in [
+            (Path::new("-"), "standard output"),
+            (Path::new("/dev/stdout"), "standard output"),
+            (Path::new("/dev/fd/3"), "an open file descriptor"),
+            (&fifo, "a FIFO"),
+            (&link, "a FIFO"),
+            (&file, "a file"),
+        ] {
+            match check_directory_output(path) {
+                Err(Error::NotADirectoryOutput { path: p, kind }) => {
+                    assert_eq!((p.as_path(), kind), (path, expected));
+                }
+                other => panic!("{path:?}: {other:?}"),
+            }
+        }
+        let missing = dir.path().join("nope");
+        match check_directory_output(&missing.join("st")) {
+            Err(Error::Io { path, source }) => {
+                assert_eq!(path, missing);
+                assert_eq!(source.kind(), io::ErrorKind::NotFound);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!missing.exists());
+        check_directory_output(&dir.path().join("new")).unwrap();
+        check_directory_output(dir.path()).unwrap();
     }
 }

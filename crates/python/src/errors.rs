@@ -83,7 +83,9 @@ fn python_error(e: modelbin_format::Error, file: Option<&std::path::Path>) -> Py
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(e.to_string())
         }
-        Error::Io { .. } | Error::NotRegularFile { .. } => PyOSError::new_err(e.to_string()),
+        Error::Io { .. } | Error::NotRegularFile { .. } | Error::NotADirectoryOutput { .. } => {
+            PyOSError::new_err(e.to_string())
+        }
         Error::InvalidArgument(_) | Error::TensorNotFound(_) | Error::IndexOutOfRange { .. } => {
             PyValueError::new_err(e.to_string())
         }

@@ -382,6 +382,10 @@ pub fn sae_features(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let name = sae_name(&sae);
+    let sae_dir = match &sae {
+        SaeSource::Directory(dir) => Some(dir.clone()),
+        SaeSource::Loaded(_) => None,
+    };
     let view = open_view(py, &dataset, layer, patches_name, batch_size, threads)?;
     let mut loaded = None;
     let sae = resolve_sae(py, &sae, &mut loaded, &view)?;
@@ -415,13 +419,11 @@ pub fn sae_features(
             None => None,
         };
         let page = html_page(&name, &found, None, thumbnails.as_ref());
-        py.detach(|| {
-            let mut file = modelbin_format::output::OutputFile::create(&path)?;
-            std::io::Write::write_all(&mut file, page.as_bytes())
-                .map_err(|e| modelbin_format::Error::io(&path, e))?;
-            file.commit()
-        })
-        .map_err(crate::errors::format_error)?;
+        let mut inputs = vec![dataset.as_path()];
+        inputs.extend(sae_dir.as_deref());
+        inputs.extend(model.as_deref());
+        py.detach(|| modelbin_format::output::write_derived(&path, page.as_bytes(), &inputs))
+            .map_err(crate::errors::format_error)?;
     }
     Ok(serde_json::to_string(&found).expect("features serialize"))
 }

@@ -107,6 +107,15 @@ def test_the_data_is_what_numpy_counts_over_the_codes(tllm_run):
                                    rtol=1e-4, atol=1e-6)
 
 
+def test_the_page_is_never_written_over_an_input(tllm_run):
+    metadata = pathlib.Path(tllm_run["data"]) / "metadata.json"
+    before = metadata.read_bytes()
+    with pytest.raises(modelbin.FormatError, match="the output is the input"):
+        modelbin.sae.features(tllm_run["sae"], tllm_run["data"], layer=-1, top=1, quantiles=1,
+                              samples=0, html=metadata, progress=False)
+    assert metadata.read_bytes() == before
+
+
 def test_bert_latents_list_the_nearest_word_pieces(tmp_path, minilm_dir):
     data = modelbin.acts.record(minilm_dir, [REPO / "tests" / "data" / "minilm" / "sentences.jsonl"],
                                 out=tmp_path / "acts", tokens_per_text=16, progress=False)

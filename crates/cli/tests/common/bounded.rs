@@ -57,9 +57,24 @@ pub fn run_bounded(args: &[&str], limit: u64, stdin: Stdio) -> Run {
 /// [`run_bounded`] with standard output sent to `stdout` (then
 /// [`Run::stdout`] is empty) instead of a file the run reads back.
 pub fn run_bounded_to(args: &[&str], limit: u64, stdin: Stdio, stdout: Option<Stdio>) -> Run {
+    run_bounded_in(None, args, limit, stdin, stdout)
+}
+
+/// [`run_bounded_to`] in the working directory `cwd` (the test's own
+/// when `None`), where relative paths in `args` land.
+pub fn run_bounded_in(
+    cwd: Option<&Path>,
+    args: &[&str],
+    limit: u64,
+    stdin: Stdio,
+    stdout: Option<Stdio>,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
     let mut command = Command::new(env!("CARGO_BIN_EXE_modelbin"));
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
     command
         .args(args)
         .stdin(stdin)

@@ -8,13 +8,13 @@
 //! `2_Normalize/` when the model normalises).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::bert::{BertConfig, Pooling};
 use super::{Embd, int8};
-use crate::output::OutputFile;
+use crate::output::{self, OutputFile};
 use crate::tensor::{TensorStore, TensorView};
 use crate::{DType, Error, ModelError, Result, safetensors};
 
@@ -35,16 +35,20 @@ pub struct ExportReport {
 }
 
 /// Writes the model of `embd` as a sentence-transformers directory at
-/// `dir`, which must not exist yet (or be empty). Weights stored as f16,
-/// bf16 or int8 are written as float32 (int8 dequantized with its scales),
-/// which is what the model computes with. The files are written into a
-/// directory beside `dir`, renamed into place at the end, so `dir` never
-/// holds half an export. `progress` gets (bytes written, total).
+/// `dir`, which must not exist yet (or be empty), in a directory that
+/// exists (see [`output::check_directory_output`]: standard output, a FIFO
+/// or a device is refused, a missing parent is not created). Weights stored
+/// as f16, bf16 or int8 are written as float32 (int8 dequantized with its
+/// scales), which is what the model computes with. The files are written
+/// into a staging directory beside `dir` (see [`output::staging_path`]),
+/// renamed into place at the end, so `dir` never holds half an export.
+/// `progress` gets (bytes written, total).
 pub fn export<B: AsRef<[u8]>>(
     embd: &Embd<B>,
     dir: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ExportReport> {
+    output::check_directory_output(dir)?;
     let config = BertConfig::validate(embd)?;
     let specials = embd.special_tokens().ok_or_else(|| {
         Error::Model(ModelError::InvalidMetadata {
@@ -62,7 +66,7 @@ pub fn export<B: AsRef<[u8]>>(
             ),
         ));
     }
-    let staging = staging_dir(dir);
+    let staging = output::staging_path(dir, "");
     let written = write_all(embd, &config, specials, &staging, progress).and_then(|report| {
         if dir.exists() {
             std::fs::remove_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -76,14 +80,6 @@ pub fn export<B: AsRef<[u8]>>(
     written
 }
 
-/// A directory beside `dir` to write into before it is renamed to `dir`.
-fn staging_dir(dir: &Path) -> PathBuf {
-    let name = dir
-        .file_name()
-        .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
-    dir.with_file_name(format!(".{name}.partial-{}", std::process::id()))
-}
-
 /// Writes every file of the export into `dir`.
 fn write_all<B: AsRef<[u8]>>(
     embd: &Embd<B>,
@@ -92,7 +88,10 @@ fn write_all<B: AsRef<[u8]>>(
     dir: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ExportReport> {
-    std::fs::create_dir_all(dir.join("1_Pooling")).map_err(|e| Error::io(dir, e))?;
+    // Not create_dir_all: the staging directory's parent was checked to
+    // exist, and is never created.
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::create_dir(dir.join("1_Pooling")).map_err(|e| Error::io(dir, e))?;
     let weights = float_weights(embd)?;
     let views = weights
         .iter()
@@ -157,7 +156,7 @@ fn write_all<B: AsRef<[u8]>>(
         bytes_written += write_file(&dir.join(name), &bytes)?;
     }
     if config.normalize {
-        std::fs::create_dir_all(dir.join("2_Normalize")).map_err(|e| Error::io(dir, e))?;
+        std::fs::create_dir(dir.join("2_Normalize")).map_err(|e| Error::io(dir, e))?;
     }
     Ok(ExportReport {
         from: crate::Format::Embd,

@@ -87,6 +87,16 @@ pub enum Error {
         /// The input file it is (same device and inode).
         input: PathBuf,
     },
+    /// An output that is a directory (a model export) names something a
+    /// directory cannot be made at: standard output, a FIFO, a device, a
+    /// socket or a file.
+    #[error("{path}: is {kind}; this output is a directory: name a new or empty directory")]
+    NotADirectoryOutput {
+        /// The output path.
+        path: PathBuf,
+        /// What it is: "standard output", "a FIFO", "a device", ...
+        kind: &'static str,
+    },
     /// No tensor has the requested name.
     #[error("no tensor named `{0}`")]
     TensorNotFound(String),
@@ -192,6 +202,7 @@ impl Error {
             | Error::FileTooLarge { path, .. }
             | Error::LineTooLong { path, .. }
             | Error::OutputIsInput { output: path, .. }
+            | Error::NotADirectoryOutput { path, .. }
             | Error::UnknownFormat { path } => Some(path),
             _ => None,
         }

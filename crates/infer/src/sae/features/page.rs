@@ -102,11 +102,46 @@ fn page(
     // `<` only occurs inside JSON strings, where `\u003c` means the same
     // and cannot end the script element.
     let data = data.to_string().replace('<', "\\u003c");
-    TEMPLATE
-        .replace("{{CSS}}", CSS)
-        .replace("{{JS}}", SCRIPT)
-        .replace("{{NAME}}", &escape(name))
-        .replace("{{DATA}}", &data)
+    fill(
+        TEMPLATE,
+        &[
+            ("CSS", CSS),
+            ("JS", SCRIPT),
+            ("NAME", &escape(name)),
+            ("DATA", &data),
+        ],
+    )
+}
+
+/// `template` with each `{{KEY}}` of `values` replaced by its value, in one
+/// pass over the template: a value is never scanned again, so a name or a
+/// token text that holds `{{DATA}}` stays that text instead of receiving
+/// the next value. Any other `{{…}}` is kept as it is.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let extra: usize = values.iter().map(|(_, v)| v.len()).sum();
+    let mut out = String::with_capacity(template.len() + extra);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let value = after.find("}}").and_then(|end| {
+            let key = &after[..end];
+            let value = values.iter().find(|(k, _)| *k == key)?.1;
+            Some((value, &after[end + 2..]))
+        });
+        match value {
+            Some((value, next)) => {
+                out.push_str(value);
+                rest = next;
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The density bands in the order the page numbers them (`BANDS` in the
@@ -383,4 +418,42 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_placeholder_is_filled_once_from_the_template() {
+        let every = "{{CSS}}{{JS}}{{NAME}}{{DATA}}{{OTHER}}{{";
+        assert_eq!(
+            fill(
+                "<{{NAME}}|{{DATA}}|{{OTHER}}|{{NAME",
+                &[("NAME", every), ("DATA", "d")]
+            ),
+            format!("<{every}|d|{{{{OTHER}}}}|{{{{NAME")
+        );
+        let features = Features {
+            examples: 0,
+            d_sae: 0,
+            has_text: false,
+            vision: None,
+            latents: Vec::new(),
+        };
+        let page = html_page(every, &features, None, None);
+        assert!(
+            page.contains(&format!("<title>Features of {every}</title>")),
+            "the title keeps the name's text"
+        );
+        assert!(page.contains(&format!(r#"<span id="name">{every}</span>"#)));
+        assert_eq!(page.matches(CSS).count(), 1);
+        assert_eq!(page.matches(SCRIPT).count(), 1);
+        assert_eq!(
+            page.matches(r#"<script type="application/json""#).count(),
+            1
+        );
+        // The data names the autoencoder with the same text, as JSON.
+        assert!(page.contains(&format!(r#""name":"{every}""#)));
+    }
 }
