@@ -62,6 +62,9 @@ pub enum Error {
         /// The result: "the embedding", "the logits", ...
         what: &'static str,
     },
+    /// The system refused to start a pool's worker threads.
+    #[error("cannot start the worker threads: {0}")]
+    ThreadPool(String),
     /// A sampling parameter out of range.
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),

@@ -162,7 +162,8 @@ impl TrainingRun {
     /// corpus files (bytes are the tokens, concatenated), and starts the
     /// run, or resumes it from the checkpoint at `out` when asked to.
     pub fn start(corpus: &[PathBuf], out: &Path, settings: TrainingSettings) -> Result<Self> {
-        let threads = settings.threads.unwrap_or_else(rayon::current_num_threads);
+        let threads =
+            crate::threads::check(settings.threads.unwrap_or_else(rayon::current_num_threads))?;
         modelbin_format::memory::check(
             memory_estimate(&settings.config, settings.batch_size, threads),
             "this training run",
@@ -195,10 +196,7 @@ impl TrainingRun {
         // Fail on an unwritable output now, not after the training.
         modelbin_format::output::OutputFile::create(out)
             .map_err(TrainingError::OutputUnwritable)?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| modelbin_format::Error::io(out, std::io::Error::other(e)))?;
+        let pool = crate::threads::pool(Some(threads))?;
         let trainer = if settings.resume {
             Trainer::resume(
                 out,
