@@ -140,6 +140,9 @@ class NativeSae:
     def encode(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
     def decode(self, z: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
 
+def sae_load(path: str) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32],
+                                 npt.NDArray[np.float32], npt.NDArray[np.float32],
+                                 Optional[npt.NDArray[np.float32]], str]: ...
 def sae_train(dataset: str, layer: int, out: str, *, patches_name: str, d_sae: int,
               architecture: str, k: int, l1_coeff: float, steps: int, batch_size: int,
               lr: float, seed: int, aux_k: Optional[int], dead_after: int,
