@@ -195,3 +195,123 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
     trainer.refresh_threshold();
     Ok((trainer, state["record"].clone()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sae::train::Architecture;
+
+    fn options() -> Options {
+        Options::new(Architecture::BatchTopK { k: 2 }, 4, 10, 1e-3)
+    }
+
+    /// A trainer for inputs of width 3, on a small sample.
+    fn trainer() -> Trainer {
+        let sample: Vec<f32> = (0..24).map(|i| (i as f32 * 0.7).sin()).collect();
+        Trainer::new(&sample, 3, options())
+    }
+
+    /// Rewrites the checkpoint at `path` with `change` applied to each
+    /// tensor's values (by name) and to its state metadata.
+    fn forge(
+        path: &Path,
+        change: impl Fn(&str, &mut Vec<f32>),
+        state: impl Fn(&mut serde_json::Value),
+    ) {
+        let file = safetensors::open(path).unwrap();
+        let mut metadata = file.metadata().cloned().unwrap();
+        let mut value: serde_json::Value = serde_json::from_str(&metadata["modelbin.sae"]).unwrap();
+        state(&mut value);
+        metadata.insert("modelbin.sae".into(), value.to_string());
+        let owned: Vec<(String, DType, Vec<usize>, Vec<u8>)> = file
+            .tensors()
+            .map(|t| {
+                let data = if t.dtype() == DType::F32 {
+                    let mut values = t.to_f32().unwrap().into_owned();
+                    change(t.name(), &mut values);
+                    bytes(&values)
+                } else {
+                    t.data().to_vec()
+                };
+                (t.name().to_owned(), t.dtype(), t.shape().to_vec(), data)
+            })
+            .collect();
+        drop(file);
+        let views = owned
+            .iter()
+            .map(|(name, dtype, shape, data)| TensorView::new(name, *dtype, shape, data).unwrap());
+        safetensors::write_file(path, views, Some(&metadata), &mut |_, _| {}).unwrap();
+    }
+
+    /// The name a [`SaeError::BadCheckpoint`] gives.
+    fn refused(path: &Path) -> String {
+        match load(path, 3, options()) {
+            Err(Error::Sae(SaeError::BadCheckpoint { name, .. })) => name,
+            other => panic!("expected a bad checkpoint, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn values_a_run_cannot_continue_from_are_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT_FILE);
+        let record = serde_json::json!({});
+        save(&path, &trainer(), &record).unwrap();
+        assert!(load(&path, 3, options()).is_ok());
+        for (scale, name) in [(0.0, "scale"), (-1.0, "scale"), (1e-40, "scale")] {
+            save(&path, &trainer(), &record).unwrap();
+            forge(&path, |_, _| {}, |s| s["scale"] = scale.into());
+            assert_eq!(refused(&path), name, "scale {scale}");
+        }
+        save(&path, &trainer(), &record).unwrap();
+        forge(&path, |_, _| {}, |s| s["threshold"] = 1e39.into());
+        assert_eq!(refused(&path), "threshold");
+        save(&path, &trainer(), &record).unwrap();
+        forge(
+            &path,
+            |name, values| {
+                if name == "w_dec" {
+                    values[5] = f32::NEG_INFINITY;
+                }
+            },
+            |_| {},
+        );
+        assert_eq!(refused(&path), "w_dec[5]");
+        save(&path, &trainer(), &record).unwrap();
+        forge(
+            &path,
+            |name, values| {
+                if name == "v.b_enc" {
+                    values[1] = -1.0;
+                }
+            },
+            |_| {},
+        );
+        assert_eq!(refused(&path), "v.b_enc[1]");
+    }
+
+    #[test]
+    fn non_finite_state_is_never_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT_FILE);
+        let mut bad = trainer();
+        bad.sae.b_enc[2] = f32::NAN;
+        match save(&path, &bad, &serde_json::json!({})) {
+            Err(Error::Sae(SaeError::NonFiniteWeights { name, index, .. })) => {
+                assert_eq!((name.as_str(), index), ("b_enc", 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!path.exists());
+        let mut sae = trainer().unscaled();
+        sae.w_dec[0] = f32::INFINITY;
+        let out = dir.path().join("sae");
+        match super::super::saelens::save(&out, &sae, serde_json::json!({})) {
+            Err(Error::Sae(SaeError::NonFiniteWeights { name, index, .. })) => {
+                assert_eq!((name.as_str(), index), ("W_dec", 0));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!out.exists());
+    }
+}

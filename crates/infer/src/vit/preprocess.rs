@@ -283,8 +283,8 @@ fn check_constants(
             if !brightest.is_finite() {
                 return Err(unusable(
                     "rescale_factor".into(),
-                    factor.to_string(),
-                    format!("a sample of 255 rescales to {brightest} in f32"),
+                    format!("{factor:?}"),
+                    format!("a sample of 255 rescales to {brightest:?} in f32"),
                 ));
             }
             [0.0, brightest]
@@ -298,14 +298,14 @@ fn check_constants(
         if !mean[c].is_finite() {
             return Err(unusable(
                 format!("image_mean[{c}]"),
-                mean[c].to_string(),
+                format!("{:?}", mean[c]),
                 "not a finite f32".into(),
             ));
         }
         if !std[c].is_normal() || !(1.0 / std[c]).is_finite() {
             return Err(unusable(
                 format!("image_std[{c}]"),
-                std[c].to_string(),
+                format!("{:?}", std[c]),
                 "a standard deviation must be a normal f32 with a finite reciprocal (not 0, subnormal or infinite)".into(),
             ));
         }
@@ -314,8 +314,8 @@ fn check_constants(
             if !normalized.is_finite() {
                 return Err(unusable(
                     format!("image_mean[{c}] and image_std[{c}]"),
-                    format!("{} and {}", mean[c], std[c]),
-                    format!("normalize a pixel value of {sample} to {normalized} in f32"),
+                    format!("{:?} and {:?}", mean[c], std[c]),
+                    format!("normalize a pixel value of {sample:?} to {normalized:?} in f32"),
                 ));
             }
         }
