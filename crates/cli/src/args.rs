@@ -132,6 +132,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn thread_counts_are_one_to_the_shared_limit() {
+        assert_eq!(parse_threads("1"), Ok(1));
+        assert_eq!(parse_threads("256"), Ok(256));
+        for bad in ["0", "257", "1000000", "-1", "x"] {
+            assert!(parse_threads(bad).is_err(), "{bad}");
+        }
+        assert!(parse_threads("257").unwrap_err().contains("limit of 256"));
+    }
+
+    #[test]
     fn ids_accept_commas_spaces_and_brackets() {
         assert_eq!(split_ids("1,2, 3 4").unwrap(), [1, 2, 3, 4]);
         assert_eq!(split_ids("[15339, 1917]").unwrap(), [15339, 1917]);

@@ -8,7 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{fails, ok, s, usage};
+use common::bounded::MIB;
+use common::{ok, s, usage};
 use modelbin_format::embd::{self, SpecialTokens, Vocabulary, WriteOptions};
 use modelbin_format::saev::{Metadata, Writer};
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
@@ -82,6 +83,17 @@ fn tiny_bert(dir: &Path, poisoned: Option<(&str, f32)>) -> PathBuf {
     path
 }
 
+/// Runs a command that must fail with exit 1 and one line, bounded in
+/// memory and time (its figures are docs/reliability.md's, through
+/// scripts/hostile-figures.sh); returns the line.
+fn refused(args: &[&str]) -> String {
+    let run = common::bounded::modelbin(args);
+    run.assert_bounded(64 * MIB);
+    assert_eq!(run.code, Some(1), "{args:?}: {run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    run.stderr
+}
+
 fn refs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
@@ -108,20 +120,17 @@ fn a_non_finite_bert_weight_is_refused_at_load_and_records_nothing() {
             other => panic!("{:?}", other.map(|_| ())),
         }
         let root = dir.path().join("acts");
-        let err = fails(
-            &[
-                "acts",
-                "record",
-                "-m",
-                s(&model),
-                "--tokens-per-text",
-                "4",
-                "-o",
-                s(&root),
-                s(&text),
-            ],
-            "",
-        );
+        let err = refused(&[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "--tokens-per-text",
+            "4",
+            "-o",
+            s(&root),
+            s(&text),
+        ]);
         assert!(
             err.contains(&format!("tensor `{tensor}` holds {value} at element 1")),
             "{err}"
@@ -200,7 +209,7 @@ fn a_non_finite_row_of_a_saved_index_is_refused_naming_its_line() {
             }
             other => panic!("{other:?}"),
         }
-        let err = fails(&refs(&search(&[])), "");
+        let err = refused(&refs(&search(&[])));
         assert!(
             err.contains(&format!(
                 "row 1 of the index ({}:3) holds {value}",
@@ -224,7 +233,7 @@ fn a_cost_beyond_a_double_is_refused() {
     let cost = |extra: &[&str]| {
         let mut args = vec!["tokens", "cost", "-m", "gpt-4o", "--prices", s(&prices)];
         args.extend_from_slice(extra);
-        fails(&args, "")
+        refused(&args)
     };
     for err in [
         cost(&["--text", "one two three"]),
@@ -338,7 +347,7 @@ fn a_checkpoint_with_an_input_scale_of_zero_is_refused_and_nothing_saved() {
     safetensors::write_file(&checkpoint, views, Some(&metadata), &mut |_, _| {}).unwrap();
     let weights = out.join("sae_weights.safetensors");
     let before = std::fs::read(&weights).unwrap();
-    let err = fails(&refs(&train("8", true)), "");
+    let err = refused(&refs(&train("8", true)));
     assert!(
         err.contains("scale is 0; the input scale must be a positive normal number"),
         "{err}"

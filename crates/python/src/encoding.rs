@@ -99,6 +99,8 @@ pub(crate) fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     {
         return Ok(Arc::clone(pool));
     }
+    // A refused size leaves the kept pool as it is.
+    modelbin_format::threads::check(threads).map_err(crate::errors::format_error)?;
     // Dropped before the new pool starts, so the two never run together
     // when no call holds the old one.
     *last = None;
