@@ -5,81 +5,22 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::bounded::MIB;
 use common::{ok, s, usage};
-use modelbin_format::embd::{self, SpecialTokens, Vocabulary, WriteOptions};
 use modelbin_format::saev::{Metadata, Writer};
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
-/// A BERT model in EMBD (hidden 4, 2 heads, FFN 8, 1 layer, 8 tokens) with
-/// `value` at element 1 of the tensor `poisoned` (when given).
+/// The tiny BERT model of the tests' common helpers, with `value` at
+/// element 1 of the tensor `poisoned` (when given).
 fn tiny_bert(dir: &Path, poisoned: Option<(&str, f32)>) -> PathBuf {
-    let metadata: BTreeMap<String, String> = [
-        ("model_name", "tiny"),
-        ("model_version", "1.0.0"),
-        ("embedding_dim", "4"),
-        ("vocab_size", "8"),
-        ("num_layers", "1"),
-        ("num_attention_heads", "2"),
-        ("hidden_size", "4"),
-        ("intermediate_size", "8"),
-        ("max_position_emb", "16"),
-        ("max_seq_length", "16"),
-        ("created_at", "2026-11-27T00:00:00Z"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let config = embd::bert::BertConfig::from_metadata(&metadata, 2).unwrap();
-    let tensors: Vec<(String, Vec<usize>, Vec<u8>)> = config
-        .tensors()
-        .enumerate()
-        .map(|(t, (name, shape))| {
-            let n: usize = shape.iter().product();
-            let mut values: Vec<f32> = (0..n)
-                .map(|i| ((t * 5 + i * 3) % 11) as f32 * 0.05 + 0.1)
-                .collect();
-            if let Some((tensor, value)) = poisoned
-                && tensor == name
-            {
-                values[1] = value;
-            }
-            let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            (name, shape, data)
-        })
-        .collect();
-    let views: Vec<TensorView<'_>> = tensors
-        .iter()
-        .map(|(name, shape, data)| TensorView::new(name, DType::F32, shape, data).unwrap())
-        .collect();
-    let tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"];
-    let vocabulary = Vocabulary {
-        tokens: &tokens,
-        specials: SpecialTokens {
-            pad: 0,
-            unk: 1,
-            cls: 2,
-            sep: 3,
-            mask: 4,
-        },
-    };
     let path = dir.join(if poisoned.is_some() {
         "poisoned.embd"
     } else {
         "tiny.embd"
     });
-    embd::write_file(
-        &path,
-        &views,
-        &metadata,
-        Some(&vocabulary),
-        &WriteOptions::default(),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    common::tiny_embd(&path, &[], poisoned);
     path
 }
 
@@ -110,6 +51,21 @@ fn a_non_finite_bert_weight_is_refused_at_load_and_records_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("t.txt");
     std::fs::write(&text, "a b c a b c a b c a b c").unwrap();
+    let record = |model: &'_ Path, root: &'_ Path| -> Vec<String> {
+        [
+            "acts",
+            "record",
+            "-m",
+            s(model),
+            "--tokens-per-text",
+            "4",
+            "-o",
+            s(root),
+            s(&text),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
     let tensor = "encoder.layer.0.intermediate.dense.weight";
     for value in [f32::NAN, f32::NEG_INFINITY] {
         let model = tiny_bert(dir.path(), Some((tensor, value)));
@@ -120,17 +76,7 @@ fn a_non_finite_bert_weight_is_refused_at_load_and_records_nothing() {
             other => panic!("{:?}", other.map(|_| ())),
         }
         let root = dir.path().join("acts");
-        let err = refused(&[
-            "acts",
-            "record",
-            "-m",
-            s(&model),
-            "--tokens-per-text",
-            "4",
-            "-o",
-            s(&root),
-            s(&text),
-        ]);
+        let err = refused(&refs(&record(&model, &root)));
         assert!(
             err.contains(&format!("tensor `{tensor}` holds {value} at element 1")),
             "{err}"
@@ -140,20 +86,7 @@ fn a_non_finite_bert_weight_is_refused_at_load_and_records_nothing() {
     // The same model without the bad value records.
     let model = tiny_bert(dir.path(), None);
     let root = dir.path().join("acts");
-    ok(
-        &[
-            "acts",
-            "record",
-            "-m",
-            s(&model),
-            "--tokens-per-text",
-            "4",
-            "-o",
-            s(&root),
-            s(&text),
-        ],
-        "",
-    );
+    ok(&refs(&record(&model, &root)), "");
     assert_eq!(entries(&root).len(), 1);
 }
 
