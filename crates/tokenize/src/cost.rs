@@ -547,7 +547,7 @@ mod tests {
     fn costs_beyond_a_double_are_refused_and_prices_must_be_finite() {
         let table = PriceTable::parse(
             r#"{"as_of": "2026-01-01", "currency": "USD", "unit": "per 1M tokens",
-                "models": {"huge": {"input": 1e308, "output": 1e300}}}"#,
+                "models": {"huge": {"input": 1e308, "output": 1e300, "encoding": "o200k_base"}}}"#,
         )
         .unwrap();
         assert!(matches!(
