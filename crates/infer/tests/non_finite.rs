@@ -23,36 +23,23 @@ fn unusable_key(result: Result<ImageProcessor, Error>) -> String {
 
 #[test]
 fn preprocessing_constants_that_leave_f32_are_refused_naming_the_key() {
-    // Finite as f64, subnormal (or 0) as the f32 it is divided by.
-    assert_eq!(
-        unusable_key(processor(r#""image_std": [1e-45, 0.5, 0.5]"#)),
-        "image_std[0]"
-    );
-    assert_eq!(
-        unusable_key(processor(r#""image_std": [0.5, 1e-39, 0.5]"#)),
-        "image_std[1]"
-    );
-    // 255 × 1e300 is beyond f32.
-    assert_eq!(
-        unusable_key(processor(r#""rescale_factor": 1e300"#)),
-        "rescale_factor"
-    );
-    // Infinite once converted to f32.
-    assert_eq!(
-        unusable_key(processor(r#""image_mean": [0.5, 0.5, 3e39]"#)),
-        "image_mean[2]"
-    );
-    assert_eq!(
-        unusable_key(processor(r#""image_std": [0.5, 0.5, 1e39]"#)),
-        "image_std[2]"
-    );
-    // Each finite and normal, but (0 − 3e38) / 1.2e-38 overflows.
-    assert_eq!(
-        unusable_key(processor(
-            r#""image_mean": 3e38, "image_std": 1.2e-38, "do_rescale": false"#
-        )),
-        "image_mean[0] and image_std[0]"
-    );
+    for (extra, key) in [
+        // Finite as f64, subnormal (or 0) as the f32 it is divided by.
+        (r#""image_std": [1e-45, 0.5, 0.5]"#, "image_std[0]"),
+        (r#""image_std": [0.5, 1e-39, 0.5]"#, "image_std[1]"),
+        // 255 × 1e300 is beyond f32.
+        (r#""rescale_factor": 1e300"#, "rescale_factor"),
+        // Infinite once converted to f32.
+        (r#""image_mean": [0.5, 0.5, 3e39]"#, "image_mean[2]"),
+        (r#""image_std": [0.5, 0.5, 1e39]"#, "image_std[2]"),
+        // Each finite and normal, but (0 − 3e38) / 1.2e-38 overflows.
+        (
+            r#""image_mean": 3e38, "image_std": 1.2e-38, "do_rescale": false"#,
+            "image_mean[0] and image_std[0]",
+        ),
+    ] {
+        assert_eq!(unusable_key(processor(extra)), key, "{extra}");
+    }
     // The message names the file and the key.
     let err = processor(r#""rescale_factor": 1e300"#)
         .unwrap_err()
