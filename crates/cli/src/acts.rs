@@ -67,8 +67,8 @@ pub enum ActsCommand {
         /// Examples per batch.
         #[arg(long, default_value_t = 4096)]
         batch_size: usize,
-        /// I/O threads.
-        #[arg(long, default_value_t = 2)]
+        /// I/O threads (at most 256).
+        #[arg(long, default_value_t = 2, value_parser = crate::args::parse_threads)]
         threads: usize,
         /// Shuffle buffer in MiB.
         #[arg(long, default_value_t = 64)]

@@ -115,9 +115,31 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
     parse_checked(text, |v| (0.0..1.0).contains(&v), "in [0, 1)")
 }
 
+/// Parses a thread count: 1 to [`modelbin_format::threads::MAX_THREADS`],
+/// the limit every face shares.
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    let threads: usize = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number"))?;
+    if threads == 0 {
+        return Err("0 threads: at least 1".into());
+    }
+    modelbin_format::threads::check(threads).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_counts_are_one_to_the_shared_limit() {
+        assert_eq!(parse_threads("1"), Ok(1));
+        assert_eq!(parse_threads("256"), Ok(256));
+        for bad in ["0", "257", "1000000", "-1", "x"] {
+            assert!(parse_threads(bad).is_err(), "{bad}");
+        }
+        assert!(parse_threads("257").unwrap_err().contains("limit of 256"));
+    }
 
     #[test]
     fn ids_accept_commas_spaces_and_brackets() {

@@ -47,9 +47,9 @@ pub struct ViewArgs {
     /// Examples per batch.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
+    /// Worker threads (default: one per core; at most 256).
+    #[arg(long, value_parser = crate::args::parse_threads)]
+    threads: Option<usize>,
 }
 
 impl ViewArgs {
@@ -60,7 +60,7 @@ impl ViewArgs {
             self.layer,
             self.patches.into(),
             self.batch_size as usize,
-            self.threads.map(|t| t as usize),
+            self.threads,
         )
         .map_err(|e| sae_failure(e, &self.dataset))
     }

@@ -623,9 +623,14 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     )
 }
 
-/// A refusal of `tokens cost` as a usage error naming the flag to change.
+/// A refusal of `tokens cost`: a usage error naming the flag to change, or
+/// (for a cost the prices make too large to hold) exit 1.
 fn cost_failure(e: modelbin_tokenize::Error) -> Failure {
     use modelbin_tokenize::Error;
+    if let Error::CostNotFinite { .. } = e {
+        // The prices, not the flags, are at fault.
+        return Failure::Invalid(format!("{e}; check the prices (--prices)"));
+    }
     Failure::Usage(match e {
         Error::UnknownModel { .. } => format!(
             "{e}; add its prices with --prices FILE (`modelbin tokens models` lists the known ones)"

@@ -63,8 +63,8 @@ pub struct TrainArgs {
     /// Append one JSON object per step (and evaluation) to this file.
     #[arg(long)]
     log: Option<PathBuf>,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
+    /// Worker threads (default: one per core; at most 256).
+    #[arg(long, value_parser = crate::args::parse_threads)]
     threads: Option<usize>,
     /// Print the final summary as JSON.
     #[arg(long)]

@@ -7,12 +7,16 @@ use std::path::Path;
 
 use crate::failure::{Failure, at, invalid};
 
-/// A pool of `threads` workers (default: one per core).
+/// A pool of `threads` workers (default: one per core); more than
+/// [`modelbin_infer::threads::MAX_THREADS`] is a usage error, refused
+/// before any thread starts.
 pub fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
-        .build()
-        .map_err(invalid)
+    modelbin_infer::threads::pool(threads).map_err(|e| match e {
+        modelbin_infer::Error::Format(e @ modelbin_format::Error::TooManyThreads { .. }) => {
+            Failure::Usage(format!("--threads: {e}"))
+        }
+        e => invalid(e),
+    })
 }
 
 /// `path` opened for appending JSON lines, when one is given; refused

@@ -19,7 +19,6 @@ use std::time::Duration;
 use common::bounded::{
     ADDRESS_SPACE, MIB, arg, device, entries, mkfifo, modelbin, run_bounded, run_bounded_to,
 };
-use modelbin_format::embd::{self, SpecialTokens, Vocabulary, WriteOptions};
 use modelbin_format::tensor::TensorView;
 use modelbin_format::{DType, tllm};
 
@@ -271,60 +270,15 @@ fn an_endless_line_is_an_error_naming_the_cap() {
 /// A tiny EMBD model (hidden 4, 2 heads, FFN 8) whose metadata claims
 /// `num_layers` layers, with one layer's tensors present.
 fn tiny_embd(dir: &Path, num_layers: &str, layer_norm_eps: &str) -> PathBuf {
-    let mut metadata: BTreeMap<String, String> = [
-        ("model_name", "tiny"),
-        ("model_version", "1.0.0"),
-        ("embedding_dim", "4"),
-        ("vocab_size", "8"),
-        ("num_layers", "1"),
-        ("num_attention_heads", "2"),
-        ("hidden_size", "4"),
-        ("intermediate_size", "8"),
-        ("max_position_emb", "8"),
-        ("created_at", "2025-01-16T12:00:00Z"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let config = embd::bert::BertConfig::from_metadata(&metadata, 2).unwrap();
-    let tensors: Vec<(String, Vec<usize>, Vec<u8>)> = config
-        .tensors()
-        .enumerate()
-        .map(|(i, (name, shape))| {
-            let n: usize = shape.iter().product();
-            let data = (0..n)
-                .flat_map(|j| (((i * 7 + j) % 13) as f32 * 0.1 + 0.05).to_le_bytes())
-                .collect();
-            (name, shape, data)
-        })
-        .collect();
-    let views: Vec<TensorView<'_>> = tensors
-        .iter()
-        .map(|(name, shape, data)| TensorView::new(name, DType::F32, shape, data).unwrap())
-        .collect();
-    metadata.insert("num_layers".into(), num_layers.into());
-    metadata.insert("layer_norm_eps".into(), layer_norm_eps.into());
-    let tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"];
-    let vocabulary = Vocabulary {
-        tokens: &tokens,
-        specials: SpecialTokens {
-            pad: 0,
-            unk: 1,
-            cls: 2,
-            sep: 3,
-            mask: 4,
-        },
-    };
     let path = dir.join(format!("tiny-{num_layers}-{layer_norm_eps}.embd"));
-    embd::write_file(
+    common::tiny_embd(
         &path,
-        &views,
-        &metadata,
-        Some(&vocabulary),
-        &WriteOptions::default(),
-        &mut |_, _| {},
-    )
-    .unwrap();
+        &[
+            ("num_layers", num_layers),
+            ("layer_norm_eps", layer_norm_eps),
+        ],
+        None,
+    );
     path
 }
 

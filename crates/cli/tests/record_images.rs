@@ -494,3 +494,81 @@ fn attention_memory_is_checked_and_bounded() {
     run.assert_bounded(256 * MIB);
     assert_eq!(run.code, Some(0), "{run:?}");
 }
+
+/// Rewrites `model/model.safetensors` with `change(name, values)` applied
+/// to each tensor.
+fn change_weights(model: &Path, change: impl Fn(&str, &mut [f32])) {
+    let path = model.join("model.safetensors");
+    let file = safetensors::open(&path).unwrap();
+    let owned: Vec<(String, Vec<usize>, Vec<u8>)> = modelbin_format::TensorStore::tensors(&file)
+        .map(|t| {
+            let mut values = t.to_f32().unwrap().into_owned();
+            change(t.name(), &mut values);
+            let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            (t.name().to_owned(), t.shape().to_vec(), data)
+        })
+        .collect();
+    drop(file);
+    let views = owned
+        .iter()
+        .map(|(name, shape, data)| TensorView::new(name, DType::F32, shape, data).unwrap());
+    safetensors::write_file(&path, views, None, &mut |_, _| {}).unwrap();
+}
+
+#[test]
+fn non_finite_weights_and_values_stop_the_recording_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, images) = setup(dir.path());
+    // Its skip warning would be a second line.
+    std::fs::remove_file(images.join("broken.png")).unwrap();
+    let root = dir.path().join("acts");
+    let record = || {
+        fails(
+            &[
+                "acts",
+                "record",
+                "-m",
+                s(&model),
+                "--images",
+                s(&images),
+                "-o",
+                s(&root),
+            ],
+            "",
+        )
+    };
+    let left = || -> Vec<_> {
+        std::fs::read_dir(&root)
+            .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default()
+    };
+    // A NaN weight is refused when the model loads, naming the tensor.
+    let tensor = "encoder.layers.1.self_attn.v_proj.weight";
+    change_weights(&model, |name, values| {
+        if name == tensor {
+            values[3] = f32::NAN;
+        }
+    });
+    let err = record();
+    assert!(
+        err.contains(&format!("tensor `{tensor}` holds NaN at element 3")),
+        "{err}"
+    );
+    assert!(left().is_empty(), "{:?}", left());
+    // Finite weights whose sum overflows: caught in the recorded vectors,
+    // naming the first image file and the layer.
+    change_weights(&model, |name, values| {
+        if name == tensor {
+            values[3] = 0.0;
+        }
+        if name.ends_with("mlp.fc2.bias") {
+            values[0] = 3e38;
+        }
+    });
+    let err = record();
+    assert!(
+        err.contains("a.png: the recorded vector of layer -1, token 0 holds"),
+        "{err}"
+    );
+    assert!(left().is_empty(), "{:?}", left());
+}

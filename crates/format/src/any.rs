@@ -116,20 +116,15 @@ impl AnyFile {
 }
 
 /// Refuses model weights that hold a NaN or an infinity
-/// ([`ModelError::NonFinite`], naming the first): a model file's weights
-/// are all used, so any such value poisons every output. Generic tensor
-/// files (BinTensors, safetensors) may hold them on purpose and are not
-/// checked.
-fn check_finite<'a>(tensors: impl Iterator<Item = crate::tensor::TensorView<'a>>) -> Result<()> {
+/// ([`ModelError::NonFinite`](crate::ModelError::NonFinite), naming the
+/// first): a model file's weights are all used, so any such value poisons
+/// every output. Generic tensor files (BinTensors, safetensors) may hold
+/// them on purpose and are not checked.
+pub fn check_finite<'a>(
+    tensors: impl Iterator<Item = crate::tensor::TensorView<'a>>,
+) -> Result<()> {
     for tensor in tensors {
-        if let Some((index, value)) = crate::floats::first_non_finite(tensor.dtype(), tensor.data())
-        {
-            return Err(crate::Error::Model(crate::ModelError::NonFinite {
-                name: tensor.name().to_owned(),
-                index,
-                value,
-            }));
-        }
+        crate::floats::require_finite(tensor.name(), tensor.dtype(), tensor.data())?;
     }
     Ok(())
 }

@@ -70,6 +70,35 @@ pub fn first_non_finite(dtype: DType, bytes: &[u8]) -> Option<(usize, f32)> {
         })
 }
 
+/// Refuses the model weight `name` (values of the float dtype `dtype` in
+/// `bytes`) when it holds a NaN or an infinity, naming the first
+/// ([`ModelError::NonFinite`](crate::ModelError::NonFinite)): every output
+/// computed from such a weight would be NaN or infinite too. Values are
+/// judged as `f32`, the width the engines compute in, so an F64 value
+/// beyond `f32`'s range is refused as the infinity it becomes.
+pub fn require_finite(name: &str, dtype: DType, bytes: &[u8]) -> crate::Result<()> {
+    match first_non_finite(dtype, bytes) {
+        None => Ok(()),
+        Some((index, value)) => Err(non_finite(name, index, value)),
+    }
+}
+
+/// [`require_finite`] for weights already decoded to `f32`.
+pub fn require_finite_values(name: &str, values: &[f32]) -> crate::Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(index) => Err(non_finite(name, index, values[index])),
+    }
+}
+
+fn non_finite(name: &str, index: usize, value: f32) -> crate::Error {
+    crate::Error::Model(crate::ModelError::NonFinite {
+        name: name.to_owned(),
+        index,
+        value,
+    })
+}
+
 /// Little-endian f32 bytes as values, borrowed when aligned.
 pub fn decode_f32(bytes: &[u8]) -> Cow<'_, [f32]> {
     #[cfg(target_endian = "little")]

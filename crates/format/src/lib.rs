@@ -157,6 +157,7 @@ pub mod source;
 pub mod stats;
 mod table;
 pub mod tensor;
+pub mod threads;
 pub mod tllm;
 mod write;
 

@@ -59,11 +59,23 @@ pub struct Bert {
     layers: Vec<Layer>,
 }
 
+/// Refuses an EMBD file whose float weights hold a NaN or an infinity,
+/// naming the first: one such weight makes every embedding and recorded
+/// vector NaN. One pass over the file's tensors (the word table's pages
+/// included, which a mapped load would otherwise read only as texts use
+/// them: the price of knowing at load).
+fn check_finite<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<()> {
+    use modelbin_format::TensorStore;
+    Ok(modelbin_format::any::check_finite(embd.tensors())?)
+}
+
 impl Bert {
     /// Loads the encoder of a validated EMBD file, checking that its tensors
-    /// make the model its metadata describes.
+    /// make the model its metadata describes and hold no NaN or infinity
+    /// ([`modelbin_format::ModelError::NonFinite`], naming the tensor).
     pub fn load<B: AsRef<[u8]> + Sync>(embd: &Embd<B>) -> Result<Self> {
         let config = BertConfig::validate(embd)?;
+        check_finite(embd)?;
         let word = WordTable::load(embd)?;
         Bert::build(embd, config, word, &|name| F32Tensor::load(embd, name))
     }
@@ -73,6 +85,7 @@ impl Bert {
     /// [`Bert::load`]).
     pub fn load_mapped(file: Arc<Embd<MappedFile>>) -> Result<Self> {
         let config = BertConfig::validate(&*file)?;
+        check_finite(&*file)?;
         let word = WordTable::of(&file)?;
         Bert::build(&*file, config, word, &|name| F32Tensor::of(&file, name))
     }

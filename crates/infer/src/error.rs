@@ -62,6 +62,27 @@ pub enum Error {
         /// The result: "the embedding", "the logits", ...
         what: &'static str,
     },
+    /// A saved line index (`modelbin search --index`) whose embedding of a
+    /// line holds a NaN or an infinity: it would rank first (NaN) or never
+    /// (infinity), so the index is refused when loaded.
+    #[error(
+        "{path}: row {row} of the index ({file}:{line}) holds {value}; embeddings must be finite: build the index again"
+    )]
+    NonFiniteIndexRow {
+        /// The index file.
+        path: PathBuf,
+        /// The row (0-based, in index order).
+        row: usize,
+        /// The file the row's line comes from.
+        file: PathBuf,
+        /// The line number (1-based).
+        line: u32,
+        /// The first bad value.
+        value: f32,
+    },
+    /// The system refused to start a pool's worker threads.
+    #[error("cannot start the worker threads: {0}")]
+    ThreadPool(String),
     /// A sampling parameter out of range.
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),
@@ -108,6 +129,20 @@ pub enum ImageError {
     UnsupportedResample {
         /// The code.
         code: i64,
+    },
+    /// A rescale or normalization constant that would make a pixel value
+    /// NaN or infinite in f32 (where transformers would hand the model
+    /// such values): not finite as f32, a standard deviation that is zero,
+    /// subnormal or has no finite reciprocal, or constants that take a
+    /// pixel of 0 to 255 beyond f32's range.
+    #[error("preprocessor_config.json: {key} = {value}: {reason}")]
+    UnusableConstant {
+        /// The key, with the channel where it has one (`image_std[0]`).
+        key: String,
+        /// Its value, as f32 where it is used so.
+        value: String,
+        /// Why it cannot be used.
+        reason: String,
     },
     /// A setting that changes the pixels in a way not supported here.
     #[error("preprocessor_config.json: {key} = {value} is not supported")]
@@ -220,6 +255,33 @@ pub enum SaeError {
         step: u64,
         /// Its mean squared error.
         mse: f64,
+    },
+    /// Trained weights (or optimiser moments) that hold a NaN or an
+    /// infinity: refused before they are saved, so no file holds them.
+    #[error(
+        "the trained {name} holds {value} at element {index}; nothing was saved: lower the learning rate, or check the checkpoint resumed from"
+    )]
+    NonFiniteWeights {
+        /// The tensor (`W_dec`, `m.w_enc`, ...).
+        name: String,
+        /// The element's index (row-major).
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
+    /// A checkpoint value a run cannot resume from: a tensor that holds
+    /// a NaN or an infinity, a negative second moment, an input scale that
+    /// is not a positive normal number, a threshold that is not finite.
+    #[error("resume: {path}: {name} is {value}; {expected}")]
+    BadCheckpoint {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The value's name (`scale`, `threshold`, a tensor and element).
+        name: String,
+        /// The value found.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
     },
     /// An input vector holds NaN or Inf.
     #[error(
@@ -502,4 +564,21 @@ pub enum RecordError {
     /// The caller stopped the recording; nothing was written.
     #[error("interrupted")]
     Interrupted,
+    /// A recorded vector that holds a NaN or an infinity: the recording
+    /// stops before writing it (and leaves no dataset), whatever made it
+    /// so (non-finite weights, constants or inputs).
+    #[error(
+        "{input}: the recorded vector of layer {layer}, token {token} holds {value}; nothing was written (`modelbin verify` checks a model file's weights)"
+    )]
+    NonFinite {
+        /// The input: the image file, or the text window.
+        input: String,
+        /// The layer, as the recording names it (negative from the end).
+        layer: i64,
+        /// The token (row) of the vector within the input: CLS first when
+        /// it is recorded, then the patches or the window's tokens.
+        token: usize,
+        /// The first bad value.
+        value: f32,
+    },
 }

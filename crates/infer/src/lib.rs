@@ -48,6 +48,7 @@ mod nn;
 pub mod record;
 pub mod sae;
 pub mod search;
+pub mod threads;
 pub mod tllm;
 pub mod train;
 pub mod vit;

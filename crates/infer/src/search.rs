@@ -230,7 +230,8 @@ impl LineIndex {
     }
 
     /// Reads an index [`LineIndex::save`] wrote, checking that its parts
-    /// agree with each other.
+    /// agree with each other and that every embedding is finite
+    /// ([`Error::NonFiniteIndexRow`]).
     pub fn load(path: &Path) -> Result<LineIndex> {
         let file = safetensors::open(path)?;
         let invalid = |reason: &str| {
@@ -281,10 +282,23 @@ impl LineIndex {
         if !consistent {
             return Err(invalid("its lines, places and text do not agree"));
         }
+        let dim = embeddings.shape()[1];
+        let vectors = embeddings.to_f32()?.into_owned();
+        if let Some(at) = vectors.iter().position(|v| !v.is_finite()) {
+            let row = at / dim.max(1);
+            let (file, line) = (places[2 * row], places[2 * row + 1]);
+            return Err(Error::NonFiniteIndexRow {
+                path: path.to_path_buf(),
+                row,
+                file: source.files[file as usize].0.clone(),
+                line,
+                value: vectors[at],
+            });
+        }
         Ok(LineIndex {
             places: places.chunks_exact(2).map(|p| (p[0], p[1])).collect(),
-            dim: embeddings.shape()[1],
-            vectors: embeddings.to_f32()?.into_owned(),
+            dim,
+            vectors,
             source,
             bounds,
             text,

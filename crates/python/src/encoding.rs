@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyList};
@@ -85,20 +84,29 @@ fn only(names: &[String]) -> Vec<&str> {
 /// A flat batch: every text's ids one after another, and where each starts.
 type FlatIds<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
 
-/// A rayon pool of `threads` threads, made once per size and kept: a batch
-/// call should not pay for starting threads.
-fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
-    static POOLS: Mutex<Option<HashMap<usize, Arc<rayon::ThreadPool>>>> = Mutex::new(None);
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(pool) = pools.get_or_insert_default().get(&threads) {
-        return Ok(pool.clone());
+/// A rayon pool of `threads` threads (at most
+/// [`modelbin_infer::threads::MAX_THREADS`], checked before any thread
+/// starts). The pool of the last call is kept, so a loop of calls with the
+/// same `num_threads` does not pay for starting threads; a call with
+/// another size replaces it, and the replaced pool's threads end once no
+/// call uses it. So the process holds the threads of one kept pool plus
+/// those of the calls running, whatever sizes were asked for before.
+pub(crate) fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static LAST: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((size, pool)) = last.as_ref()
+        && *size == threads
+    {
+        return Ok(Arc::clone(pool));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let pool = Arc::new(pool);
-    pools.get_or_insert_default().insert(threads, pool.clone());
+    // A refused size leaves the kept pool as it is.
+    modelbin_format::threads::check(threads).map_err(crate::errors::format_error)?;
+    // Dropped before the new pool starts, so the two never run together
+    // when no call holds the old one.
+    *last = None;
+    let pool =
+        Arc::new(modelbin_infer::threads::pool(Some(threads)).map_err(crate::errors::infer_error)?);
+    *last = Some((threads, Arc::clone(&pool)));
     Ok(pool)
 }
 

@@ -86,9 +86,10 @@ fn python_error(e: modelbin_format::Error, file: Option<&std::path::Path>) -> Py
         Error::Io { .. } | Error::NotRegularFile { .. } | Error::NotADirectoryOutput { .. } => {
             PyOSError::new_err(e.to_string())
         }
-        Error::InvalidArgument(_) | Error::TensorNotFound(_) | Error::IndexOutOfRange { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
+        Error::InvalidArgument(_)
+        | Error::TensorNotFound(_)
+        | Error::IndexOutOfRange { .. }
+        | Error::TooManyThreads { .. } => PyValueError::new_err(e.to_string()),
         _ => match (e.path(), file) {
             (None, Some(file)) => new_format_error(
                 format!("{}: {e}", file.display()),

@@ -15,7 +15,9 @@ use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
 use modelbin_infer::sae::{Activation, Codes, Sae};
-use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -130,6 +132,61 @@ impl NativeSae {
         let recon = py.detach(|| self.sae.decode(&codes));
         numpy::PyArray1::from_vec(py, recon).reshape([rows, self.sae.d_in])
     }
+}
+
+/// An autoencoder's arrays as SAELens names them (`W_enc [d_in, d_sae]`,
+/// `W_dec`, `b_enc`, `b_dec`, and `threshold` for jumprelu) with its
+/// `cfg.json` as JSON text.
+type LoadedSae<'py> = (
+    Bound<'py, PyArray2<f32>>,
+    Bound<'py, PyArray2<f32>>,
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<f32>>,
+    Option<Bound<'py, PyArray1<f32>>>,
+    String,
+);
+
+/// Reads the autoencoder in `path` with the library's loader, the one
+/// `modelbin sae` commands use: `cfg.json` through the capped JSON reader
+/// (a FIFO or device is refused at once), the weights mapped, checked
+/// against the configuration and refused when they hold a NaN or an
+/// infinity (`FormatError`).
+#[pyfunction]
+pub fn sae_load<'py>(py: Python<'py>, path: PathBuf) -> PyResult<LoadedSae<'py>> {
+    let (sae, config) = py
+        .detach(|| modelbin_infer::sae::saelens::load(&path))
+        .map_err(|e| match e {
+            // Worded as SAE.load has always worded a missing tensor.
+            modelbin_infer::Error::Format(modelbin_format::Error::TensorNotFound(name)) => {
+                PyValueError::new_err(format!(
+                    "{}: {} lacks ['{name}']",
+                    path.display(),
+                    modelbin_infer::sae::saelens::WEIGHTS_FILE
+                ))
+            }
+            e => infer_error(e),
+        })?;
+    let (d_in, d_sae) = (sae.d_in, sae.d_sae);
+    // The engine holds the encoder one row per latent; SAELens's is
+    // [d_in, d_sae].
+    let mut w_enc = vec![0.0f32; d_in * d_sae];
+    for (j, row) in sae.w_enc.chunks_exact(d_in).enumerate() {
+        for (i, &w) in row.iter().enumerate() {
+            w_enc[i * d_sae + j] = w;
+        }
+    }
+    let threshold = match sae.activation {
+        Activation::JumpRelu(threshold) => Some(PyArray1::from_vec(py, threshold)),
+        _ => None,
+    };
+    Ok((
+        PyArray1::from_vec(py, w_enc).reshape([d_in, d_sae])?,
+        PyArray1::from_vec(py, sae.w_dec).reshape([d_sae, d_in])?,
+        PyArray1::from_vec(py, sae.b_enc),
+        PyArray1::from_vec(py, sae.b_dec),
+        threshold,
+        config.to_string(),
+    ))
 }
 
 /// Refuses `what` of `width` columns where `expected` are needed (the

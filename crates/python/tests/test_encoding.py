@@ -5,8 +5,10 @@ completions, custom encodings. tiktoken's own test suite runs against
 modelbin as well (scripts/drop-in-suites.sh)."""
 
 import concurrent.futures
+import os
 import pickle
 import random
+import time
 
 import numpy as np
 import pytest
@@ -298,3 +300,40 @@ def test_flat_batches_and_counts_equal_tiktoken(name):
     assert empty_ids.tolist() == [] and empty_offsets.tolist() == [0]
     assert ours.encode_to_numpy("a <|endoftext|>", allowed_special="all").tolist() == \
         ref.encode("a <|endoftext|>", allowed_special="all")
+
+
+def _live_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def _settles_at_most(bound, seconds=30.0):
+    """The live thread count once it is at most ``bound`` (the threads of a
+    dropped pool end soon after it is dropped, not at once), or the count
+    when ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while _live_threads() > bound and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _live_threads()
+
+
+def test_batch_calls_keep_the_threads_of_one_pool_whatever_sizes_were_asked():
+    enc = modelbin.get_encoding("cl100k_base")
+    texts = ["hello world"] * 64
+    baseline = _live_threads()
+    for n in range(1, 41):
+        assert enc.encode_batch(texts, num_threads=n) == [enc.encode("hello world")] * 64
+        enc.count_batch(texts, num_threads=n)
+    # The last pool (40 threads) is kept; every earlier one has ended. The
+    # baseline may hold an earlier test's kept pool (ended now) or not: at
+    # most 40 more, plus a few for the interpreter's own threads.
+    bound = baseline + 40 + 4
+    assert _settles_at_most(bound) <= bound
+    before = _live_threads()
+    with pytest.raises(ValueError, match="limit of 256 threads"):
+        enc.encode_batch(texts, num_threads=10**6)
+    with pytest.raises(ValueError, match="limit of 256 threads"):
+        enc.encode_ordinary_batch_to_numpy(texts, num_threads=257)
+    # A refused call starts no thread.
+    assert _live_threads() <= before
+    # 256 itself is allowed.
+    assert enc.count_batch(texts, num_threads=256).tolist() == [2] * 64

@@ -4,7 +4,10 @@ the numpy definition to float32 rounding (rtol 1e-6) while the latents that
 fire are exactly the definition's."""
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -115,3 +118,37 @@ def test_the_native_autoencoder_refuses_shapes_it_cannot_run():
         sae.encode(np.zeros((2, 5), np.float32))
     with pytest.raises(ValueError, match="codes of width 6"):
         sae.decode(np.zeros((2, 6), np.float32))
+
+
+def test_load_refuses_non_finite_weights_as_the_command_line_does(tmp_path):
+    w = write_sae(tmp_path / "nan")
+    w["W_dec"][:] = np.nan
+    mnp.save_file(w, str(tmp_path / "nan" / "sae_weights.safetensors"))
+    with pytest.raises(modelbin.FormatError, match=r"tensor `W_dec` holds NaN at element 0"):
+        modelbin.sae.SAE.load(tmp_path / "nan")
+    w = write_sae(tmp_path / "inf")
+    w["b_enc"][3] = -np.inf
+    mnp.save_file(w, str(tmp_path / "inf" / "sae_weights.safetensors"))
+    with pytest.raises(modelbin.FormatError, match=r"tensor `b_enc` holds -inf at element 3"):
+        modelbin.sae.SAE.load(tmp_path / "inf")
+
+
+def test_load_refuses_a_fifo_config_at_once(tmp_path):
+    """cfg.json as a FIFO with no writer: refused without opening it for
+    reading (which would wait for a writer forever). Run in a child process
+    with a timeout, so a regression fails instead of hanging the suite."""
+    path = tmp_path / "fifo"
+    write_sae(path)
+    (path / "cfg.json").unlink()
+    os.mkfifo(path / "cfg.json")
+    script = (
+        "import sys, modelbin\n"
+        "try:\n"
+        "    modelbin.sae.SAE.load(sys.argv[1])\n"
+        "except OSError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                           text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.startswith("OSError ") and "is a FIFO" in child.stdout, child.stdout

@@ -191,7 +191,8 @@ impl PriceTable {
     /// cached rate) and `output_tokens` output tokens of `model` cost.
     /// Refused: more cached tokens than input tokens, cached tokens for a
     /// model without a cached rate, and output tokens for a model that
-    /// produces none (an embedding model), rather than pricing them at 0.
+    /// produces none (an embedding model), rather than pricing them at 0;
+    /// and a cost that is not a finite number ([`Error::CostNotFinite`]).
     pub fn estimate(
         &self,
         model: &str,
@@ -220,6 +221,17 @@ impl PriceTable {
         }
         let input_cost = cost(price, input_tokens - cached_tokens, 0) + cached_cost;
         let output_cost = cost(price, 0, output_tokens);
+        // Prices are finite, but their products with counts can overflow.
+        if ![input_cost, output_cost, input_cost + output_cost]
+            .iter()
+            .all(|c| c.is_finite())
+        {
+            return Err(Error::CostNotFinite {
+                model: priced_as.to_owned(),
+                input_tokens,
+                output_tokens,
+            });
+        }
         Ok(CostEstimate {
             model: model.to_owned(),
             priced_as: priced_as.to_owned(),
@@ -529,6 +541,41 @@ mod tests {
                 .output_cost,
             0.0
         );
+    }
+
+    #[test]
+    fn costs_beyond_a_double_are_refused_and_prices_must_be_finite() {
+        let table = PriceTable::parse(
+            r#"{"as_of": "2026-01-01", "currency": "USD", "unit": "per 1M tokens",
+                "models": {"huge": {"input": 1e308, "output": 1e300, "encoding": "o200k_base"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            table.estimate("huge", 2, 0, 0),
+            Err(Error::CostNotFinite {
+                input_tokens: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            table.estimate("huge", 0, 0, u64::MAX),
+            Err(Error::CostNotFinite {
+                output_tokens: u64::MAX,
+                ..
+            })
+        ));
+        // One token of each still has a finite cost.
+        let estimate = table.estimate("huge", 1, 0, 1).unwrap();
+        assert!(estimate.total_cost.is_finite());
+        for bad in ["-1", "1e999", "\"NaN\""] {
+            let json = format!(
+                r#"{{"as_of": "x", "currency": "USD", "unit": "u", "models": {{"m": {{"input": {bad}}}}}}}"#
+            );
+            assert!(
+                matches!(PriceTable::parse(&json), Err(Error::BadPriceTable(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -79,6 +79,19 @@ pub enum Error {
     /// Output tokens for a model that produces none (no output price).
     #[error("{0} has no output price: it produces no output tokens")]
     NoOutputPrice(String),
+    /// A cost beyond what a double holds (prices near 1e308, or counts near
+    /// 2⁶⁴ at huge prices): refused rather than printed as `inf`.
+    #[error(
+        "{model}: {input_tokens} input and {output_tokens} output tokens cost more than a number can hold at its prices"
+    )]
+    CostNotFinite {
+        /// The entry that prices the model.
+        model: String,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+    },
     /// A price table that does not parse.
     #[error("invalid price table: {0}")]
     BadPriceTable(String),

@@ -150,6 +150,15 @@ pub enum Error {
     /// (not a property of any file).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// More worker threads asked for than [`crate::threads::MAX_THREADS`]:
+    /// refused before any thread starts.
+    #[error("{threads} threads is more than the limit of {limit} threads")]
+    TooManyThreads {
+        /// The threads asked for.
+        threads: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The content matches no known format.
     #[error(
         "{path}: not a recognised format (no known magic bytes, not a BinTensors or safetensors header)"

@@ -124,6 +124,7 @@ impl Loader {
                 "batch size and threads must be at least 1".into(),
             ));
         }
+        crate::threads::check(options.threads)?;
         let view = dataset.view(patches, layer)?;
         let m = dataset.metadata();
         let dim = m.d_vit as usize;

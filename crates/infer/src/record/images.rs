@@ -161,6 +161,18 @@ impl ImageSource {
         self.written as u64
     }
 
+    /// Images recorded so far.
+    pub(super) fn images_done(&self) -> usize {
+        self.written
+    }
+
+    /// How an error names image `img`: its file.
+    pub(super) fn describe(&self, img: usize) -> String {
+        self.images
+            .get(img)
+            .map_or_else(|| format!("image {img}"), |entry| entry.path.clone())
+    }
+
     /// The files left out while starting.
     pub(super) fn skipped(&self) -> &[Skipped] {
         &self.skipped

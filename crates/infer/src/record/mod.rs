@@ -138,6 +138,10 @@ impl Recording {
     /// current rayon pool) and writes their images; `false` once every
     /// image is written.
     pub fn record_round(&mut self) -> Result<bool> {
+        let first = match &self.source {
+            Source::Text(s) => s.images_done(),
+            Source::Images(s) => s.images_done(),
+        };
         let images = match &mut self.source {
             Source::Text(s) => s.next_round()?,
             Source::Images(s) => s.next_round()?,
@@ -145,10 +149,40 @@ impl Recording {
         let Some(images) = images else {
             return Ok(false);
         };
+        self.check_finite(first, &images)?;
         for image in images {
             self.writer.push(&image)?;
         }
         Ok(true)
+    }
+
+    /// Refuses a round whose images (the first being image `first`) hold a
+    /// NaN or an infinity ([`RecordError::NonFinite`], naming the input,
+    /// layer and token of the first): a dataset of them would poison every
+    /// autoencoder trained on it. This backstop catches what the checks at
+    /// load (weights, preprocessing constants) cannot foresee, in one pass
+    /// over rows already in memory.
+    fn check_finite(&self, first: usize, images: &[Vec<f32>]) -> Result<()> {
+        let metadata = self.writer.metadata();
+        let width = (metadata.d_vit as usize).max(1);
+        let per_layer = (metadata.tokens_per_img() as usize).max(1) * width;
+        for (i, image) in images.iter().enumerate() {
+            let Some(at) = image.iter().position(|v| !v.is_finite()) else {
+                continue;
+            };
+            let input = match &self.source {
+                Source::Text(s) => s.describe(first + i),
+                Source::Images(s) => s.describe(first + i),
+            };
+            return Err(RecordError::NonFinite {
+                input,
+                layer: metadata.layers.get(at / per_layer).copied().unwrap_or(0),
+                token: at % per_layer / width,
+                value: image[at],
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// Finishes the dataset (every round must have been recorded).

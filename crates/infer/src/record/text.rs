@@ -143,6 +143,21 @@ impl TextSource {
         (self.written * self.window) as u64
     }
 
+    /// Windows recorded so far.
+    pub(super) fn images_done(&self) -> usize {
+        self.written
+    }
+
+    /// How an error names window `img`: its number and its tokens' place
+    /// in the files' text.
+    pub(super) fn describe(&self, img: usize) -> String {
+        let start = img * self.window;
+        format!(
+            "window {img} (tokens {start}..{} of the text)",
+            start + self.window
+        )
+    }
+
     /// The images of the next round of windows (about 16,384 tokens), or
     /// `None` once every window is recorded.
     pub(super) fn next_round(&mut self) -> Result<Option<Vec<Vec<f32>>>> {

@@ -13,7 +13,7 @@ use modelbin_format::safetensors;
 use modelbin_format::{DType, TensorStore, TensorView};
 
 use super::train::{Options, Trainer};
-use crate::{Error, Result};
+use crate::{Error, Result, SaeError};
 
 /// The checkpoint's file name inside the output directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
@@ -28,7 +28,10 @@ fn bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
-/// Writes `trainer`'s state and `record` (any JSON the caller needs back).
+/// Writes `trainer`'s state and `record` (any JSON the caller needs back);
+/// a state that holds a NaN or an infinity is refused unwritten
+/// ([`crate::SaeError::NonFiniteWeights`]), so the previous checkpoint
+/// stays.
 pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Result<()> {
     let sae = &trainer.sae;
     let (m, v): (Vec<&Vec<f32>>, Vec<&Vec<f32>>) =
@@ -37,6 +40,7 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
         &sae.w_enc, &sae.b_enc, &sae.w_dec, &sae.b_dec, m[0], v[0], m[1], v[1], m[2], v[2], m[3],
         v[3],
     ];
+    super::require_finite_weights(NAMES.iter().copied().zip(arrays))?;
     let encoded: Vec<Vec<u8>> = arrays.iter().map(|a| bytes(a)).collect();
     let since: Vec<u8> = trainer
         .since_fired
@@ -77,7 +81,8 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
 
 /// Reads a checkpoint back into a trainer with `options` for inputs of
 /// `d_in` values (the checkpoint must hold an autoencoder of that shape);
-/// returns it with the caller's record.
+/// returns it with the caller's record. Values a run cannot continue from
+/// (see [`SaeError::BadCheckpoint`]) are refused.
 pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serde_json::Value)> {
     let file = safetensors::open(path)?;
     let bad = |reason: String| {
@@ -128,6 +133,50 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
     let scale = state["scale"]
         .as_f64()
         .ok_or_else(|| bad("no input scale".into()))? as f32;
+    let refuse = |name: String, value: String, expected: &'static str| -> Error {
+        SaeError::BadCheckpoint {
+            path: path.to_path_buf(),
+            name,
+            value,
+            expected,
+        }
+        .into()
+    };
+    // The saved autoencoder is divided by the scale: it must be a positive
+    // normal number whose reciprocal is finite.
+    if !(scale.is_normal() && scale > 0.0 && (1.0 / scale).is_finite()) {
+        return Err(refuse(
+            "scale".into(),
+            scale.to_string(),
+            "the input scale must be a positive normal number",
+        ));
+    }
+    let threshold = match &state["threshold"] {
+        serde_json::Value::Null => None,
+        value => match value.as_f64().map(|t| t as f32) {
+            Some(t) if t.is_finite() => Some(t),
+            _ => {
+                return Err(refuse(
+                    "threshold".into(),
+                    value.to_string(),
+                    "the BatchTopK threshold must be a finite number",
+                ));
+            }
+        },
+    };
+    for (name, values) in NAMES.iter().zip(&arrays) {
+        let second_moment = name.starts_with("v.");
+        if let Some(index) = values
+            .iter()
+            .position(|v| !v.is_finite() || (second_moment && *v < 0.0))
+        {
+            return Err(refuse(
+                format!("{name}[{index}]"),
+                values[index].to_string(),
+                "a checkpoint's tensors must be finite (and second moments not negative)",
+            ));
+        }
+    }
     // A trainer of the right shape, then its state replaced.
     let mut trainer = Trainer::new(&vec![0.0; d_in], d_in, options);
     let mut arrays = arrays.into_iter();
@@ -142,7 +191,127 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
     trainer.since_fired = since_fired;
     trainer.scale = scale;
     trainer.step = state["step"].as_u64().unwrap_or(0);
-    trainer.threshold = state["threshold"].as_f64().map(|t| t as f32);
+    trainer.threshold = threshold;
     trainer.refresh_threshold();
     Ok((trainer, state["record"].clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sae::train::Architecture;
+
+    fn options() -> Options {
+        Options::new(Architecture::BatchTopK { k: 2 }, 4, 10, 1e-3)
+    }
+
+    /// A trainer for inputs of width 3, on a small sample.
+    fn trainer() -> Trainer {
+        let sample: Vec<f32> = (0..24).map(|i| (i as f32 * 0.7).sin()).collect();
+        Trainer::new(&sample, 3, options())
+    }
+
+    /// Rewrites the checkpoint at `path` with `change` applied to each
+    /// tensor's values (by name) and to its state metadata.
+    fn forge(
+        path: &Path,
+        change: impl Fn(&str, &mut Vec<f32>),
+        state: impl Fn(&mut serde_json::Value),
+    ) {
+        let file = safetensors::open(path).unwrap();
+        let mut metadata = file.metadata().cloned().unwrap();
+        let mut value: serde_json::Value = serde_json::from_str(&metadata["modelbin.sae"]).unwrap();
+        state(&mut value);
+        metadata.insert("modelbin.sae".into(), value.to_string());
+        let owned: Vec<(String, DType, Vec<usize>, Vec<u8>)> = file
+            .tensors()
+            .map(|t| {
+                let data = if t.dtype() == DType::F32 {
+                    let mut values = t.to_f32().unwrap().into_owned();
+                    change(t.name(), &mut values);
+                    bytes(&values)
+                } else {
+                    t.data().to_vec()
+                };
+                (t.name().to_owned(), t.dtype(), t.shape().to_vec(), data)
+            })
+            .collect();
+        drop(file);
+        let views = owned
+            .iter()
+            .map(|(name, dtype, shape, data)| TensorView::new(name, *dtype, shape, data).unwrap());
+        safetensors::write_file(path, views, Some(&metadata), &mut |_, _| {}).unwrap();
+    }
+
+    /// The name a [`SaeError::BadCheckpoint`] gives.
+    fn refused(path: &Path) -> String {
+        match load(path, 3, options()) {
+            Err(Error::Sae(SaeError::BadCheckpoint { name, .. })) => name,
+            other => panic!("expected a bad checkpoint, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn values_a_run_cannot_continue_from_are_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT_FILE);
+        let record = serde_json::json!({});
+        save(&path, &trainer(), &record).unwrap();
+        assert!(load(&path, 3, options()).is_ok());
+        for (scale, name) in [(0.0, "scale"), (-1.0, "scale"), (1e-40, "scale")] {
+            save(&path, &trainer(), &record).unwrap();
+            forge(&path, |_, _| {}, |s| s["scale"] = scale.into());
+            assert_eq!(refused(&path), name, "scale {scale}");
+        }
+        save(&path, &trainer(), &record).unwrap();
+        forge(&path, |_, _| {}, |s| s["threshold"] = 1e39.into());
+        assert_eq!(refused(&path), "threshold");
+        save(&path, &trainer(), &record).unwrap();
+        forge(
+            &path,
+            |name, values| {
+                if name == "w_dec" {
+                    values[5] = f32::NEG_INFINITY;
+                }
+            },
+            |_| {},
+        );
+        assert_eq!(refused(&path), "w_dec[5]");
+        save(&path, &trainer(), &record).unwrap();
+        forge(
+            &path,
+            |name, values| {
+                if name == "v.b_enc" {
+                    values[1] = -1.0;
+                }
+            },
+            |_| {},
+        );
+        assert_eq!(refused(&path), "v.b_enc[1]");
+    }
+
+    #[test]
+    fn non_finite_state_is_never_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT_FILE);
+        let mut bad = trainer();
+        bad.sae.b_enc[2] = f32::NAN;
+        match save(&path, &bad, &serde_json::json!({})) {
+            Err(Error::Sae(SaeError::NonFiniteWeights { name, index, .. })) => {
+                assert_eq!((name.as_str(), index), ("b_enc", 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!path.exists());
+        let mut sae = trainer().unscaled();
+        sae.w_dec[0] = f32::INFINITY;
+        let out = dir.path().join("sae");
+        match super::super::saelens::save(&out, &sae, serde_json::json!({})) {
+            Err(Error::Sae(SaeError::NonFiniteWeights { name, index, .. })) => {
+                assert_eq!((name.as_str(), index), ("W_dec", 0));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!out.exists());
+    }
 }

@@ -72,10 +72,7 @@ pub fn evaluate(
     view: &View,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<Evaluation> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(view.threads())
-        .build()
-        .map_err(|e| modelbin_format::Error::io(view.dataset().dir(), std::io::Error::other(e)))?;
+    let pool = crate::threads::pool(Some(view.threads()))?;
     let mut totals = Totals::new(sae);
     let row_bytes = view.d_in() as u64 * 4;
     let total_bytes = view.examples() * row_bytes;

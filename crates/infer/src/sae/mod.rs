@@ -35,6 +35,26 @@ use rayon::prelude::*;
 
 use crate::nn::kernels::gemm_strided;
 
+/// Refuses weights about to be saved that hold a NaN or an infinity
+/// ([`crate::SaeError::NonFiniteWeights`], naming the first tensor and
+/// element): a saved autoencoder or checkpoint must load again, and the
+/// loaders refuse such values.
+pub(crate) fn require_finite_weights<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a [f32])>,
+) -> crate::Result<()> {
+    for (name, values) in tensors {
+        if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+            return Err(crate::SaeError::NonFiniteWeights {
+                name: name.to_owned(),
+                index,
+                value: values[index],
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Which latents fire, given the pre-activations.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Activation<T> {

@@ -154,11 +154,7 @@ impl TrainRun {
         }
         prepare_output(out, &settings)?;
         let checkpoint_path = out.join(checkpoint::CHECKPOINT_FILE);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(view.threads())
-            .build()
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .map_err(|e| modelbin_format::Error::io(out, e))?;
+        let pool = crate::threads::pool(Some(view.threads()))?;
         let mut options = Options::new(settings.architecture, d_sae, settings.steps, settings.lr);
         options.aux_k = settings.aux_k.unwrap_or(d_in / 2).min(d_sae);
         options.dead_after = settings.dead_after;

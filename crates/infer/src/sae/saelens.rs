@@ -25,8 +25,21 @@ pub const CONFIG_FILE: &str = "cfg.json";
 pub const WEIGHTS_FILE: &str = "sae_weights.safetensors";
 
 /// Writes `sae` (on raw activations) into `dir` (created if missing), with
-/// `metadata` as the configuration's `metadata` object.
+/// `metadata` as the configuration's `metadata` object. Weights that hold
+/// a NaN or an infinity are refused before anything is written
+/// ([`crate::SaeError::NonFiniteWeights`]).
 pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<()> {
+    let threshold: &[f32] = match &sae.activation {
+        Activation::JumpRelu(threshold) => threshold,
+        _ => &[],
+    };
+    super::require_finite_weights([
+        ("W_enc", sae.w_enc.as_slice()),
+        ("W_dec", &sae.w_dec),
+        ("b_enc", &sae.b_enc),
+        ("b_dec", &sae.b_dec),
+        ("threshold", threshold),
+    ])?;
     std::fs::create_dir_all(dir).map_err(|e| modelbin_format::Error::io(dir, e))?;
     let (d_in, d_sae) = (sae.d_in, sae.d_sae);
     let mut w_enc = vec![0.0f32; d_in * d_sae];
@@ -119,7 +132,7 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
             return Err(bad(
                 &dir.join(WEIGHTS_FILE),
                 &format!(
-                    "`{name}` has shape {:?}, the configuration implies {shape:?}",
+                    "`{name}` has shape {:?}; cfg.json says {shape:?}",
                     view.shape()
                 ),
             ));

@@ -23,7 +23,8 @@ pub struct View {
 impl View {
     /// Opens the dataset in `dir` (`<root>/<HASH>`) and checks that it
     /// recorded `layer` and holds the `patches` asked for. `threads` of
-    /// `None` is one per core of the current rayon pool.
+    /// `None` is one per core of the current rayon pool; more than
+    /// [`crate::threads::MAX_THREADS`] is refused.
     pub fn open(
         dir: &Path,
         layer: i64,
@@ -31,6 +32,9 @@ impl View {
         batch_size: usize,
         threads: Option<usize>,
     ) -> Result<View> {
+        if let Some(threads) = threads {
+            crate::threads::check(threads)?;
+        }
         let dataset = saev::open(dir)?;
         let recorded = &dataset.metadata().layers;
         if !recorded.contains(&layer) {

@@ -168,7 +168,8 @@ impl TrainingRun {
         for output in [out, &super::checkpoint::sidecar(out)] {
             modelbin_format::output::refuse_input_as_output(&inputs, output)?;
         }
-        let threads = settings.threads.unwrap_or_else(rayon::current_num_threads);
+        let threads =
+            crate::threads::check(settings.threads.unwrap_or_else(rayon::current_num_threads))?;
         modelbin_format::memory::check(
             memory_estimate(&settings.config, settings.batch_size, threads),
             "this training run",
@@ -201,10 +202,7 @@ impl TrainingRun {
         // Fail on an unwritable output now, not after the training.
         modelbin_format::output::OutputFile::create(out)
             .map_err(TrainingError::OutputUnwritable)?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| modelbin_format::Error::io(out, std::io::Error::other(e)))?;
+        let pool = crate::threads::pool(Some(threads))?;
         let trainer = if settings.resume {
             Trainer::resume(
                 out,

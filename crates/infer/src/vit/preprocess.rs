@@ -261,6 +261,69 @@ fn per_channel(value: &Value, key: &str) -> Result<[f32; 3], ImageError> {
     }
 }
 
+/// Refuses rescale and normalization constants with which
+/// [`ImageProcessor::to_pixel_values`] could give a NaN or an infinity
+/// ([`ImageError::UnusableConstant`], naming the key): each must be finite
+/// as the f32 it is used as, a standard deviation must be a normal number
+/// with a finite reciprocal, and the values of the darkest and brightest
+/// samples (0 and 255), rescaled and normalized as that function computes
+/// them, must be finite. Rescaling and normalizing are monotonic in the
+/// sample, so those two bound every pixel.
+fn check_constants(
+    rescale: Option<f64>,
+    normalize: Option<([f32; 3], [f32; 3])>,
+) -> Result<(), ImageError> {
+    let unusable = |key: String, value: String, reason: String| ImageError::UnusableConstant {
+        key,
+        value,
+        reason,
+    };
+    let extremes = match rescale {
+        Some(factor) => {
+            let brightest = (255.0 * factor) as f32;
+            if !brightest.is_finite() {
+                return Err(unusable(
+                    "rescale_factor".into(),
+                    format!("{factor:?}"),
+                    format!("a sample of 255 rescales to {brightest:?} in f32"),
+                ));
+            }
+            [0.0, brightest]
+        }
+        None => [0.0, 255.0],
+    };
+    let Some((mean, std)) = normalize else {
+        return Ok(());
+    };
+    for c in 0..3 {
+        if !mean[c].is_finite() {
+            return Err(unusable(
+                format!("image_mean[{c}]"),
+                format!("{:?}", mean[c]),
+                "not a finite f32".into(),
+            ));
+        }
+        if !std[c].is_normal() || !(1.0 / std[c]).is_finite() {
+            return Err(unusable(
+                format!("image_std[{c}]"),
+                format!("{:?}", std[c]),
+                "a standard deviation must be a normal f32 with a finite reciprocal (not 0, subnormal or infinite)".into(),
+            ));
+        }
+        for sample in extremes {
+            let normalized = (sample - mean[c]) / std[c];
+            if !normalized.is_finite() {
+                return Err(unusable(
+                    format!("image_mean[{c}] and image_std[{c}]"),
+                    format!("{:?} and {:?}", mean[c], std[c]),
+                    format!("normalize a pixel value of {sample:?} to {normalized:?} in f32"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// PIL's resampling filter `code` (0 to 5).
 fn filter(code: &Value) -> Result<Filter, ImageError> {
     let number = code
@@ -392,6 +455,7 @@ impl ImageProcessor {
         } else {
             None
         };
+        check_constants(rescale, normalize)?;
 
         let output = match (crop, resize) {
             (Some((height, width)), _) | (None, Some((Resize::Exact { height, width }, _))) => {

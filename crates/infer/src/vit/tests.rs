@@ -188,6 +188,40 @@ fn wrong_shape_is_named() {
 }
 
 #[test]
+fn a_non_finite_weight_is_refused_at_load_naming_the_tensor() {
+    for bad in [f32::NAN, f32::INFINITY] {
+        let dir = tempfile::tempdir().unwrap();
+        write_model(dir.path(), &clip_config(), &clip_tensors());
+        // Rewrite one tensor with `bad` as its third value.
+        let path = dir.path().join("model.safetensors");
+        let file = safetensors::open(&path).unwrap();
+        let owned: Vec<(String, Vec<usize>, Vec<u8>)> =
+            modelbin_format::TensorStore::tensors(&file)
+                .map(|t| {
+                    let mut data = t.data().to_vec();
+                    if t.name() == "encoder.layers.0.mlp.fc1.bias" {
+                        data[8..12].copy_from_slice(&bad.to_le_bytes());
+                    }
+                    (t.name().to_owned(), t.shape().to_vec(), data)
+                })
+                .collect();
+        drop(file);
+        let views: Vec<TensorView<'_>> = owned
+            .iter()
+            .map(|(name, shape, data)| TensorView::new(name, DType::F32, shape, data).unwrap())
+            .collect();
+        safetensors::write_file(&path, views, None, &mut |_, _| {}).unwrap();
+        match model_error(VisionModel::open(dir.path())) {
+            ModelError::NonFinite { name, index, value } => {
+                assert_eq!((name.as_str(), index), ("encoder.layers.0.mlp.fc1.bias", 2));
+                assert_eq!(value.to_bits(), bad.to_bits());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
 fn image_sizes_that_do_not_fit_are_refused() {
     let model = open_with(&clip_config(), &clip_tensors()).unwrap();
     for (height, width) in [(8, 6), (12, 12), (0, 8)] {

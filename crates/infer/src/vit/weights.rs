@@ -25,8 +25,9 @@ impl Weights {
     }
 
     /// The float tensor `name` (under the prefix) as f32, if the file has
-    /// it; an error if it has it in another shape than `shape` or in a
-    /// dtype other than F32, F16 or BF16.
+    /// it; an error if it has it in another shape than `shape`, in a
+    /// dtype other than F32, F16 or BF16, or with a NaN or infinite value
+    /// ([`ModelError::NonFinite`]).
     pub(crate) fn optional(&self, name: &str, shape: &[usize]) -> Result<Option<Vec<f32>>> {
         let full = format!("{}{name}", self.prefix);
         let Some(tensor) = self.file.get(&full) else {
@@ -48,7 +49,11 @@ impl Weights {
             })
             .into());
         }
-        Ok(Some(tensor.to_f32()?.into_owned()))
+        let values = tensor.to_f32()?.into_owned();
+        // A NaN or infinite weight would make every recorded vector NaN:
+        // refused here, naming the tensor, before any image is run.
+        modelbin_format::floats::require_finite_values(&full, &values)?;
+        Ok(Some(values))
     }
 
     /// The float tensor `name` (under the prefix), `shape`-shaped, as f32.

@@ -197,7 +197,10 @@ class Encoding:
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
                      allowed_special: AllowedSpecial = frozenset(),
                      disallowed_special: DisallowedSpecial = "all") -> List[List[int]]:
-        """:meth:`encode` of each text, in parallel in Rust."""
+        """:meth:`encode` of each text, in parallel in Rust on ``num_threads``
+        threads: at most 256 (``ValueError`` naming the limit before any
+        thread starts). The pool of the last size asked for is kept, so
+        repeated calls of one size start their threads once."""
         texts = _texts_without_surrogates(text)
         allowed = self._specials(texts, allowed_special, disallowed_special)
         return self._native.encode_batch(texts, allowed, [], max(1, num_threads))

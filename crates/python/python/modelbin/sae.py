@@ -26,7 +26,6 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from . import _native, _progress
-from . import numpy as mnp
 
 __all__ = ["SAE", "ARCHITECTURES", "Feature", "train", "evaluate", "features"]
 
@@ -81,25 +80,15 @@ class SAE:
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "SAE":
-        """Reads a directory holding ``cfg.json`` and ``sae_weights.safetensors``."""
+        """Reads a directory holding ``cfg.json`` and ``sae_weights.safetensors``
+        with the loader the ``modelbin sae`` commands use: ``cfg.json`` must
+        be a regular file of at most 1 MiB (a FIFO or device raises
+        ``OSError`` at once), the weights must match it, and weights holding
+        a NaN or an infinity raise :class:`modelbin.FormatError`."""
         path = os.fspath(path)
-        with open(os.path.join(path, "cfg.json"), encoding="utf-8") as f:
-            cfg = json.load(f)
-        architecture = cfg.get("architecture")
-        if architecture not in ARCHITECTURES:
-            raise ValueError(f"{path}: architecture {architecture!r} is not one of {ARCHITECTURES}")
-        weights = mnp.load_file(os.path.join(path, "sae_weights.safetensors"))
-        needed = {"W_enc", "W_dec", "b_enc", "b_dec"}
-        if architecture == "jumprelu":
-            needed.add("threshold")
-        missing = needed - set(weights)
-        if missing:
-            raise ValueError(f"{path}: sae_weights.safetensors lacks {sorted(missing)}")
-        sae = cls(weights["W_enc"], weights["W_dec"], weights["b_enc"], weights["b_dec"],
-                  cfg.get("k"), cfg, weights.get("threshold"))
-        if (sae.d_in, sae.d_sae) != (cfg.get("d_in"), cfg.get("d_sae")):
-            raise ValueError(f"{path}: the weights are [{sae.d_in}, {sae.d_sae}], cfg.json says "
-                             f"[{cfg.get('d_in')}, {cfg.get('d_sae')}]")
+        W_enc, W_dec, b_enc, b_dec, threshold, cfg_text = _native.sae_load(path)
+        cfg = json.loads(cfg_text)
+        sae = cls(W_enc, W_dec, b_enc, b_dec, cfg.get("k"), cfg, threshold)
         sae.path = path
         return sae
 
