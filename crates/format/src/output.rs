@@ -162,20 +162,9 @@ pub fn check_directory_output(dir: &Path) -> Result<()> {
         });
     }
     match std::fs::metadata(dir) {
-        Ok(meta) => {
-            let kind = meta.file_type();
-            if kind.is_dir() {
-                Ok(())
-            } else if kind.is_fifo() {
-                refuse("a FIFO")
-            } else if kind.is_char_device() || kind.is_block_device() {
-                refuse("a device")
-            } else if kind.is_socket() {
-                refuse("a socket")
-            } else {
-                refuse("a file")
-            }
-        }
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) if meta.is_file() => refuse("a file"),
+        Ok(meta) => refuse(crate::source::kind_of(meta.file_type())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let parent = parent_dir(&follow_symlinks(dir)?).to_path_buf();
             if inside_dev(&parent) || inside_dev(dir) {

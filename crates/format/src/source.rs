@@ -44,7 +44,7 @@ pub struct MappedFile {
 }
 
 /// What a non-regular file is, for error messages.
-fn kind_of(file_type: std::fs::FileType) -> &'static str {
+pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
     if file_type.is_dir() {
         "a directory"
     } else if file_type.is_fifo() {
