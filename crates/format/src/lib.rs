@@ -135,38 +135,27 @@
 pub mod any;
 pub mod bintensors;
 pub mod bpe2;
-pub mod bytes;
-pub mod checksum;
 pub mod convert;
 pub mod detect;
-mod dtype;
 pub mod embd;
 pub mod error;
 pub mod file;
-pub mod floats;
 pub mod inspect;
-mod json;
-pub mod lines;
-pub mod memory;
-pub mod npy;
-pub mod output;
-pub mod rng;
+pub mod io;
+pub mod model;
 pub mod saev;
 pub mod safetensors;
-pub mod source;
-pub mod stats;
-mod table;
 pub mod tensor;
-pub mod threads;
 pub mod tllm;
-mod write;
 
 pub use any::{AnyFile, open, open_as};
+pub use bintensors::BintensorsError;
+pub use bpe2::Bpe2Error;
 pub use detect::Format;
-pub use dtype::DType;
-pub use error::{
-    At, BintensorsError, Bpe2Error, EmbdError, Error, LayoutError, ModelError, Result, SaevError,
-    TllmError,
-};
+pub use embd::EmbdError;
+pub use error::{At, Error, LayoutError, Result};
 pub use file::TensorFile;
-pub use tensor::{Index, SlicedView, TensorStore, TensorView};
+pub use model::ModelError;
+pub use saev::SaevError;
+pub use tensor::{DType, Index, SlicedView, TensorStore, TensorView};
+pub use tllm::TllmError;

@@ -3,21 +3,11 @@
 
 use std::path::PathBuf;
 
-mod bintensors;
-mod bpe2;
-mod embd;
 mod layout;
-mod model;
-mod saev;
-mod tllm;
 
-pub use bintensors::BintensorsError;
-pub use bpe2::Bpe2Error;
-pub use embd::EmbdError;
 pub use layout::LayoutError;
-pub use model::ModelError;
-pub use saev::SaevError;
-pub use tllm::TllmError;
+
+use crate::{BintensorsError, Bpe2Error, EmbdError, ModelError, SaevError, TllmError};
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -150,7 +140,7 @@ pub enum Error {
     /// (not a property of any file).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// More worker threads asked for than [`crate::threads::MAX_THREADS`]:
+    /// More worker threads asked for than [`crate::io::threads::MAX_THREADS`]:
     /// refused before any thread starts.
     #[error("{threads} threads is more than the limit of {limit} threads")]
     TooManyThreads {

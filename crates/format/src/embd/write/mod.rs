@@ -1,5 +1,7 @@
 //! Writing EMBD files: streaming, 64-byte aligned, checksummed, atomic.
 
+pub(crate) mod storage;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -9,9 +11,9 @@ use super::{
     SpecialTokens, VERSION_MAJOR, VERSION_MINOR, flags,
 };
 use crate::LayoutError;
-use crate::checksum::{crc32, fnv1a32};
+use crate::io::checksum::{crc32, fnv1a32};
 use crate::error::At;
-use crate::output::OutputFile;
+use crate::io::output::OutputFile;
 use crate::tensor::TensorView;
 use crate::{Error, Result};
 
@@ -293,7 +295,7 @@ impl<'p> ChecksummedWriter<'p> {
 }
 
 /// Rewrites `file` to `out` with its weights stored as `dtype` (or
-/// unchanged when `None`; see [`super::HfOptions::dtype`]), keeping
+/// unchanged when `None`; see [`crate::convert::HfOptions::dtype`]), keeping
 /// metadata, vocabulary and tensor order.
 pub fn recast<B: AsRef<[u8]>>(
     file: &super::Embd<B>,
@@ -302,10 +304,10 @@ pub fn recast<B: AsRef<[u8]>>(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     use crate::tensor::TensorStore;
-    super::storage::check_weight_dtype(dtype)?;
+    storage::check_weight_dtype(dtype)?;
     let sources: Vec<TensorView<'_>> = file.tensors().collect();
     let names: Vec<&str> = sources.iter().map(|t| t.name()).collect();
-    let stored = super::storage::Stored::new(&sources, &names, dtype)?;
+    let stored = storage::Stored::new(&sources, &names, dtype)?;
     let views = stored.views(&sources, &names)?;
     let tokens: Vec<&str> = file.tokens().collect();
     let vocabulary = file.special_tokens().map(|specials| Vocabulary {

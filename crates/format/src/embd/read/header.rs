@@ -1,12 +1,12 @@
 //! The fixed parts: the 64-byte header (with its CRC), the sections it
 //! places, and the 16-byte footer.
 
-use crate::bytes::ByteReader;
-use crate::checksum::crc32;
+use crate::io::bytes::ByteReader;
+use crate::io::checksum::crc32;
 use crate::error::At;
 use crate::{EmbdError, Error, LayoutError, Result};
 
-use super::{
+use crate::embd::{
     DESCRIPTOR_LEN, END_MAGIC, FOOTER_LEN, HEADER_CRC_SPAN, HEADER_LEN, MAGIC, VERSION_MAJOR,
 };
 
@@ -76,7 +76,7 @@ pub struct Footer {
     pub file_checksum: u32,
 }
 
-pub(super) fn read_header(file: &[u8]) -> Result<Header> {
+pub(in crate::embd) fn read_header(file: &[u8]) -> Result<Header> {
     let mut r = ByteReader::new(file, 0);
     let magic = r.array::<4>("EMBD magic")?;
     if &magic != MAGIC {
@@ -157,15 +157,15 @@ pub(super) fn read_header(file: &[u8]) -> Result<Header> {
 /// Where the sections lie, checked to follow each other as the layout says
 /// and to end exactly at the end of the file.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Sections {
+pub(in crate::embd) struct Sections {
     /// End of the tensor index (descriptors and names).
-    pub(super) index_end: u64,
+    pub(in crate::embd) index_end: u64,
 }
 
 impl Sections {
     /// Checks that the sections follow each other as the layout says and
     /// end exactly at the end of a `file_len`-byte file.
-    pub(super) fn of(h: &Header, file_len: u64) -> Result<Sections> {
+    pub(in crate::embd) fn of(h: &Header, file_len: u64) -> Result<Sections> {
         let place = |section, field_at: u64, expected: u64, found: u32| {
             if u64::from(found) == expected {
                 Ok(())
@@ -233,7 +233,7 @@ impl Sections {
 
 /// The error for a file whose length is not `total_file_size`, naming the
 /// section the file ends in.
-pub(super) fn truncation_error(
+pub(in crate::embd) fn truncation_error(
     h: &Header,
     file_len: u64,
     data_offset: u64,
@@ -273,7 +273,7 @@ pub(super) fn truncation_error(
     })
 }
 
-pub(super) fn read_footer(file: &[u8], h: &Header) -> Result<Footer> {
+pub(in crate::embd) fn read_footer(file: &[u8], h: &Header) -> Result<Footer> {
     let at = h.footer_offset();
     let mut r = ByteReader::new(&file[at as usize..], at);
     let data_checksum = r.u32_le("data_checksum")?;

@@ -1,9 +1,9 @@
 //! The vocabulary section: WordPiece tokens by id and BERT's special ids.
 
-use crate::bytes::{ByteReader, bounded_capacity};
+use crate::io::bytes::{ByteReader, bounded_capacity};
 use crate::{Bpe2Error, EmbdError, Error, LayoutError, Result};
 
-use super::SPECIAL_BLOCK_LEN;
+use crate::embd::SPECIAL_BLOCK_LEN;
 use super::header::{Header, flags};
 
 /// The ids of BERT's five special tokens, as the vocabulary stores them.
@@ -55,13 +55,13 @@ impl SpecialTokens {
 
 /// Where the vocabulary's tokens are.
 #[derive(Debug, Clone)]
-pub(super) struct TokenTable {
+pub(in crate::embd) struct TokenTable {
     /// Absolute offset and length of each token's UTF-8 bytes, by id.
-    pub(super) tokens: Vec<(u32, u16)>,
-    pub(super) specials: SpecialTokens,
+    pub(in crate::embd) tokens: Vec<(u32, u16)>,
+    pub(in crate::embd) specials: SpecialTokens,
 }
 
-pub(super) fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
+pub(in crate::embd) fn read_vocabulary(file: &[u8], h: &Header) -> Result<Option<TokenTable>> {
     if !h.has(flags::VOCAB_EMBEDDED) {
         return Ok(None);
     }

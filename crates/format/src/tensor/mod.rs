@@ -4,8 +4,15 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
+mod dtype;
+pub mod floats;
+pub mod stats;
+pub(crate) mod table;
+
+pub use dtype::DType;
+
 use crate::error::At;
-use crate::{DType, Error, Result};
+use crate::{Error, Result};
 use crate::{LayoutError, ModelError};
 
 /// A named tensor whose bytes are borrowed (from a mapped file or a buffer).
@@ -97,11 +104,11 @@ impl<'a> TensorView<'a> {
         bytemuck::try_cast_slice(self.data).ok()
     }
 
-    /// The values as `f32`, for every float dtype (see [`crate::floats`]):
+    /// The values as `f32`, for every float dtype (see [`crate::tensor::floats`]):
     /// borrowed for aligned F32 data, decoded otherwise. Integer and boolean
     /// tensors are [`ModelError::WrongDtype`].
     pub fn to_f32(&self) -> Result<Cow<'a, [f32]>> {
-        crate::floats::decode(self.dtype, self.data).ok_or_else(|| {
+        crate::tensor::floats::decode(self.dtype, self.data).ok_or_else(|| {
             Error::Model(ModelError::WrongDtype {
                 name: self.name.to_owned(),
                 dtype: self.dtype,
@@ -176,7 +183,7 @@ pub trait TensorStore: sealed::Sealed {
 }
 
 pub(crate) mod sealed {
-    use crate::table::TensorTable;
+    use crate::tensor::table::TensorTable;
 
     /// What only this crate's readers can provide: a validated table.
     pub trait Sealed {
@@ -185,9 +192,9 @@ pub(crate) mod sealed {
     }
 }
 
-pub use crate::dtype::byte_len;
+pub use dtype::byte_len;
 
-impl crate::table::TensorTable {
+impl crate::tensor::table::TensorTable {
     /// A view of tensor `index` inside `file`, the bytes the table was
     /// validated against.
     pub fn view<'a>(&'a self, file: &'a [u8], index: usize) -> TensorView<'a> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Embd, int8, metadata_number};
+use crate::embd::{Embd, int8, metadata_number};
 use crate::tensor::TensorStore;
 use crate::{DType, Error, Result};
 use crate::{ModelError, TllmError};
@@ -219,7 +219,7 @@ impl BertConfig {
     /// `vocab_size` tokens, and every tensor present with the shape the
     /// metadata implies and a float dtype (F32, F16 or BF16), or, for the
     /// linear layers' weights and the word embeddings, I8 with valid scales
-    /// ([`super::int8`]).
+    /// ([`crate::embd::int8`]).
     pub fn validate<B: AsRef<[u8]>>(embd: &Embd<B>) -> Result<Self> {
         if embd.special_tokens().is_none() {
             return Err(Error::Model(ModelError::InvalidMetadata {

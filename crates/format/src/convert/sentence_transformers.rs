@@ -12,9 +12,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::bert::{BertConfig, Pooling};
-use super::{Embd, int8};
-use crate::output::{self, OutputFile};
+use crate::embd::{Embd, int8};
+use crate::model::{BertConfig, Pooling};
+use crate::io::output::{self, OutputFile};
 use crate::tensor::{TensorStore, TensorView};
 use crate::{DType, Error, ModelError, Result, safetensors};
 
@@ -84,7 +84,7 @@ pub fn export<B: AsRef<[u8]>>(
 fn write_all<B: AsRef<[u8]>>(
     embd: &Embd<B>,
     config: &BertConfig,
-    specials: super::SpecialTokens,
+    specials: crate::embd::SpecialTokens,
     dir: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ExportReport> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::LayoutError;
 use crate::error::At;
-use crate::output::OutputFile;
+use crate::io::output::OutputFile;
 use crate::tensor::TensorView;
 use crate::{Error, Result};
 

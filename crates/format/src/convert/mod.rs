@@ -1,12 +1,23 @@
-//! Converting between formats.
+//! Converting between formats: [`convert`] picks the way from the input's
+//! format (or a Hugging Face model directory) to the requested one.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`convert`], [`to_sentence_transformers`], and the conversions between tensor files and vocabularies |
+//! | `hf.rs` | a Hugging Face / sentence-transformers BERT directory → EMBD ([`from_hf_dir`]) |
+//! | `sentence_transformers.rs` | EMBD → a sentence-transformers model directory |
 
-use std::path::Path;
+mod hf;
+pub mod sentence_transformers;
 
 use std::io::Write;
+use std::path::Path;
+
+pub use hf::{HfOptions, from_hf_dir, is_hf_model_dir};
 
 use crate::file::TensorFile;
-use crate::output::{self, OutputFile};
-use crate::source::MappedFile;
+use crate::io::output::{self, OutputFile};
+use crate::io::source::MappedFile;
 use crate::tensor::TensorStore;
 use crate::tensor::TensorView;
 use crate::{DType, Error, Format, Result, bintensors, bpe2, detect, embd, safetensors, tllm};
@@ -96,7 +107,7 @@ pub fn convert(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
     output::refuse_input_as_output(&[input], output)?;
-    if input.is_dir() && embd::is_hf_model_dir(input) {
+    if input.is_dir() && is_hf_model_dir(input) {
         return hf_to_embd(input, output, to, options, progress);
     }
     let from = detect::detect(input)?;
@@ -135,28 +146,28 @@ pub fn convert(
 
 /// Converts a sentence-embedding model — an EMBD file or a Hugging Face
 /// model directory — to a sentence-transformers model directory at
-/// `output` (see [`embd::sentence_transformers`]). A model directory is
+/// `output` (see [`sentence_transformers`]). A model directory is
 /// converted to EMBD first (beside `output`, removed afterwards), so both
 /// give the directory modelbin's own model would.
 pub fn to_sentence_transformers(
     input: &Path,
     output: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<embd::sentence_transformers::ExportReport> {
+) -> Result<sentence_transformers::ExportReport> {
     output::check_directory_output(output)?;
     output::refuse_input_as_output(&[input], output)?;
     // Named (and what killed runs left under the name removed) whatever the
     // input, so an interrupted export from a model directory leaves no
     // debris past the next export to the same path.
     let staged = output::staging_path(output, "embd");
-    if input.is_dir() && embd::is_hf_model_dir(input) {
+    if input.is_dir() && is_hf_model_dir(input) {
         let exported =
-            embd::from_hf_dir(input, &staged, embd::HfOptions::default(), &mut |_, _| {}).and_then(
-                |_| embd::sentence_transformers::export(&embd::open(&staged)?, output, progress),
+            from_hf_dir(input, &staged, HfOptions::default(), &mut |_, _| {}).and_then(
+                |_| sentence_transformers::export(&embd::open(&staged)?, output, progress),
             );
         let _ = std::fs::remove_file(&staged);
         let report = exported?;
-        return Ok(embd::sentence_transformers::ExportReport {
+        return Ok(sentence_transformers::ExportReport {
             from: Format::Safetensors,
             ..report
         });
@@ -172,7 +183,7 @@ pub fn to_sentence_transformers(
             ),
         });
     }
-    embd::sentence_transformers::export(&embd::open(input)?, output, progress)
+    sentence_transformers::export(&embd::open(input)?, output, progress)
 }
 
 /// Writes `tensors` as a BinTensors or safetensors file (`to`; the caller
@@ -301,10 +312,10 @@ fn hf_to_embd(
             supported: MODEL_DIRECTORY_TARGETS,
         });
     }
-    let hf_options = embd::HfOptions {
+    let hf_options = HfOptions {
         dtype: options.dtype,
     };
-    let (tensors, bytes_written) = embd::from_hf_dir(input, output, hf_options, progress)?;
+    let (tensors, bytes_written) = from_hf_dir(input, output, hf_options, progress)?;
     Ok(ConvertReport {
         from: Format::Safetensors,
         to,

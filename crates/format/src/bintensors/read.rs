@@ -1,4 +1,4 @@
-//! The BinTensors header: `u64 LE n`, `n` bytes of bincode-2 `standard()`
+//! Reading the BinTensors header: `u64 LE n`, `n` bytes of bincode-2 `standard()`
 //! encoding of `(Option<BTreeMap<String, String>>, Vec<(String, TensorInfo)>)`,
 //! then spaces up to an 8-byte boundary.
 
@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
 use super::varint;
-use crate::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
+use crate::io::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
 use crate::error::At;
-use crate::table::{TableBuilder, TensorTable};
-use crate::tensor::TensorView;
+use crate::tensor::table::{TableBuilder, TensorTable};
 use crate::{BintensorsError, LayoutError};
 use crate::{DType, Error, Result};
 
@@ -22,7 +21,7 @@ pub const MAX_METADATA_ENTRIES: u64 = 1 << 16;
 /// Length of the header-size prefix.
 pub(crate) const PREFIX_LEN: u64 = 8;
 /// The padding byte.
-const PAD: u8 = b' ';
+pub(super) const PAD: u8 = b' ';
 /// Smallest encoded tensor entry: empty name, dtype, rank 0, two offsets.
 const MIN_ENTRY_LEN: usize = 5;
 
@@ -163,57 +162,4 @@ fn check_padding(r: &ByteReader<'_>) -> Result<()> {
         })),
         None => Ok(()),
     }
-}
-
-/// Encodes the header payload plus padding for tensors already in file order.
-pub(crate) fn encode(
-    metadata: Option<&BTreeMap<String, String>>,
-    tensors: &[TensorView<'_>],
-) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    match metadata {
-        None => out.push(0),
-        Some(map) => {
-            out.push(1);
-            varint::write(&mut out, map.len() as u64);
-            for (key, value) in map {
-                write_string(&mut out, key);
-                write_string(&mut out, value);
-            }
-        }
-    }
-    varint::write(&mut out, tensors.len() as u64);
-    let mut offset = 0u64;
-    for tensor in tensors {
-        write_string(&mut out, tensor.name());
-        varint::write(&mut out, u64::from(tensor.dtype().bintensors_code()));
-        varint::write(&mut out, tensor.shape().len() as u64);
-        for &dim in tensor.shape() {
-            varint::write(&mut out, dim as u64);
-        }
-        let end = offset
-            .checked_add(tensor.data().len() as u64)
-            .ok_or_else(|| {
-                Error::Layout(LayoutError::Overflow {
-                    what: "total tensor data size".into(),
-                    at: At(None),
-                })
-            })?;
-        varint::write(&mut out, offset);
-        varint::write(&mut out, end);
-        offset = end;
-    }
-    out.resize(out.len().next_multiple_of(8), PAD);
-    if out.len() as u64 > MAX_HEADER_SIZE {
-        return Err(Error::Layout(LayoutError::HeaderTooLarge {
-            size: out.len() as u64,
-            limit: MAX_HEADER_SIZE,
-        }));
-    }
-    Ok(out)
-}
-
-fn write_string(out: &mut Vec<u8>, s: &str) {
-    varint::write(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
 }

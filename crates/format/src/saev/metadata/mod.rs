@@ -1,13 +1,14 @@
 //! `metadata.json`: the ten v1 keys, their validation, the content hash, and
 //! the shard arithmetic they imply.
 
-use serde_json::{Map, Value};
+mod pyjson;
 
-use crate::json;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::pyjson::{Layout, dumps};
-use crate::checksum::hex;
+pub use pyjson::{Layout, dumps, float_repr};
+use crate::io::checksum::hex;
+use crate::io::json;
 use crate::{Error, Result};
 use crate::{LayoutError, SaevError};
 

@@ -164,7 +164,7 @@ pub fn check_directory_output(dir: &Path) -> Result<()> {
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(meta) if meta.is_file() => refuse("a file"),
-        Ok(meta) => refuse(crate::source::kind_of(meta.file_type())),
+        Ok(meta) => refuse(crate::io::source::kind_of(meta.file_type())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let parent = parent_dir(&follow_symlinks(dir)?).to_path_buf();
             if inside_dev(&parent) || inside_dev(dir) {

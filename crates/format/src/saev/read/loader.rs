@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::dataset::{Dataset, LayerChoice, Patches};
-use crate::rng::Rng;
+use super::{Dataset, LayerChoice, Patches};
+use crate::io::rng::Rng;
 use crate::{Error, Result};
 
 /// Bytes of examples per chunk, roughly.
@@ -124,7 +124,7 @@ impl Loader {
                 "batch size and threads must be at least 1".into(),
             ));
         }
-        crate::threads::check(options.threads)?;
+        crate::io::threads::check(options.threads)?;
         let view = dataset.view(patches, layer)?;
         let m = dataset.metadata();
         let dim = m.d_vit as usize;

@@ -198,11 +198,11 @@ impl JsonCaps {
 /// a syntax error names its byte offset.
 pub fn read_json(path: &Path, what: &'static str, caps: JsonCaps) -> Result<serde_json::Value> {
     let bytes = read_capped(path, what, caps.bytes)?;
-    crate::json::check(&bytes, what, caps.values)?;
+    crate::io::json::check(&bytes, what, caps.values)?;
     serde_json::from_slice(&bytes).map_err(|e| {
         Error::Layout(LayoutError::InvalidHeader {
             format: "JSON",
-            offset: crate::json::error_offset(&bytes, &e),
+            offset: crate::io::json::error_offset(&bytes, &e),
             reason: format!("{}: {e}", path.display()),
         })
     })

@@ -196,7 +196,7 @@ impl Writer {
         std::fs::rename(&self.partial, &self.target).map_err(|e| Error::io(&self.target, e))?;
         self.renamed = true;
         if let Some(root) = self.target.parent() {
-            crate::output::sync_directory(root);
+            crate::io::output::sync_directory(root);
         }
         Ok(self.target.clone())
     }
@@ -228,7 +228,7 @@ pub fn write_synthetic(
 ) -> Result<PathBuf> {
     let values_per_img = (metadata.vectors_per_img() * metadata.d_vit) as usize;
     let n_imgs = metadata.n_imgs;
-    let mut rng = crate::rng::Rng::new(metadata.seed as u64);
+    let mut rng = crate::io::rng::Rng::new(metadata.seed as u64);
     let mut writer = Writer::create(root, metadata)?;
     let mut image = vec![0.0f32; values_per_img];
     let image_bytes = values_per_img as u64 * 4;

@@ -1,12 +1,21 @@
 //! Reading a SAEV dataset: validation, the six views, random access.
 
+mod loader;
+mod stats;
+mod token_text;
+mod tokens;
+
 use std::path::{Path, PathBuf};
+
+pub use loader::{Batch, Loader, LoaderOptions};
+pub use stats::LayerStats;
+pub use token_text::{TokenText, visible};
+pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
 
 use super::images::Images;
 use super::metadata::{self, Metadata};
 use super::shard_name;
-use super::tokens::TokenIds;
-use crate::source::{self, MappedFile};
+use crate::io::source::{self, MappedFile};
 use crate::{Error, Result};
 use crate::{LayoutError, SaevError};
 
@@ -228,7 +237,7 @@ impl Dataset {
     /// The recording's vocabulary (`vocab.txt`), if kept: line `i` is the
     /// string of token id `i`.
     pub fn vocabulary(&self) -> Result<Option<Vec<String>>> {
-        super::tokens::read_vocabulary(&self.dir)
+        tokens::read_vocabulary(&self.dir)
     }
 
     /// The metadata.

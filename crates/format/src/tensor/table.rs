@@ -13,8 +13,8 @@
 use std::ops::Range;
 
 use crate::LayoutError;
-use crate::checksum::fnv1a32;
-use crate::dtype::byte_len;
+use crate::io::checksum::fnv1a32;
+use crate::tensor::dtype::byte_len;
 use crate::error::At;
 use crate::{DType, Error, Result};
 

@@ -10,7 +10,7 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::output::OutputFile;
+use crate::io::output::OutputFile;
 
 /// Magic, version, header length and the padded dictionary: a multiple of
 /// 64 bytes, as NumPy aligns data, and room for any `u64` row count.

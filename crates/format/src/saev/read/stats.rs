@@ -1,7 +1,7 @@
 //! One streaming pass over a dataset: per-layer value statistics.
 
-use super::dataset::Dataset;
-use crate::stats::ValueStats;
+use super::Dataset;
+use crate::tensor::stats::ValueStats;
 
 /// Statistics of one layer's values over every image and token.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

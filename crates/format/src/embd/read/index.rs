@@ -1,13 +1,13 @@
 //! The tensor index: descriptors, names, and where each tensor's data lies.
 
-use crate::bytes::ByteReader;
-use crate::checksum::fnv1a32;
+use crate::io::bytes::ByteReader;
+use crate::io::checksum::fnv1a32;
 use crate::error::At;
-use crate::table::{TableBuilder, TensorTable};
+use crate::tensor::table::{TableBuilder, TensorTable};
 use crate::{DType, EmbdError, Error, LayoutError, Result};
 
 use super::header::{Header, Sections, flags};
-use super::{ALIGNMENT, DESCRIPTOR_LEN};
+use crate::embd::{ALIGNMENT, DESCRIPTOR_LEN};
 
 /// One parsed tensor descriptor.
 struct Descriptor<'a> {
@@ -18,7 +18,7 @@ struct Descriptor<'a> {
     data_offset: u64,
 }
 
-pub(super) fn read_tensor_index(
+pub(in crate::embd) fn read_tensor_index(
     file: &[u8],
     h: &Header,
     sections: &Sections,

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::bytes::ByteReader;
+use crate::io::bytes::ByteReader;
 use crate::error::At;
 use crate::{Error, LayoutError, ModelError, Result};
 
-use super::HEADER_LEN;
+use crate::embd::HEADER_LEN;
 use super::header::Header;
 use super::vocabulary::TokenTable;
 
@@ -35,7 +35,7 @@ const NUMERIC_KEYS: [&str; 7] = [
     "max_position_emb",
 ];
 
-pub(super) fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, String>> {
+pub(in crate::embd) fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, String>> {
     let section = &file[HEADER_LEN as usize..h.vocab_offset as usize];
     let mut r = ByteReader::new(section, HEADER_LEN);
     let entry_count = r.u32_le("metadata entry_count")?;
@@ -79,7 +79,7 @@ pub(super) fn read_metadata(file: &[u8], h: &Header) -> Result<BTreeMap<String, 
 
 /// The required keys are present, numeric ones are positive integers, and
 /// `vocab_size` is the vocabulary's token count.
-pub(super) fn check_metadata(
+pub(in crate::embd) fn check_metadata(
     metadata: &BTreeMap<String, String>,
     vocab: Option<&TokenTable>,
 ) -> Result<()> {

@@ -8,14 +8,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::bert::{BertConfig, Pooling};
-use super::storage::{Stored, check_weight_dtype};
-use super::{SpecialTokens, Vocabulary, WriteOptions, write_file};
+use crate::embd::{SpecialTokens, Stored, Vocabulary, WriteOptions, check_weight_dtype, write_file};
+use crate::model::{BertConfig, Pooling};
 use crate::ModelError;
-use crate::checksum::{hex, sha256};
-use crate::source::JsonCaps;
+use crate::io::checksum::{hex, sha256};
+use crate::io::source::JsonCaps;
 use crate::tensor::{TensorStore, TensorView};
-use crate::{DType, Error, Result, safetensors, source};
+use crate::io::source;
+use crate::{DType, Error, Result, safetensors};
 
 /// The tensor sentence-transformers keeps that the model does not use.
 const SKIPPED: &str = "embeddings.position_ids";
@@ -25,7 +25,7 @@ const SKIPPED: &str = "embeddings.position_ids";
 pub struct HfOptions {
     /// Store float tensors as this dtype (F32, F16 or BF16) instead of as
     /// they are; I8 stores the encoder's linear weights as int8 with a
-    /// scale per block of 32 inputs (see [`super::int8`]) and keeps the
+    /// scale per block of 32 inputs (see [`crate::embd::int8`]) and keeps the
     /// rest as it is.
     pub dtype: Option<DType>,
 }

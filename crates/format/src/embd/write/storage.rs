@@ -1,15 +1,15 @@
 //! The bytes each tensor is written with when a conversion asks for a
 //! storage dtype: floats cast to F32, F16 or BF16, or the linear weights
-//! quantized to int8 with their scales (see [`super::int8`]), or int8
+//! quantized to int8 with their scales (see [`crate::embd::int8`]), or int8
 //! weights turned back into floats.
 
 use std::collections::HashMap;
 
-use super::int8::{
+use crate::embd::int8::{
     SCALE_SUFFIX, WORD_EMBEDDINGS, block_for, block_of, dequantize, is_quantized, quantize_blocks,
     scale_name,
 };
-use crate::floats::{decode, encode, encode_f32, is_float};
+use crate::tensor::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
 use crate::{DType, Error, LayoutError, ModelError, Result};
 
