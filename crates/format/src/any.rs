@@ -3,10 +3,10 @@
 use std::path::Path;
 
 use crate::bpe2::{self, Bpe2};
-use crate::model::BertConfig;
 use crate::file::TensorFile;
-use crate::saev::{self, Dataset};
 use crate::io::source::MappedFile;
+use crate::model::BertConfig;
+use crate::saev::{self, Dataset};
 use crate::tensor::TensorStore;
 use crate::{Format, Result, detect};
 

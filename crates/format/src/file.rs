@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::bintensors::{self, BinTensors};
 use crate::embd::{self, Embd};
-use crate::safetensors::{self, SafeTensors};
 use crate::io::source::MappedFile;
+use crate::safetensors::{self, SafeTensors};
 use crate::tensor::table::TensorTable;
 use crate::tensor::{TensorStore, sealed::Sealed};
 use crate::tllm::{self, Tllm};

@@ -29,8 +29,8 @@ pub use write::{serialize, write_file};
 
 use crate::Result;
 use crate::io::source::MappedFile;
-use crate::tensor::table::TensorTable;
 use crate::tensor::TensorStore;
+use crate::tensor::table::TensorTable;
 
 /// A validated BinTensors file over any byte buffer (a mapped file, a `Vec`,
 /// a slice). Tensor access borrows from the buffer and copies nothing.

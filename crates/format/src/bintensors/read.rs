@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
 use super::varint;
-use crate::io::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
 use crate::error::At;
+use crate::io::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
 use crate::tensor::table::{TableBuilder, TensorTable};
 use crate::{BintensorsError, LayoutError};
 use crate::{DType, Error, Result};

@@ -6,9 +6,9 @@ use std::path::Path;
 use super::read::{MAX_HEADER_SIZE, PAD};
 use super::varint;
 use crate::error::At;
+use crate::io::write::{canonical_order, file_len, write_atomic};
 use crate::tensor::TensorView;
 use crate::{Error, LayoutError, Result};
-use crate::io::write::{canonical_order, file_len, write_atomic};
 
 /// The 8-byte prefix and the header, and the tensors in file order.
 fn plan<'a>(

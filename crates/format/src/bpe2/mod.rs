@@ -225,6 +225,4 @@ impl<B: AsRef<[u8]>> Bpe2<B> {
         let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
         (word(0), word(4))
     }
-
 }
-

@@ -8,13 +8,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::embd::{SpecialTokens, Stored, Vocabulary, WriteOptions, check_weight_dtype, write_file};
-use crate::model::{BertConfig, Pooling};
 use crate::ModelError;
+use crate::embd::{
+    SpecialTokens, Stored, Vocabulary, WriteOptions, check_weight_dtype, write_file,
+};
 use crate::io::checksum::{hex, sha256};
-use crate::io::source::JsonCaps;
-use crate::tensor::{TensorStore, TensorView};
 use crate::io::source;
+use crate::io::source::JsonCaps;
+use crate::model::{BertConfig, Pooling};
+use crate::tensor::{TensorStore, TensorView};
 use crate::{DType, Error, Result, safetensors};
 
 /// The tensor sentence-transformers keeps that the model does not use.

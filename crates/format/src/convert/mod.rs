@@ -161,10 +161,8 @@ pub fn to_sentence_transformers(
     // debris past the next export to the same path.
     let staged = output::staging_path(output, "embd");
     if input.is_dir() && is_hf_model_dir(input) {
-        let exported =
-            from_hf_dir(input, &staged, HfOptions::default(), &mut |_, _| {}).and_then(
-                |_| sentence_transformers::export(&embd::open(&staged)?, output, progress),
-            );
+        let exported = from_hf_dir(input, &staged, HfOptions::default(), &mut |_, _| {})
+            .and_then(|_| sentence_transformers::export(&embd::open(&staged)?, output, progress));
         let _ = std::fs::remove_file(&staged);
         let report = exported?;
         return Ok(sentence_transformers::ExportReport {

@@ -13,8 +13,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::embd::{Embd, int8};
-use crate::model::{BertConfig, Pooling};
 use crate::io::output::{self, OutputFile};
+use crate::model::{BertConfig, Pooling};
 use crate::tensor::{TensorStore, TensorView};
 use crate::{DType, Error, ModelError, Result, safetensors};
 

@@ -13,9 +13,9 @@
 use std::ops::Range;
 
 use crate::LayoutError;
+use crate::error::At;
 use crate::io::checksum::fnv1a32;
 use crate::tensor::dtype::byte_len;
-use crate::error::At;
 use crate::{DType, Error, Result};
 
 const EMPTY_SLOT: u32 = u32::MAX;

@@ -34,9 +34,9 @@ pub use write::{to_bytes, write_file};
 
 use crate::Result;
 use crate::io::source::MappedFile;
+use crate::tensor::TensorStore;
 use crate::tensor::floats;
 use crate::tensor::table::TensorTable;
-use crate::tensor::TensorStore;
 
 /// The magic number (stored little-endian: bytes `4D 4C 4C 54`).
 pub const MAGIC: u32 = 0x544C_4C4D;
@@ -120,4 +120,3 @@ impl<B: AsRef<[u8]>> TensorStore for Tllm<B> {
         Some(&self.metadata)
     }
 }
-

@@ -1,9 +1,9 @@
 //! The fixed parts: the 64-byte header (with its CRC), the sections it
 //! places, and the 16-byte footer.
 
+use crate::error::At;
 use crate::io::bytes::ByteReader;
 use crate::io::checksum::crc32;
-use crate::error::At;
 use crate::{EmbdError, Error, LayoutError, Result};
 
 use crate::embd::{

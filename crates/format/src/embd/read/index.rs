@@ -1,8 +1,8 @@
 //! The tensor index: descriptors, names, and where each tensor's data lies.
 
+use crate::error::At;
 use crate::io::bytes::ByteReader;
 use crate::io::checksum::fnv1a32;
-use crate::error::At;
 use crate::tensor::table::{TableBuilder, TensorTable};
 use crate::{DType, EmbdError, Error, LayoutError, Result};
 

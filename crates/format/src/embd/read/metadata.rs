@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::io::bytes::ByteReader;
 use crate::error::At;
+use crate::io::bytes::ByteReader;
 use crate::{Error, LayoutError, ModelError, Result};
 
-use crate::embd::HEADER_LEN;
 use super::header::Header;
 use super::vocabulary::TokenTable;
+use crate::embd::HEADER_LEN;
 
 /// The metadata keys every EMBD file has.
 pub const REQUIRED_KEYS: [&str; 10] = [

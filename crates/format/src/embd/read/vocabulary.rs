@@ -3,8 +3,8 @@
 use crate::io::bytes::{ByteReader, bounded_capacity};
 use crate::{Bpe2Error, EmbdError, Error, LayoutError, Result};
 
-use crate::embd::SPECIAL_BLOCK_LEN;
 use super::header::{Header, flags};
+use crate::embd::SPECIAL_BLOCK_LEN;
 
 /// The ids of BERT's five special tokens, as the vocabulary stores them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

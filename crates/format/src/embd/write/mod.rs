@@ -11,8 +11,8 @@ use super::{
     SpecialTokens, VERSION_MAJOR, VERSION_MINOR, flags,
 };
 use crate::LayoutError;
-use crate::io::checksum::{crc32, fnv1a32};
 use crate::error::At;
+use crate::io::checksum::{crc32, fnv1a32};
 use crate::io::output::OutputFile;
 use crate::tensor::TensorView;
 use crate::{Error, Result};

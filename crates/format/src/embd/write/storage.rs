@@ -9,8 +9,8 @@ use crate::embd::int8::{
     SCALE_SUFFIX, WORD_EMBEDDINGS, block_for, block_of, dequantize, is_quantized, quantize_blocks,
     scale_name,
 };
-use crate::tensor::floats::{decode, encode, encode_f32, is_float};
 use crate::tensor::TensorView;
+use crate::tensor::floats::{decode, encode, encode_f32, is_float};
 use crate::{DType, Error, LayoutError, ModelError, Result};
 
 /// Checks that `dtype` is one EMBD weights may be stored as.

@@ -6,11 +6,11 @@ mod pyjson;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-pub use pyjson::{Layout, dumps, float_repr};
 use crate::io::checksum::hex;
 use crate::io::json;
 use crate::{Error, Result};
 use crate::{LayoutError, SaevError};
+pub use pyjson::{Layout, dumps, float_repr};
 
 /// The v1 keys, in the spec's table order (the order `metadata.json` is written in).
 pub const KEYS: [&str; 10] = [

@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use crate::saev::Metadata;
 use crate::io::source::{self, MappedFile};
+use crate::saev::Metadata;
 use crate::{Error, Result, SaevError};
 
 /// The token ids file's name.
