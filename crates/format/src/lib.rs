@@ -20,6 +20,21 @@
 //! and [`open`] detects a file's format by content and returns an
 //! [`AnyFile`].
 //!
+//! Every format folder has the same files: `mod.rs` (the reader type,
+//! `open`, `from_buffer`, `verify`), `read.rs` (or `read/`), `write.rs` (or
+//! `write/`), `error.rs` (its error enum, re-exported here) and `summary.rs`
+//! (its `inspect` summary). Around them:
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`convert`] | conversions between formats, a Hugging Face directory → EMBD, EMBD → sentence-transformers |
+//! | [`io`] | plumbing: what may be opened as an input, atomic outputs, bounds-checked bytes, lines, `.npy`, checksums, memory and thread limits, the seeded generator |
+//! | [`tensor`] | the tensor model the tensor formats share: [`TensorView`], [`TensorStore`], [`DType`], float codecs, value statistics |
+//! | [`model`] | what a model needs beyond its format: the BERT an EMBD file must make, [`ModelError`] |
+//! | [`error`] | [`Error`], [`Result`], [`LayoutError`] (the layout rules every reader shares) |
+//! | [`detect`], [`any`], [`file`](mod@file) | [`Format`] and its content probes, [`open`] → [`AnyFile`], [`TensorFile`] |
+//! | [`inspect`] | [`inspect::Summary`], over every format's summary |
+//!
 //! Every parser treats its input as hostile: offsets, lengths and counts are
 //! checked (with checked arithmetic) before use, nothing is allocated from an
 //! untrusted count beyond what the remaining bytes can hold, time stays
@@ -97,7 +112,7 @@
 //! # EMBD
 //!
 //! An EMBD file carries a whole model; `modelbin convert MODEL_DIR x.embd`
-//! (or [`embd::from_hf_dir`]) writes one from a Hugging Face directory.
+//! (or [`convert::from_hf_dir`]) writes one from a Hugging Face directory.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), modelbin_format::Error> {
@@ -157,5 +172,6 @@ pub use error::{At, Error, LayoutError, Result};
 pub use file::TensorFile;
 pub use model::ModelError;
 pub use saev::SaevError;
-pub use tensor::{DType, Index, SlicedView, TensorStore, TensorView};
+pub use tensor::dtype::DType;
+pub use tensor::{Index, SlicedView, TensorStore, TensorView};
 pub use tllm::TllmError;

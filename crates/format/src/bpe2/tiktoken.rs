@@ -83,9 +83,9 @@ pub fn parse_tiktoken(source: &[u8]) -> Result<Vec<RankedToken>> {
 }
 
 /// The tokens of a `.tiktoken` file and its SHA-256, for [`build`] or
-/// [`write_file`]. With `include_special_tokens`, the special tokens of the
-/// recognised encoding are added at their ranks (an unknown source has none
-/// to add).
+/// [`write_file`](super::write_file). With `include_special_tokens`, the
+/// special tokens of the recognised encoding are added at their ranks (an
+/// unknown source has none to add).
 pub fn tokens_from_tiktoken(
     source: &[u8],
     include_special_tokens: bool,

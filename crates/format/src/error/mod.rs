@@ -1,5 +1,8 @@
 //! The error type of this crate: file and API errors at the top, the
-//! rules of each format grouped in an enum of their own.
+//! rules of each format grouped in an enum of their own. Each format's enum
+//! lives in its folder's `error.rs` ([`crate::EmbdError`], …) and the model
+//! rules in [`crate::model`]; [`LayoutError`], the binary-layout rules
+//! every reader shares, lives here.
 
 use std::path::PathBuf;
 

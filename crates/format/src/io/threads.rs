@@ -18,7 +18,7 @@ pub const MAX_THREADS: usize = 256;
 /// default (one per core) or as one, as they document.
 ///
 /// ```
-/// use modelbin_format::threads::{MAX_THREADS, check};
+/// use modelbin_format::io::threads::{MAX_THREADS, check};
 ///
 /// assert_eq!(check(8).unwrap(), 8);
 /// assert!(check(MAX_THREADS + 1).is_err());

@@ -1,18 +1,21 @@
-//! Borrowed tensor views shared by the tensor formats, and slicing.
+//! The tensor model the tensor formats share: borrowed views
+//! ([`TensorView`]), the sealed [`TensorStore`] trait the readers implement,
+//! and slicing ([`Index`], [`SlicedView`]). Beside it: [`DType`]
+//! (`dtype.rs`), the float codecs ([`floats`]), value statistics ([`stats`])
+//! and the tensor table every reader builds (`table.rs`, the rules the tensor
+//! formats share: data ranges, byte counts, unique names, a name index).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
-mod dtype;
+pub(crate) mod dtype;
 pub mod floats;
 pub mod stats;
 pub(crate) mod table;
 
-pub use dtype::DType;
-
 use crate::error::At;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 use crate::{LayoutError, ModelError};
 
 /// A named tensor whose bytes are borrowed (from a mapped file or a buffer).

@@ -7,7 +7,7 @@
 //! one JSON string, and [`push_json_ids`] writes token ids as a JSON array.
 //!
 //! ```
-//! use modelbin_format::lines::{Line, push_json_ids, push_json_string, read_line};
+//! use modelbin_format::io::lines::{Line, push_json_ids, push_json_string, read_line};
 //!
 //! let mut input = &b"\"caf\\u00e9\"\n\"two\"\n"[..];
 //! let (mut line, mut text) = (Vec::new(), String::new());
