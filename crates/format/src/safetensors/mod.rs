@@ -51,7 +51,11 @@ pub fn open(path: impl AsRef<Path>) -> Result<SafeTensors<MappedFile>> {
 impl<B: AsRef<[u8]>> SafeTensors<B> {
     /// Validates `buf` as a whole safetensors file.
     pub fn from_buffer(buf: B) -> Result<Self> {
-        let (metadata, table, header_len) = read::parse(buf.as_ref())?;
+        let read::Header {
+            metadata,
+            table,
+            header_len,
+        } = read::parse(buf.as_ref())?;
         Ok(SafeTensors {
             buf,
             metadata,

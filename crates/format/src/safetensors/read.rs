@@ -19,9 +19,19 @@ use crate::{DType, Error, Result};
 /// Length of the header-size prefix.
 const PREFIX_LEN: u64 = 8;
 
-/// Parses and validates a whole safetensors file: the header's string
-/// metadata, the tensor table, and the header size `n`.
-pub(super) fn parse(file: &[u8]) -> Result<(Option<BTreeMap<String, String>>, TensorTable, u64)> {
+/// A validated header.
+pub(super) struct Header {
+    /// The string metadata (`__metadata__`), if present.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Every tensor, with its absolute data range.
+    pub table: TensorTable,
+    /// The `n` of the prefix: header bytes including padding.
+    pub header_len: u64,
+}
+
+/// Parses and validates a whole safetensors file, including the rule that
+/// the tensors tile the data section up to the end of `file`.
+pub(super) fn parse(file: &[u8]) -> Result<Header> {
     let (header_len, json) = size_prefixed_header(file, MAX_HEADER_SIZE)?;
     let RawHeader {
         metadata,
@@ -37,7 +47,11 @@ pub(super) fn parse(file: &[u8]) -> Result<(Option<BTreeMap<String, String>>, Te
     let data_offset = PREFIX_LEN + header_len;
     let table = build_table(tensors, dims, &json::top_level_key_offsets(json))?
         .finish(data_offset, file.len() as u64 - data_offset)?;
-    Ok((metadata, table, header_len))
+    Ok(Header {
+        metadata,
+        table,
+        header_len,
+    })
 }
 
 /// One tensor entry of the JSON header, as written; its shape is a range
