@@ -30,14 +30,14 @@ pub use write::{serialize, write_file};
 use crate::Result;
 use crate::io::source::MappedFile;
 use crate::tensor::TensorStore;
-use crate::tensor::table::TensorTable;
+use crate::tensor::table::{PrefixedHeader, TensorTable};
 
 /// A validated BinTensors file over any byte buffer (a mapped file, a `Vec`,
 /// a slice). Tensor access borrows from the buffer and copies nothing.
 #[derive(Debug)]
 pub struct BinTensors<B> {
     buf: B,
-    header: read::Header,
+    header: PrefixedHeader,
 }
 
 /// Opens and validates a BinTensors file, memory-mapped.

@@ -8,7 +8,7 @@ use std::collections::btree_map::Entry;
 use super::varint;
 use crate::error::At;
 use crate::io::bytes::{ByteReader, bounded_capacity, size_prefixed_header};
-use crate::tensor::table::{TableBuilder, TensorTable};
+use crate::tensor::table::{PrefixedHeader, TableBuilder};
 use crate::{BintensorsError, LayoutError};
 use crate::{DType, Error, Result};
 
@@ -25,18 +25,9 @@ pub(super) const PAD: u8 = b' ';
 /// Smallest encoded tensor entry: empty name, dtype, rank 0, two offsets.
 const MIN_ENTRY_LEN: usize = 5;
 
-/// A validated header.
-#[derive(Debug, Clone)]
-pub(crate) struct Header {
-    pub metadata: Option<BTreeMap<String, String>>,
-    pub table: TensorTable,
-    /// The `n` of the prefix: header bytes including padding.
-    pub header_len: u64,
-}
-
 /// Parses and validates the header of a whole BinTensors file, including the
 /// rule that the data section ends exactly at the end of `file`.
-pub(crate) fn parse(file: &[u8]) -> Result<Header> {
+pub(crate) fn parse(file: &[u8]) -> Result<PrefixedHeader> {
     let (header_len, header_bytes) = size_prefixed_header(file, MAX_HEADER_SIZE)?;
     let mut r = ByteReader::new(header_bytes, PREFIX_LEN);
     let metadata = read_metadata(&mut r)?;
@@ -44,7 +35,7 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header> {
     check_padding(&r)?;
     let data_offset = PREFIX_LEN + header_len;
     let table = tensors.finish(data_offset, file.len() as u64 - data_offset)?;
-    Ok(Header {
+    Ok(PrefixedHeader {
         metadata,
         table,
         header_len,

@@ -27,7 +27,7 @@ pub use write::{serialize, write_file};
 use crate::Result;
 use crate::io::source::MappedFile;
 use crate::tensor::TensorStore;
-use crate::tensor::table::TensorTable;
+use crate::tensor::table::{PrefixedHeader, TensorTable};
 
 /// The format's name in errors.
 const FORMAT: &str = "safetensors";
@@ -51,7 +51,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<SafeTensors<MappedFile>> {
 impl<B: AsRef<[u8]>> SafeTensors<B> {
     /// Validates `buf` as a whole safetensors file.
     pub fn from_buffer(buf: B) -> Result<Self> {
-        let read::Header {
+        let PrefixedHeader {
             metadata,
             table,
             header_len,

@@ -13,25 +13,15 @@ use crate::LayoutError;
 use crate::bintensors::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
 use crate::io::bytes::size_prefixed_header;
 use crate::io::json;
-use crate::tensor::table::{TableBuilder, TensorTable};
+use crate::tensor::table::{PrefixedHeader, TableBuilder};
 use crate::{DType, Error, Result};
 
 /// Length of the header-size prefix.
 const PREFIX_LEN: u64 = 8;
 
-/// A validated header.
-pub(super) struct Header {
-    /// The string metadata (`__metadata__`), if present.
-    pub metadata: Option<BTreeMap<String, String>>,
-    /// Every tensor, with its absolute data range.
-    pub table: TensorTable,
-    /// The `n` of the prefix: header bytes including padding.
-    pub header_len: u64,
-}
-
 /// Parses and validates a whole safetensors file, including the rule that
 /// the tensors tile the data section up to the end of `file`.
-pub(super) fn parse(file: &[u8]) -> Result<Header> {
+pub(super) fn parse(file: &[u8]) -> Result<PrefixedHeader> {
     let (header_len, json) = size_prefixed_header(file, MAX_HEADER_SIZE)?;
     let RawHeader {
         metadata,
@@ -47,7 +37,7 @@ pub(super) fn parse(file: &[u8]) -> Result<Header> {
     let data_offset = PREFIX_LEN + header_len;
     let table = build_table(tensors, dims, &json::top_level_key_offsets(json))?
         .finish(data_offset, file.len() as u64 - data_offset)?;
-    Ok(Header {
+    Ok(PrefixedHeader {
         metadata,
         table,
         header_len,

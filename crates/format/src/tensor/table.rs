@@ -10,6 +10,7 @@
 //! The types here are public only so that [`crate::tensor::TensorStore`] can
 //! name them; this module is private, so nothing outside the crate can.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::LayoutError;
@@ -19,6 +20,19 @@ use crate::tensor::dtype::byte_len;
 use crate::{DType, Error, Result};
 
 const EMPTY_SLOT: u32 = u32::MAX;
+
+/// The validated header of a size-prefixed tensor file (`u64 LE n`, `n`
+/// header bytes, data): BinTensors and safetensors, which differ only in
+/// how the header is encoded.
+#[derive(Debug, Clone)]
+pub(crate) struct PrefixedHeader {
+    /// The string metadata, if the header has a map.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Every tensor, with its absolute data range.
+    pub table: TensorTable,
+    /// The `n` of the prefix: header bytes including padding.
+    pub header_len: u64,
+}
 
 /// One tensor: where its name, shape and bytes are.
 #[derive(Debug, Clone)]
