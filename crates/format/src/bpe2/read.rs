@@ -1,6 +1,6 @@
 //! Reading a BPE2 file: the header, then every table entry checked against
-//! the token bytes (in bounds, tiling them, unique, within the declared
-//! longest length).
+//! the token bytes (inside them, in order without overlap, unique, and as
+//! long at most as the header's longest length, which one token must reach).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -10,6 +10,7 @@ use crate::io::bytes::ByteReader;
 use crate::{Bpe2Error, Error, LayoutError, Result};
 
 impl<B: AsRef<[u8]>> Bpe2<B> {
+    /// Checks every rank's table entry against the token bytes.
     pub(super) fn check_table(&self) -> Result<()> {
         let Header {
             token_count,

@@ -44,6 +44,7 @@ pub const MAGIC: u32 = 0x544C_4C4D;
 pub const VERSION: u32 = 1;
 /// Size of the header.
 pub const HEADER_LEN: u64 = 36;
+
 /// A validated TLLM file over any byte buffer. Its tensors are read through
 /// [`TensorStore`] (all F32, named as in [`Config::tensors`]).
 #[derive(Debug)]

@@ -71,6 +71,7 @@ pub(super) fn parse(file: &[u8]) -> Result<(Config, TensorTable)> {
     Ok((config, table))
 }
 
+/// Reads the 36-byte header and validates the configuration it stores.
 fn read_config(r: &mut ByteReader<'_>) -> Result<Config> {
     let magic = r.array::<4>("magic")?;
     if &magic == b"TLLM" {

@@ -1,4 +1,6 @@
 //! Writing EMBD files: streaming, 64-byte aligned, checksummed, atomic.
+//! `storage.rs` turns each tensor into the bytes of the storage dtype a
+//! conversion asks for (float casts, int8 quantization and back).
 
 pub(crate) mod storage;
 
