@@ -4,10 +4,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use modelbin_format::checksum::crc32;
+use modelbin_format::io::checksum::crc32;
 use modelbin_format::embd::Embd;
-use modelbin_format::embd::bert::BertConfig;
-use modelbin_format::inspect::EmbdSummary;
+use modelbin_format::model::BertConfig;
+use modelbin_format::embd::EmbdSummary;
 
 fuzz_target!(|data: &[u8]| {
     let mut data = data.to_vec();

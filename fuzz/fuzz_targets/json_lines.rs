@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader};
 
 use libfuzzer_sys::fuzz_target;
-use modelbin_format::lines::{Line, push_json_ids, push_json_string, read_line};
+use modelbin_format::io::lines::{Line, push_json_ids, push_json_string, read_line};
 
 fuzz_target!(|data: &[u8]| {
     let [cap, capacity, input @ ..] = data else {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use modelbin_format::inspect::TllmSummary;
+use modelbin_format::tllm::TllmSummary;
 use modelbin_format::tllm::Tllm;
 
 fuzz_target!(|data: &[u8]| {

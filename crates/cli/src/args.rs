@@ -115,7 +115,7 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
     parse_checked(text, |v| (0.0..1.0).contains(&v), "in [0, 1)")
 }
 
-/// Parses a thread count: 1 to [`modelbin_format::threads::MAX_THREADS`],
+/// Parses a thread count: 1 to [`modelbin_format::io::threads::MAX_THREADS`],
 /// the limit every face shares.
 pub fn parse_threads(text: &str) -> Result<usize, String> {
     let threads: usize = text
@@ -124,7 +124,7 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
     if threads == 0 {
         return Err("0 threads: at least 1".into());
     }
-    modelbin_format::threads::check(threads).map_err(|e| e.to_string())
+    modelbin_format::io::threads::check(threads).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

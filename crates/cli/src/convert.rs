@@ -46,7 +46,7 @@ enum Target {
     SentenceTransformers,
 }
 
-use modelbin_format::embd::sentence_transformers::TARGET as SENTENCE_TRANSFORMERS;
+use modelbin_format::convert::sentence_transformers::TARGET as SENTENCE_TRANSFORMERS;
 
 fn parse_target(name: &str) -> Result<Target, String> {
     if name == SENTENCE_TRANSFORMERS {

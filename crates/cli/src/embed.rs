@@ -13,8 +13,8 @@ use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
 use crate::progress::Progress;
 use crate::stdout::{errln, outln, print_json};
-use modelbin_format::lines::{Line, read_line};
-use modelbin_format::npy::NpyWriter;
+use modelbin_format::io::lines::{Line, read_line};
+use modelbin_format::io::npy::NpyWriter;
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ impl ModelChoice {
                 .and_then(|file| file.verify())
                 .map_err(|e| at(&self.model, e))?;
         }
-        if self.model.is_dir() && !modelbin_format::embd::is_hf_model_dir(&self.model) {
+        if self.model.is_dir() && !modelbin_format::convert::is_hf_model_dir(&self.model) {
             return Err(Failure::Invalid(crate::inspect::unknown_directory(
                 &self.model,
             )));
@@ -146,7 +146,7 @@ enum Sink {
         out: BufWriter<std::io::StdoutLock<'static>>,
         json: bool,
     },
-    File(BufWriter<modelbin_format::output::OutputFile>),
+    File(BufWriter<modelbin_format::io::output::OutputFile>),
     Npy(NpyWriter),
 }
 
@@ -172,9 +172,11 @@ impl Sink {
             (Some(path), OutputFormat::Npy) => NpyWriter::create(path, dim)
                 .map(Sink::Npy)
                 .map_err(|e| at(path, e)),
-            (Some(path), OutputFormat::Jsonl) => modelbin_format::output::OutputFile::create(path)
-                .map(|f| Sink::File(BufWriter::new(f)))
-                .map_err(|e| at(path, e)),
+            (Some(path), OutputFormat::Jsonl) => {
+                modelbin_format::io::output::OutputFile::create(path)
+                    .map(|f| Sink::File(BufWriter::new(f)))
+                    .map_err(|e| at(path, e))
+            }
         }
     }
 
@@ -221,7 +223,7 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
         let inputs: Vec<&Path> = std::iter::once(args.model.model.as_path())
             .chain(args.input.as_deref())
             .collect();
-        modelbin_format::output::refuse_input_as_output(&inputs, out)?;
+        modelbin_format::io::output::refuse_input_as_output(&inputs, out)?;
     }
     if let Some(out) = args
         .out
@@ -398,7 +400,7 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
             let inputs: Vec<&Path> = std::iter::once(model.as_path())
                 .chain(args.files.iter().map(PathBuf::as_path))
                 .collect();
-            modelbin_format::output::refuse_input_as_output(&inputs, path)?;
+            modelbin_format::io::output::refuse_input_as_output(&inputs, path)?;
             let kept = if path.exists() {
                 let index = LineIndex::load(path).map_err(|e| at(path, e))?;
                 let current = index

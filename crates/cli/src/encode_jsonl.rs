@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::failure::Failure;
 use crate::line_limit::too_long;
-use modelbin_format::lines::{Line, push_json_ids, push_json_string, read_line};
+use modelbin_format::io::lines::{Line, push_json_ids, push_json_string, read_line};
 
 /// Runs of lines read and encoded together, per thread of a pool of two or
 /// more: a trade between threads that finish a batch close together and a
@@ -258,7 +258,7 @@ mod tests {
                 tokenizer,
                 input,
                 &mut out,
-                modelbin_format::lines::DEFAULT_MAX_LINE_BYTES,
+                modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES,
             )
         });
         (String::from_utf8(out).unwrap(), result)

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::text_table;
-use modelbin_format::checksum::hex;
-use modelbin_format::inspect::{
-    Bpe2Summary, EmbdSummary, SaevSummary, Summary, TensorFileSummary, TensorSummary, TllmSummary,
-};
+use modelbin_format::bpe2::Bpe2Summary;
+use modelbin_format::embd::EmbdSummary;
+use modelbin_format::inspect::{Summary, TensorFileSummary, TensorSummary};
+use modelbin_format::io::checksum::hex;
+use modelbin_format::saev::SaevSummary;
+use modelbin_format::tllm::TllmSummary;
 use modelbin_format::{AnyFile, Format};
 
 use crate::args::parse_format;
@@ -89,7 +91,7 @@ fn keep_matching(summary: &mut Summary, filter: &fancy_regex::Regex) {
 /// Opens `path` as `format`, or as its content says. A directory is a SAEV
 /// dataset, or a Hugging Face model directory (its `model.safetensors`).
 pub fn open(path: &Path, format: Option<Format>) -> Result<AnyFile, Failure> {
-    let weights = if modelbin_format::embd::is_hf_model_dir(path) {
+    let weights = if modelbin_format::convert::is_hf_model_dir(path) {
         Some(path.join("model.safetensors"))
     } else {
         sae_weights(path)

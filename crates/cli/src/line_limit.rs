@@ -1,7 +1,7 @@
 //! The `--max-line-bytes` flag of the commands that read lines, and the
 //! error for a line past it.
 
-use modelbin_format::lines::DEFAULT_MAX_LINE_BYTES;
+use modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
 
 use crate::failure::Failure;
 

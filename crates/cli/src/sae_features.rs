@@ -53,7 +53,7 @@ pub struct FeaturesArgs {
 pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     if let Some(html) = &args.html {
         // Checked before the scan too, which can take minutes.
-        modelbin_format::output::refuse_input_as_output(&page_inputs(args), html)?;
+        modelbin_format::io::output::refuse_input_as_output(&page_inputs(args), html)?;
     }
     let (sae, _, view) = open_for_view(&args.sae, &args.view)?;
     let latents = usize::try_from(args.latents).unwrap_or(usize::MAX);
@@ -125,7 +125,7 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
             None,
             thumbnails.as_ref(),
         );
-        modelbin_format::output::write_derived(path, page.as_bytes(), &page_inputs(args))
+        modelbin_format::io::output::write_derived(path, page.as_bytes(), &page_inputs(args))
             .map_err(|e| at(path, e))?;
     }
     Ok(())

@@ -22,7 +22,7 @@ extern "C" fn input_shrank(_: libc::c_int) {
 
 /// Turns SIGBUS (a mapped input truncated by another process) into exit 1
 /// with a message instead of a crash. Temporary output files are left for
-/// the next write to the same path to remove (see `modelbin_format::output`).
+/// the next write to the same path to remove (see `modelbin_format::io::output`).
 pub fn exit_cleanly_on_sigbus() {
     let handler: extern "C" fn(libc::c_int) = input_shrank;
     // SAFETY: called once at start-up, before any thread exists; the

@@ -96,7 +96,7 @@ pub fn with_buffered(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Re
 /// output, or on stderr when the command's `output` file is standard output
 /// itself, so that the report never mixes into the data.
 pub fn report_beside(output: &std::path::Path, text: &str) -> Result<(), Failure> {
-    if modelbin_format::output::is_standard_output(output) {
+    if modelbin_format::io::output::is_standard_output(output) {
         error_line(format_args!("{text}"));
         Ok(())
     } else {

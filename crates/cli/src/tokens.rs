@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use modelbin_format::source::{self, MappedFile};
+use modelbin_format::io::source::{self, MappedFile};
 use modelbin_tokenize::cost::{
     ChatMessage, CostEstimate, PriceTable, count_chat, encoding_for_model,
 };
@@ -17,7 +17,7 @@ use crate::encode_jsonl::encode_jsonl;
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
 use crate::stdout::{outln, print_json};
-use modelbin_format::lines::{Line, read_line};
+use modelbin_format::io::lines::{Line, read_line};
 
 /// The default encoding when none is chosen: the one current models use.
 const DEFAULT_ENCODING: &str = "o200k_base";
@@ -428,7 +428,7 @@ fn decode(
 }
 
 /// Standard input read whole, up to the cap on streams
-/// ([`modelbin_format::source::MAX_STREAM_BYTES`]).
+/// ([`modelbin_format::io::source::MAX_STREAM_BYTES`]).
 fn read_stdin() -> Result<Vec<u8>, Failure> {
     let (stdin, limit) = (std::io::stdin().lock(), source::MAX_STREAM_BYTES);
     source::read_stream_capped(stdin, Path::new("stdin"), "standard input", limit)
@@ -477,7 +477,7 @@ fn count_inputs(
 /// The tokens of the chat in `path` (a JSON array of messages), with
 /// OpenAI's per-message overhead.
 fn count_messages(tokenizer: &Tokenizer, path: &Path) -> Result<usize, Failure> {
-    let text = modelbin_format::source::read_capped_text(path, "a chat conversation", 64 << 20)
+    let text = modelbin_format::io::source::read_capped_text(path, "a chat conversation", 64 << 20)
         .map_err(|e| at(path, e))?;
     let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
         Failure::Invalid(format!(
@@ -550,7 +550,7 @@ const STALE_AFTER_DAYS: i64 = 90;
 fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
     let mut table = PriceTable::bundled();
     if let Some(path) = path {
-        let text = modelbin_format::source::read_capped_text(path, "a price table", 1 << 20)
+        let text = modelbin_format::io::source::read_capped_text(path, "a price table", 1 << 20)
             .map_err(|e| at(path, e))?;
         let extra = PriceTable::parse(&text).map_err(|e| at(path, e))?;
         table = table.overlay(extra);

@@ -24,7 +24,7 @@ pub fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool, Failure>
 /// being read).
 pub fn open_log(path: Option<&Path>, inputs: &[&Path]) -> Result<Option<BufWriter<File>>, Failure> {
     path.map(|path| {
-        modelbin_format::output::refuse_input_as_output(inputs, path)?;
+        modelbin_format::io::output::refuse_input_as_output(inputs, path)?;
         File::options()
             .create(true)
             .append(true)
@@ -36,7 +36,7 @@ pub fn open_log(path: Option<&Path>, inputs: &[&Path]) -> Result<Option<BufWrite
 }
 
 /// Refuses (as a usage error) work whose estimated memory, `bytes`, is more
-/// than this process may take (see [`modelbin_format::memory::check`]).
+/// than this process may take (see [`modelbin_format::io::memory::check`]).
 pub fn check_memory(bytes: f64, what: &str) -> Result<(), Failure> {
-    modelbin_format::memory::check(bytes, what).map_err(|e| Failure::Usage(e.to_string()))
+    modelbin_format::io::memory::check(bytes, what).map_err(|e| Failure::Usage(e.to_string()))
 }

@@ -210,7 +210,7 @@ fn recorded_images_are_the_models_hidden_states_of_each_file() {
         let bytes = std::fs::read(&entry.path).unwrap();
         assert_eq!(
             entry.sha256,
-            modelbin_format::checksum::hex(&modelbin_format::checksum::sha256(&bytes))
+            modelbin_format::io::checksum::hex(&modelbin_format::io::checksum::sha256(&bytes))
         );
         let pixels = processor.pixel_values(&bytes).unwrap();
         let states = vit.hidden_states(&pixels, 1, SIDE, SIDE, &[0, 1]).unwrap();

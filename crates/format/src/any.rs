@@ -3,10 +3,10 @@
 use std::path::Path;
 
 use crate::bpe2::{self, Bpe2};
-use crate::embd::bert::BertConfig;
 use crate::file::TensorFile;
+use crate::io::source::MappedFile;
+use crate::model::BertConfig;
 use crate::saev::{self, Dataset};
-use crate::source::MappedFile;
 use crate::tensor::TensorStore;
 use crate::{Format, Result, detect};
 
@@ -124,7 +124,7 @@ pub fn check_finite<'a>(
     tensors: impl Iterator<Item = crate::tensor::TensorView<'a>>,
 ) -> Result<()> {
     for tensor in tensors {
-        crate::floats::require_finite(tensor.name(), tensor.dtype(), tensor.data())?;
+        crate::tensor::floats::require_finite(tensor.name(), tensor.dtype(), tensor.data())?;
     }
     Ok(())
 }

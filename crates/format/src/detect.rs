@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::source::MappedFile;
+use crate::io::source::MappedFile;
 use crate::{Error, Result};
 
 /// The file formats modelbin knows.

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use crate::bintensors::{self, BinTensors};
 use crate::embd::{self, Embd};
+use crate::io::source::MappedFile;
 use crate::safetensors::{self, SafeTensors};
-use crate::source::MappedFile;
-use crate::table::TensorTable;
+use crate::tensor::table::TensorTable;
 use crate::tensor::{TensorStore, sealed::Sealed};
 use crate::tllm::{self, Tllm};
 use crate::{Error, Format, Result, detect};

@@ -20,6 +20,21 @@
 //! and [`open`] detects a file's format by content and returns an
 //! [`AnyFile`].
 //!
+//! Every format folder has the same files: `mod.rs` (the reader type,
+//! `open`, `from_buffer`, `verify`), `read.rs` (or `read/`), `write.rs` (or
+//! `write/`), `error.rs` (its error enum, re-exported here) and `summary.rs`
+//! (its `inspect` summary). Around them:
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`convert`] | conversions between formats, a Hugging Face directory → EMBD, EMBD → sentence-transformers |
+//! | [`io`] | plumbing: what may be opened as an input, atomic outputs, bounds-checked bytes, lines, `.npy`, checksums, memory and thread limits, the seeded generator |
+//! | [`tensor`] | the tensor model the tensor formats share: [`TensorView`], [`TensorStore`], [`DType`], float codecs, value statistics |
+//! | [`model`] | what a model needs beyond its format: the BERT an EMBD file must make, [`ModelError`] |
+//! | [`error`] | [`Error`], [`Result`], [`LayoutError`] (the layout rules every reader shares) |
+//! | [`detect`], [`any`], [`file`](mod@file) | [`Format`] and its content probes, [`open`] → [`AnyFile`], [`TensorFile`] |
+//! | [`inspect`] | [`inspect::Summary`], over every format's summary |
+//!
 //! Every parser treats its input as hostile: offsets, lengths and counts are
 //! checked (with checked arithmetic) before use, nothing is allocated from an
 //! untrusted count beyond what the remaining bytes can hold, time stays
@@ -97,7 +112,7 @@
 //! # EMBD
 //!
 //! An EMBD file carries a whole model; `modelbin convert MODEL_DIR x.embd`
-//! (or [`embd::from_hf_dir`]) writes one from a Hugging Face directory.
+//! (or [`convert::from_hf_dir`]) writes one from a Hugging Face directory.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), modelbin_format::Error> {
@@ -135,38 +150,28 @@
 pub mod any;
 pub mod bintensors;
 pub mod bpe2;
-pub mod bytes;
-pub mod checksum;
 pub mod convert;
 pub mod detect;
-mod dtype;
 pub mod embd;
 pub mod error;
 pub mod file;
-pub mod floats;
 pub mod inspect;
-mod json;
-pub mod lines;
-pub mod memory;
-pub mod npy;
-pub mod output;
-pub mod rng;
+pub mod io;
+pub mod model;
 pub mod saev;
 pub mod safetensors;
-pub mod source;
-pub mod stats;
-mod table;
 pub mod tensor;
-pub mod threads;
 pub mod tllm;
-mod write;
 
 pub use any::{AnyFile, open, open_as};
+pub use bintensors::BintensorsError;
+pub use bpe2::Bpe2Error;
 pub use detect::Format;
-pub use dtype::DType;
-pub use error::{
-    At, BintensorsError, Bpe2Error, EmbdError, Error, LayoutError, ModelError, Result, SaevError,
-    TllmError,
-};
+pub use embd::EmbdError;
+pub use error::{At, Error, LayoutError, Result};
 pub use file::TensorFile;
+pub use model::ModelError;
+pub use saev::SaevError;
+pub use tensor::dtype::DType;
 pub use tensor::{Index, SlicedView, TensorStore, TensorView};
+pub use tllm::TllmError;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use modelbin_format::bpe2::{self, Bpe2, KNOWN_ENCODINGS, KnownEncoding};
-use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::io::checksum::{hex, sha256};
 
 fn tiktoken(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

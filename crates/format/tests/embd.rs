@@ -6,9 +6,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use modelbin_format::checksum::{crc32, fnv1a32};
-use modelbin_format::embd::bert::BertConfig;
-use modelbin_format::embd::{self, Embd, HfOptions, SpecialTokens, Vocabulary, WriteOptions};
+use modelbin_format::convert::{HfOptions, from_hf_dir};
+use modelbin_format::embd::{self, Embd, SpecialTokens, Vocabulary, WriteOptions};
+use modelbin_format::io::checksum::{crc32, fnv1a32};
+use modelbin_format::model::BertConfig;
 use modelbin_format::{DType, Error, TensorStore, TensorView};
 use modelbin_format::{EmbdError, LayoutError, ModelError, TllmError};
 use proptest::prelude::*;
@@ -246,7 +247,7 @@ fn the_real_minilm_converts_losslessly_and_opens_cheaply() {
     let out = dir.path().join("minilm.embd");
     let model_dir = common::minilm_safetensors().parent().unwrap().to_owned();
     let (count, size) =
-        embd::from_hf_dir(&model_dir, &out, HfOptions::default(), &mut |_, _| {}).unwrap();
+        from_hf_dir(&model_dir, &out, HfOptions::default(), &mut |_, _| {}).unwrap();
     assert_eq!(count, 103, "104 tensors minus embeddings.position_ids");
     let start = std::time::Instant::now();
     let file = embd::open(&out).unwrap();

@@ -199,7 +199,7 @@ proptest! {
         let mut bytes = small_tllm();
         mutations.iter().for_each(|m| apply(&mut bytes, m));
         if let Ok(file) = modelbin_format::tllm::Tllm::from_buffer(bytes.as_slice()) {
-            let summary = modelbin_format::inspect::TllmSummary::of(&file);
+            let summary = modelbin_format::tllm::TllmSummary::of(&file);
             prop_assert_eq!(summary.tensors.len(), file.len());
         }
     }

@@ -19,7 +19,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use modelbin_format::DType;
-use modelbin_format::embd::{self, HfOptions};
+use modelbin_format::convert::{HfOptions, from_hf_dir};
+use modelbin_format::embd;
 use modelbin_infer::Embedder;
 use modelbin_infer::embedder::DEFAULT_BATCH_TOKENS;
 
@@ -173,7 +174,7 @@ fn main() {
     std::fs::create_dir_all(&bench_dir).unwrap();
     let model = bench_dir.join("all-MiniLM-L6-v2.embd");
     if !model.is_file() {
-        embd::from_hf_dir(&model_dir, &model, HfOptions::default(), &mut |_, _| {}).unwrap();
+        from_hf_dir(&model_dir, &model, HfOptions::default(), &mut |_, _| {}).unwrap();
     }
     let embedder = Embedder::open(&model).unwrap();
     let seconds = Duration::from_secs_f64(

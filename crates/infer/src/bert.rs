@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use modelbin_format::embd::Embd;
-use modelbin_format::embd::bert::BertConfig;
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::source::MappedFile;
+use modelbin_format::model::BertConfig;
 use rayon::prelude::*;
 
 use crate::nn::attention::{

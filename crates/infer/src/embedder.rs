@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use modelbin_format::embd::bert::{BertConfig, Pooling};
+use modelbin_format::convert::{HfOptions, from_hf_dir};
 use modelbin_format::embd::{self, Embd};
+use modelbin_format::model::{BertConfig, Pooling};
 use modelbin_tokenize::WordPiece;
 use rayon::prelude::*;
 
@@ -50,7 +51,7 @@ impl Embedder {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let loaded = embd::from_hf_dir(path, &temp, embd::HfOptions::default(), &mut |_, _| {})
+        let loaded = from_hf_dir(path, &temp, HfOptions::default(), &mut |_, _| {})
             .map_err(crate::Error::from)
             // Loaded into memory, not mapped: the temporary file goes now.
             .and_then(|_| Embedder::from_embd(&embd::open(&temp)?));

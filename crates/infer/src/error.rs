@@ -97,7 +97,7 @@ pub enum Error {
     Record(#[from] RecordError),
     /// Work that needs more memory than this process may take.
     #[error(transparent)]
-    Memory(#[from] modelbin_format::memory::Shortfall),
+    Memory(#[from] modelbin_format::io::memory::Shortfall),
     /// An image that cannot be read, or an image processor's configuration
     /// that cannot be followed.
     #[error(transparent)]

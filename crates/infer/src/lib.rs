@@ -72,7 +72,7 @@ pub trait Stepped {
     }
 }
 /// The seed-stable random number generator (from modelbin-format).
-pub use modelbin_format::rng;
+pub use modelbin_format::io::rng;
 pub use nn::int8_kernels::Int8Kernel;
 
 /// The instruction set the element-wise kernels (LayerNorm, GELU,

@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! use modelbin_infer::Embedder;
-//! use modelbin_format::lines::DEFAULT_MAX_LINE_BYTES;
+//! use modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
 //! use modelbin_infer::search::LineIndex;
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
@@ -26,8 +26,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use modelbin_format::checksum::{hex, sha256};
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::checksum::{hex, sha256};
+use modelbin_format::io::source::MappedFile;
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
 use crate::embedder::{Embedder, cosine};

@@ -3,7 +3,7 @@
 //! ([`MAX_THREADS`], from modelbin-format) holds for the command line,
 //! Python and the library's runs, and is checked before any thread starts.
 
-pub use modelbin_format::threads::{MAX_THREADS, check};
+pub use modelbin_format::io::threads::{MAX_THREADS, check};
 
 use crate::{Error, Result};
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use modelbin_format::DType;
-use modelbin_format::embd::{self, HfOptions};
+use modelbin_format::convert::{HfOptions, from_hf_dir};
+use modelbin_format::embd;
 use modelbin_infer::{Embedder, cosine};
 
 fn repo() -> PathBuf {
@@ -59,7 +60,7 @@ fn golden() -> &'static Golden {
 /// Converts the model directory to EMBD (optionally recast) in `dir`.
 fn convert(dir: &Path, dtype: Option<DType>) -> PathBuf {
     let out = dir.join("model.embd");
-    embd::from_hf_dir(&model_dir(), &out, HfOptions { dtype }, &mut |_, _| {}).unwrap();
+    from_hf_dir(&model_dir(), &out, HfOptions { dtype }, &mut |_, _| {}).unwrap();
     out
 }
 

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use modelbin_format::Format;
+use modelbin_format::convert::sentence_transformers::TARGET;
 use modelbin_format::convert::{
     ConvertOptions, convert as convert_file, to_sentence_transformers, weight_dtype,
 };
-use modelbin_format::embd::sentence_transformers::TARGET;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 

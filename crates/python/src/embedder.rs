@@ -112,7 +112,7 @@ impl NativeLineIndex {
     ) -> PyResult<Self> {
         let index = py
             .detach(|| {
-                let max_line = modelbin_format::lines::DEFAULT_MAX_LINE_BYTES;
+                let max_line = modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
                 LineIndex::build(&embedder.embedder, &model, &files, max_line)
             })
             .map_err(infer_error)?;

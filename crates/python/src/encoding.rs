@@ -100,7 +100,7 @@ pub(crate) fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
         return Ok(Arc::clone(pool));
     }
     // A refused size leaves the kept pool as it is.
-    modelbin_format::threads::check(threads).map_err(crate::errors::format_error)?;
+    modelbin_format::io::threads::check(threads).map_err(crate::errors::format_error)?;
     // Dropped before the new pool starts, so the two never run together
     // when no call holds the old one.
     *last = None;
@@ -430,8 +430,9 @@ pub fn cost(
     py.detach(|| {
         let mut table = PriceTable::bundled();
         if let Some(path) = &prices {
-            let text = modelbin_format::source::read_capped_text(path, "a price table", 1 << 20)
-                .map_err(crate::errors::format_error)?;
+            let text =
+                modelbin_format::io::source::read_capped_text(path, "a price table", 1 << 20)
+                    .map_err(crate::errors::format_error)?;
             table = table.overlay(PriceTable::parse(&text).map_err(cost_error)?);
         }
         let input_tokens = match input_tokens {

@@ -1,12 +1,12 @@
 //! Input files opened from Python the way the library opens them
-//! (`modelbin_format::source`): regular files only, so that a FIFO or a
+//! (`modelbin_format::io::source`): regular files only, so that a FIFO or a
 //! device named as an input is refused at once instead of blocking the
 //! interpreter or filling its memory, and small documents under a cap.
 
 use std::os::fd::IntoRawFd;
 use std::path::PathBuf;
 
-use modelbin_format::source::{self, JsonCaps};
+use modelbin_format::io::source::{self, JsonCaps};
 use pyo3::prelude::*;
 
 use crate::errors::format_error;

@@ -479,7 +479,7 @@ pub fn sae_features(
         let mut inputs = vec![dataset.as_path()];
         inputs.extend(sae_dir.as_deref());
         inputs.extend(model.as_deref());
-        py.detach(|| modelbin_format::output::write_derived(&path, page.as_bytes(), &inputs))
+        py.detach(|| modelbin_format::io::output::write_derived(&path, page.as_bytes(), &inputs))
             .map_err(crate::errors::format_error)?;
     }
     Ok(serde_json::to_string(&found).expect("features serialize"))

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use modelbin_format::bpe2::Bpe2;
-use modelbin_format::checksum::hex;
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::checksum::hex;
+use modelbin_format::io::source::MappedFile;
 
 use crate::bpe::{Scratch, encode_piece, with_scratch};
 use crate::pretokenize::{Pattern, PieceSink};

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use modelbin_format::bpe2::Bpe2;
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::source::MappedFile;
 
 use crate::bpe::backtrack::{Backtracker, Tokens};
 use crate::index::{self, EMPTY, INLINE, Slot};

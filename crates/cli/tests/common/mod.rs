@@ -78,7 +78,7 @@ pub fn tiny_embd(path: &std::path::Path, metadata: &[(&str, &str)], poisoned: Op
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    let config = embd::bert::BertConfig::from_metadata(&entries, 2).unwrap();
+    let config = modelbin_format::model::BertConfig::from_metadata(&entries, 2).unwrap();
     let tensors: Vec<(String, Vec<usize>, Vec<u8>)> = config
         .tensors()
         .enumerate()

@@ -4,28 +4,40 @@
 //! Layout: `u64 LE n` | `n` header bytes | tensor data. See
 //! `docs/formats/bintensors.md` for the header encoding and every validation
 //! rule; the reader is stricter than the reference, which accepts junk.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`BinTensors`], [`open`], `from_buffer`, `verify` |
+//! | `read.rs` | parsing and validating the header |
+//! | `write.rs` | [`serialize`], [`write_file`]: the header encoder and atomic writes |
+//! | `varint.rs` | the varint both directions share |
+//! | `error.rs` | [`BintensorsError`] |
+//! | `summary.rs` | [`BinTensors::summary`] for `inspect` |
 
-mod header;
+mod error;
+mod read;
+mod summary;
 mod varint;
-mod writer;
+mod write;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use header::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
-pub use writer::{serialize, write_file};
+pub use error::BintensorsError;
+pub use read::{MAX_HEADER_SIZE, MAX_METADATA_ENTRIES};
+pub use write::{serialize, write_file};
 
 use crate::Result;
-use crate::source::MappedFile;
-use crate::table::TensorTable;
+use crate::io::source::MappedFile;
 use crate::tensor::TensorStore;
+use crate::tensor::table::{PrefixedHeader, TensorTable};
 
 /// A validated BinTensors file over any byte buffer (a mapped file, a `Vec`,
 /// a slice). Tensor access borrows from the buffer and copies nothing.
 #[derive(Debug)]
 pub struct BinTensors<B> {
     buf: B,
-    header: header::Header,
+    header: PrefixedHeader,
 }
 
 /// Opens and validates a BinTensors file, memory-mapped.
@@ -36,7 +48,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<BinTensors<MappedFile>> {
 impl<B: AsRef<[u8]>> BinTensors<B> {
     /// Validates `buf` as a whole BinTensors file.
     pub fn from_buffer(buf: B) -> Result<Self> {
-        let header = header::parse(buf.as_ref())?;
+        let header = read::parse(buf.as_ref())?;
         Ok(BinTensors { buf, header })
     }
 

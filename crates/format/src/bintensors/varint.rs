@@ -2,7 +2,7 @@
 //! (0xFB u16, 0xFC u32, 0xFD u64) and the value little-endian.
 
 use crate::BintensorsError;
-use crate::bytes::ByteReader;
+use crate::io::bytes::ByteReader;
 use crate::{Error, Result};
 
 const TAG_U16: u8 = 0xFB;

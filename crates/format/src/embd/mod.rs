@@ -10,38 +10,45 @@
 //!
 //! Opening validates the structure and the header CRC, which is cheap (no
 //! pass over the tensor data); [`Embd::verify`] also checks the data and file
-//! CRCs. [`bert::BertConfig::validate`] checks that the tensors make a BERT model.
+//! CRCs. [`BertConfig::validate`](crate::model::BertConfig::validate) checks
+//! that the tensors make a BERT model.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`Embd`], [`open`], `from_buffer`, `verify` |
+//! | `read/` | one file per section: header and footer, metadata, vocabulary, tensor index |
+//! | `write/` | [`write_file`], [`recast`]; `storage.rs`: the bytes each storage dtype writes |
+//! | `int8.rs` | how int8 weights and their scales are stored |
+//! | `error.rs` | [`EmbdError`] |
+//! | `summary.rs` | [`EmbdSummary`] for `inspect` |
+//!
+//! Converting a Hugging Face directory to EMBD, and EMBD to a
+//! sentence-transformers directory, is in [`crate::convert`].
 
-pub mod bert;
-mod header;
-mod hf;
-mod index;
+mod error;
 pub mod int8;
-mod metadata;
-pub mod sentence_transformers;
-mod storage;
-mod vocabulary;
-mod writer;
+mod read;
+mod summary;
+mod write;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::EmbdError;
-use crate::checksum::crc32;
-use crate::source::MappedFile;
-use crate::table::TensorTable;
+use crate::io::checksum::crc32;
+use crate::io::source::MappedFile;
 use crate::tensor::TensorStore;
+use crate::tensor::table::TensorTable;
 use crate::{Error, Result};
 
-pub use header::{Footer, Header, flags};
-use header::{Sections, read_footer, read_header};
-pub use hf::{HfOptions, from_hf_dir, is_hf_model_dir};
-use index::read_tensor_index;
-pub use metadata::{REQUIRED_KEYS, metadata_number};
-use metadata::{check_metadata, read_metadata};
-pub use vocabulary::SpecialTokens;
-use vocabulary::{TokenTable, read_vocabulary};
-pub use writer::{Vocabulary, WriteOptions, recast, write_file};
+pub use error::EmbdError;
+pub use read::{Footer, Header, REQUIRED_KEYS, SpecialTokens, flags, metadata_number};
+use read::{
+    Sections, TokenTable, check_metadata, read_footer, read_header, read_metadata,
+    read_tensor_index, read_vocabulary,
+};
+pub use summary::EmbdSummary;
+pub(crate) use write::storage::{Stored, check_weight_dtype};
+pub use write::{Vocabulary, WriteOptions, recast, write_file};
 
 /// Magic bytes at the start of the file.
 pub const MAGIC: &[u8; 4] = b"EMBD";
@@ -70,7 +77,8 @@ pub struct Embd<B> {
     buf: B,
     header: Header,
     footer: Footer,
-    metadata: BTreeMap<String, String>,
+    /// Read by the BERT checks of [`crate::model`] as well.
+    pub(crate) metadata: BTreeMap<String, String>,
     vocabulary: Option<TokenTable>,
     table: TensorTable,
     /// Offset of each tensor's descriptor, in data order (as the table).

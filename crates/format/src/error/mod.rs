@@ -1,23 +1,16 @@
 //! The error type of this crate: file and API errors at the top, the
-//! rules of each format grouped in an enum of their own.
+//! rules of each format grouped in an enum of their own. Each format's enum
+//! lives in its folder's `error.rs` ([`crate::EmbdError`], …) and the model
+//! rules in [`crate::model`]; [`LayoutError`], the binary-layout rules
+//! every reader shares, lives here.
 
 use std::path::PathBuf;
 
-mod bintensors;
-mod bpe2;
-mod embd;
 mod layout;
-mod model;
-mod saev;
-mod tllm;
 
-pub use bintensors::BintensorsError;
-pub use bpe2::Bpe2Error;
-pub use embd::EmbdError;
 pub use layout::LayoutError;
-pub use model::ModelError;
-pub use saev::SaevError;
-pub use tllm::TllmError;
+
+use crate::{BintensorsError, Bpe2Error, EmbdError, ModelError, SaevError, TllmError};
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -150,7 +143,7 @@ pub enum Error {
     /// (not a property of any file).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// More worker threads asked for than [`crate::threads::MAX_THREADS`]:
+    /// More worker threads asked for than [`crate::io::threads::MAX_THREADS`]:
     /// refused before any thread starts.
     #[error("{threads} threads is more than the limit of {limit} threads")]
     TooManyThreads {

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::metadata::Metadata;
-use crate::lines::{Line, read_line};
-use crate::source::{self, JsonCaps};
+use crate::io::lines::{Line, read_line};
+use crate::io::source::{self, JsonCaps};
 use crate::{Error, Result, SaevError};
 
 /// The image list's file name.
@@ -48,7 +48,7 @@ impl ImageEntry {
     pub fn of(path: &Path, bytes: &[u8]) -> ImageEntry {
         ImageEntry {
             path: path.to_string_lossy().into_owned(),
-            sha256: crate::checksum::hex(&crate::checksum::sha256(bytes)),
+            sha256: crate::io::checksum::hex(&crate::io::checksum::sha256(bytes)),
         }
     }
 

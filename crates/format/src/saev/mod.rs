@@ -4,29 +4,42 @@
 //! A dataset is a directory `<root>/<HASH>/` holding `metadata.json` and
 //! shards `acts000000.bin`…: raw little-endian f32, C order
 //! `[img, layer, token, dim]`, `S = max_patches_per_shard // (L·T)` images each.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | the face: re-exports, [`shard_name`] |
+//! | `read/` | [`Dataset`], [`open`], `verify`, the views (`mod.rs`); the batch [`Loader`] (`loader.rs`); [`Dataset::layer_stats`] (`stats.rs`); the recorded token ids (`tokens.rs`) and their text (`token_text.rs`) |
+//! | `write.rs` | the streaming [`Writer`], [`write_synthetic`] |
+//! | `metadata/` | [`Metadata`]: `metadata.json`'s keys, rules, hash and shard arithmetic; `pyjson.rs`: Python's `json.dumps`, which the hash is taken over |
+//! | `images.rs` | `images.jsonl` and `vision.json`: the images an image recording was made from |
+//! | `error.rs` | [`SaevError`] |
+//! | `summary.rs` | [`SaevSummary`] for `inspect` |
+//!
+//! A dataset is a directory, not one buffer, so it has no `from_buffer`, and
+//! its reader is large enough to live in `read/` rather than in this face.
+//! `metadata/` and `images.rs` sit beside `read/` and `write.rs` because
+//! both directions use them: the writer builds the metadata and the image
+//! files that the reader checks.
 
-mod dataset;
+mod error;
 mod images;
-mod loader;
 mod metadata;
-mod pyjson;
-mod stats;
-mod token_text;
-mod tokens;
-mod writer;
+mod read;
+mod summary;
+mod write;
 
-pub use dataset::{Dataset, Example, LayerChoice, Patches, View, datasets_in, open};
+pub use error::SaevError;
 pub use images::{
     IMAGES_FILE, ImageCheck, ImageEntry, ImageFile, ImageState, Images, MAX_IMAGE_BYTES,
     MAX_IMAGE_LINE, VISION_FAMILIES, VISION_FILE, VisionInfo, read_image_file,
 };
-pub use loader::{Batch, Loader, LoaderOptions};
-pub use metadata::{KEYS, Metadata};
-pub use pyjson::{Layout, dumps, float_repr};
-pub use stats::LayerStats;
-pub use token_text::{TokenText, visible};
-pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
-pub use writer::{Writer, write_synthetic};
+pub use metadata::{KEYS, Layout, Metadata, dumps, float_repr};
+pub use read::{
+    Batch, Dataset, Example, LayerChoice, LayerStats, Loader, LoaderOptions, Patches, TOKENS_FILE,
+    TokenIds, TokenText, VOCAB_FILE, View, datasets_in, open, visible,
+};
+pub use summary::SaevSummary;
+pub use write::{Writer, write_synthetic};
 
 /// The file name of shard `index`.
 pub fn shard_name(index: u64) -> String {

@@ -87,7 +87,7 @@ pub(crate) fn check_forward_memory(
     if bytes < UNCHECKED_FORWARD_BYTES {
         return Ok(());
     }
-    modelbin_format::memory::check(bytes, &what()).map_err(Error::Memory)
+    modelbin_format::io::memory::check(bytes, &what()).map_err(Error::Memory)
 }
 
 /// Forward passes smaller than this (256 MiB) skip the memory check.

@@ -514,7 +514,7 @@ mod tests {
     #[test]
     fn vector_kernels_match_scalar_references() {
         let tiers = usable_tiers();
-        let mut rng = modelbin_format::rng::Rng::new(3);
+        let mut rng = modelbin_format::io::rng::Rng::new(3);
         for len in (1..70).chain([384, 1536]) {
             let x: Vec<f32> = (0..len)
                 .map(|_| rng.uniform() as f32 * 16.0 - 8.0)

@@ -537,7 +537,7 @@ fn split_row(row: &[f32], count: usize, candidates: &mut Vec<Outlier>) -> Split 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use modelbin_format::rng::Rng;
+    use modelbin_format::io::rng::Rng;
 
     fn random_i8(rng: &mut Rng, len: usize) -> Vec<i8> {
         (0..len).map(|_| (rng.next_u64() % 255) as i8).collect()

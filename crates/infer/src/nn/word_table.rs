@@ -8,7 +8,7 @@ use std::sync::Arc;
 use modelbin_format::DType;
 use modelbin_format::embd::Embd;
 use modelbin_format::embd::int8::{self, WORD_EMBEDDINGS};
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::source::MappedFile;
 use modelbin_format::tensor::TensorStore;
 
 use crate::Result;

@@ -14,9 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
-use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::io::checksum::{hex, sha256};
+use modelbin_format::io::source::{self, JsonCaps};
 use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, Writer, read_image_file};
-use modelbin_format::source::{self, JsonCaps};
 use rayon::prelude::*;
 
 use super::{blocks_of, checkpoint_id};

@@ -29,7 +29,7 @@ mod text;
 
 use std::path::{Path, PathBuf};
 
-use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::saev::Writer;
 
 use crate::{RecordError, Result};
@@ -231,6 +231,6 @@ pub fn checkpoint_id(model: &Path) -> Result<String> {
     } else {
         model.to_path_buf()
     };
-    let bytes = modelbin_format::source::MappedFile::open(&file)?;
+    let bytes = modelbin_format::io::source::MappedFile::open(&file)?;
     Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
 }

@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use modelbin_format::Format;
-use modelbin_format::checksum::{hex, sha256};
+use modelbin_format::io::checksum::{hex, sha256};
+use modelbin_format::io::source::MappedFile;
 use modelbin_format::saev::{Metadata, Writer};
-use modelbin_format::source::MappedFile;
 use rayon::prelude::*;
 
 use super::{blocks_of, checkpoint_id};

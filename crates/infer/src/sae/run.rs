@@ -30,7 +30,7 @@
 
 use std::path::{Path, PathBuf};
 
-use modelbin_format::output::OutputFile;
+use modelbin_format::io::output::OutputFile;
 use modelbin_format::saev::Loader;
 
 use super::train::{Architecture, Options, StepReport, Trainer};
@@ -142,7 +142,7 @@ impl TrainRun {
         {
             return Err(SaeError::KAboveLatents { k, d_sae }.into());
         }
-        modelbin_format::memory::check(
+        modelbin_format::io::memory::check(
             memory_estimate(d_in, d_sae, view.batch_size(), view.threads()),
             "this autoencoder",
         )?;

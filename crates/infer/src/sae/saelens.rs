@@ -89,7 +89,7 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
         config["k"] = k.into();
     }
     let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
-    let mut file = modelbin_format::output::OutputFile::create(dir.join(CONFIG_FILE))?;
+    let mut file = modelbin_format::io::output::OutputFile::create(dir.join(CONFIG_FILE))?;
     std::io::Write::write_all(&mut file, text.as_bytes())
         .map_err(|e| modelbin_format::Error::io(dir.join(CONFIG_FILE), e))?;
     file.commit()?;
@@ -100,10 +100,10 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
 /// `topk`, `jumprelu` and `standard` architectures), with its configuration.
 pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
     let config_path = dir.join(CONFIG_FILE);
-    let config = modelbin_format::source::read_json(
+    let config = modelbin_format::io::source::read_json(
         &config_path,
         "an SAE's cfg.json",
-        modelbin_format::source::JsonCaps::CONFIG,
+        modelbin_format::io::source::JsonCaps::CONFIG,
     )?;
     let number = |key: &str| {
         config[key]

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use modelbin_format::floats;
+use modelbin_format::tensor::floats;
 use modelbin_format::tllm::{
     self, Config, LAYER_NORM_EPS, LayerTensor::*, ModelTensor, PerLayerTensor, Tllm,
 };

@@ -23,12 +23,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use modelbin_format::bytes::ByteReader;
-use modelbin_format::checksum::crc32;
-use modelbin_format::floats;
-use modelbin_format::output::OutputFile;
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::bytes::ByteReader;
+use modelbin_format::io::checksum::crc32;
+use modelbin_format::io::output::OutputFile;
+use modelbin_format::io::source::MappedFile;
 use modelbin_format::tensor::TensorStore;
+use modelbin_format::tensor::floats;
 use modelbin_format::tllm::{self, Config};
 
 use crate::{Result, TrainingError};

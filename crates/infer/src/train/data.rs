@@ -1,7 +1,7 @@
 //! Byte-level training data: corpus files, the train/validation split, and
 //! the windows a step trains on.
 
-use modelbin_format::source::MappedFile;
+use modelbin_format::io::source::MappedFile;
 
 use crate::rng::Rng;
 use crate::{Result, TrainingError};

@@ -160,17 +160,17 @@ pub struct TrainingRun {
 impl TrainingRun {
     /// Checks the memory the run needs and the output `out` (never one of
     /// the corpus files, nor is its optimiser sidecar: see
-    /// [`modelbin_format::output::refuse_input_as_output`]), reads the
+    /// [`modelbin_format::io::output::refuse_input_as_output`]), reads the
     /// corpus files (bytes are the tokens, concatenated), and starts the
     /// run, or resumes it from the checkpoint at `out` when asked to.
     pub fn start(corpus: &[PathBuf], out: &Path, settings: TrainingSettings) -> Result<Self> {
         let inputs: Vec<&Path> = corpus.iter().map(PathBuf::as_path).collect();
         for output in [out, &super::checkpoint::sidecar(out)] {
-            modelbin_format::output::refuse_input_as_output(&inputs, output)?;
+            modelbin_format::io::output::refuse_input_as_output(&inputs, output)?;
         }
         let threads =
             crate::threads::check(settings.threads.unwrap_or_else(rayon::current_num_threads))?;
-        modelbin_format::memory::check(
+        modelbin_format::io::memory::check(
             memory_estimate(&settings.config, settings.batch_size, threads),
             "this training run",
         )?;
@@ -200,7 +200,7 @@ impl TrainingRun {
             settings.config.max_seq_len as usize,
         )?;
         // Fail on an unwritable output now, not after the training.
-        modelbin_format::output::OutputFile::create(out)
+        modelbin_format::io::output::OutputFile::create(out)
             .map_err(TrainingError::OutputUnwritable)?;
         let pool = crate::threads::pool(Some(threads))?;
         let trainer = if settings.resume {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use modelbin_format::ModelError;
-use modelbin_format::source::{self, JsonCaps};
+use modelbin_format::io::source::{self, JsonCaps};
 use serde_json::Value;
 
 use crate::Result;

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use modelbin_format::source;
+use modelbin_format::io::source;
 
 use crate::error::{ImageError, Result};
 

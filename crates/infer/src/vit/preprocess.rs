@@ -27,7 +27,7 @@ use std::path::Path;
 
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits, RgbImage};
-use modelbin_format::source::{self, JsonCaps};
+use modelbin_format::io::source::{self, JsonCaps};
 use serde_json::{Map, Value};
 
 use super::resample::{Filter, resize};

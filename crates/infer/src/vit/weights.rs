@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use modelbin_format::io::source::MappedFile;
 use modelbin_format::safetensors::{self, SafeTensors};
-use modelbin_format::source::MappedFile;
 use modelbin_format::{DType, ModelError, TensorStore};
 
 use crate::Result;
@@ -52,7 +52,7 @@ impl Weights {
         let values = tensor.to_f32()?.into_owned();
         // A NaN or infinite weight would make every recorded vector NaN:
         // refused here, naming the tensor, before any image is run.
-        modelbin_format::floats::require_finite_values(&full, &values)?;
+        modelbin_format::tensor::floats::require_finite_values(&full, &values)?;
         Ok(Some(values))
     }
 
