@@ -16,7 +16,7 @@ pub use bpe2::Bpe2Error;
 pub use embd::EmbdError;
 pub use layout::LayoutError;
 pub use model::ModelError;
-pub use saev::SaevError;
+pub use saev::{NonFiniteLayer, SaevError};
 pub use tllm::TllmError;
 
 /// Result alias used throughout the crate.
