@@ -2,9 +2,9 @@
 //! one JSON array of token ids per output line out (`modelbin tokens
 //! encode --jsonl`).
 //!
-//! Input is read in batches of whole lines (see [`batch_bytes`]); each
-//! batch is cut into runs of lines of at least [`RUN_BYTES`] (or to its
-//! end) that the thread pool parses, encodes and serialises, and the runs'
+//! Input is read in batches of whole lines, sized to the pool's threads;
+//! each batch is cut into runs of lines of at least 16 KiB (or to its end)
+//! that the thread pool parses, encodes and serialises, and the runs'
 //! output is written in input order. A run does each step over all its
 //! lines before the next, so each step keeps its own tables in cache (the
 //! tokenizer's especially), and its buffers are kept from batch to batch,
