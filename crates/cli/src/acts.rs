@@ -224,19 +224,23 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Checked, Failure> {
     }
     if values {
         let mut progress = Progress::new("scanning");
-        let stats = dataset.layer_stats(&mut |done, total| progress.update(done, total));
+        let verified = dataset.verify_values(&mut |done, total| progress.update(done, total));
         progress.finish();
-        let bad: Vec<String> = stats
-            .iter()
-            .filter(|s| s.nan + s.inf > 0)
-            .map(|s| format!("layer {}: {} NaN, {} Inf", s.layer, s.nan, s.inf))
-            .collect();
-        if !bad.is_empty() {
-            return Err(Failure::Invalid(format!(
-                "{}: {}",
-                dir.display(),
-                bad.join("; ")
-            )));
+        match verified {
+            Ok(()) => {}
+            // Named by the path as given (a root stands for its dataset).
+            Err(modelbin_format::Error::Saev(modelbin_format::SaevError::NonFiniteValues {
+                layers,
+                ..
+            })) => {
+                let layers: Vec<String> = layers.iter().map(ToString::to_string).collect();
+                return Err(Failure::Invalid(format!(
+                    "{}: {}",
+                    dir.display(),
+                    layers.join("; ")
+                )));
+            }
+            Err(e) => return Err(at(dir, e)),
         }
     }
     Ok(Checked {

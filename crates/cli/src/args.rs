@@ -100,6 +100,11 @@ pub fn parse_non_negative(text: &str) -> Result<f32, String> {
     parse_coefficient(text).map(|v| v as f32)
 }
 
+/// Parses a number, leaving its range to the library that takes it.
+pub fn parse_number(text: &str) -> Result<f64, String> {
+    parse_checked(text, |_| true, "")
+}
+
 /// Parses a finite number > 0 (a learning rate).
 pub fn parse_positive(text: &str) -> Result<f64, String> {
     parse_checked(text, |v| v.is_finite() && v > 0.0, "a finite number > 0")

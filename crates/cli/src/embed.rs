@@ -238,12 +238,11 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
     let (mut written, mut truncated) = (0u64, 0u64);
     let mut write_batch = |batch: &[String]| -> Result<(), Failure> {
         let texts: Vec<&str> = batch.iter().map(String::as_str).collect();
-        truncated += texts
-            .iter()
-            .filter(|t| embedder.tokenizer().pieces(t).len() + 2 > max_tokens)
-            .count() as u64;
-        let vectors = pool.install(|| embedder.embed(&texts)).map_err(invalid)?;
-        for vector in vectors {
+        let embedded = pool
+            .install(|| embedder.embed_counting_truncations(&texts))
+            .map_err(invalid)?;
+        truncated += embedded.truncated as u64;
+        for vector in embedded.vectors {
             sink.push(written, &vector)?;
             written += 1;
         }

@@ -3,7 +3,6 @@
 //! `modelbin_infer::record`).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::Args;
 use modelbin_infer::RecordError;
@@ -75,7 +74,6 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             "{flag} applies to recordings of --images"
         )));
     }
-    let started = Instant::now();
     let mut recording = if args.images.is_empty() {
         let settings = RecordSettings {
             layers: args.layers.clone(),
@@ -95,31 +93,28 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     while recording.record_round().map_err(failure)? {
         progress.update(recording.done(), recording.total());
     }
-    let skipped = recording.skipped().len();
-    let recorded = recording.finish().map_err(|e| at(&args.out, e))?;
+    let summary = recording.finish().map_err(|e| at(&args.out, e))?;
     progress.finish();
-    let seconds = started.elapsed().as_secs_f64();
-    let rate = recorded.vectors as f64 / seconds.max(1e-9);
     if args.json {
-        print_json(&serde_json::json!({
-            "path": recorded.dir, "images": recorded.images, "vectors": recorded.vectors,
-            "skipped": skipped, "seconds": seconds, "vectors_per_second": rate,
-            "images_per_second": recorded.images as f64 / seconds.max(1e-9),
-        }))
+        print_json(&summary)
     } else if args.images.is_empty() {
         outln!(
-            "{}: {} windows, {} vectors in {seconds:.2} s ({rate:.0} vectors/s)",
-            recorded.dir.display(),
-            recorded.images,
-            recorded.vectors
+            "{}: {} windows, {} vectors in {:.2} s ({:.0} vectors/s)",
+            summary.path.display(),
+            summary.images,
+            summary.vectors,
+            summary.seconds,
+            summary.vectors_per_second
         )
     } else {
         outln!(
-            "{}: {} images ({skipped} skipped), {} vectors in {seconds:.2} s ({:.2} images/s)",
-            recorded.dir.display(),
-            recorded.images,
-            recorded.vectors,
-            recorded.images as f64 / seconds.max(1e-9)
+            "{}: {} images ({} skipped), {} vectors in {:.2} s ({:.2} images/s)",
+            summary.path.display(),
+            summary.images,
+            summary.skipped,
+            summary.vectors,
+            summary.seconds,
+            summary.images_per_second
         )
     }
 }

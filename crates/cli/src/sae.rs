@@ -46,22 +46,22 @@ pub struct TrainArgs {
     #[command(flatten)]
     view: ViewArgs,
     /// Latents.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 4096)]
     d_sae: u64,
     /// The architecture.
     #[arg(long, value_enum, default_value = "topk")]
     architecture: ArchitectureArg,
     /// Latents kept per input (topk; batchtopk: on average).
-    #[arg(short, long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short, long, default_value_t = 32)]
     k: u64,
     /// Weight of the L1 penalty (relu; SAELens's l1_coefficient).
-    #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_positive)]
+    #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_number)]
     l1_coeff: f64,
     /// Optimisation steps (one batch each; epochs repeat as needed).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000)]
     steps: u64,
     /// Peak learning rate (Adam; warmup over 5% of the steps, cosine to a tenth).
-    #[arg(long, default_value_t = 1e-3, value_parser = crate::args::parse_positive)]
+    #[arg(long, default_value_t = 1e-3, value_parser = crate::args::parse_number)]
     lr: f64,
     /// Seed of the initial weights and of the shuffling.
     #[arg(long, default_value_t = 0)]
@@ -105,14 +105,13 @@ pub fn run(command: SaeCommand) -> Result<(), Failure> {
 }
 
 fn train(args: &TrainArgs) -> Result<(), Failure> {
-    let view = args.view.open()?;
-    let architecture = match args.architecture {
-        ArchitectureArg::Topk => Architecture::TopK { k: args.k as usize },
-        ArchitectureArg::Batchtopk => Architecture::BatchTopK { k: args.k as usize },
-        ArchitectureArg::Relu => Architecture::Relu {
-            l1_coeff: args.l1_coeff,
-        },
-    };
+    let failure = |e: modelbin_infer::Error| sae_failure(e, &args.out);
+    let name = args
+        .architecture
+        .to_possible_value()
+        .expect("no variant is skipped");
+    let architecture = Architecture::named(name.get_name(), args.k as usize, args.l1_coeff)
+        .map_err(|e| failure(e.into()))?;
     let settings = TrainSettings {
         lr: args.lr,
         seed: args.seed,
@@ -123,8 +122,10 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         replace: args.force,
         ..TrainSettings::new(architecture, args.d_sae as usize, args.steps)
     };
+    // The settings are refused before the dataset is read.
+    settings.validate().map_err(|e| failure(e.into()))?;
+    let view = args.view.open()?;
     let mut log = crate::work::open_log(args.log.as_deref(), &[args.view.dataset.as_path()])?;
-    let failure = |e| sae_failure(e, &args.out);
     let mut run = TrainRun::start(view, settings, &args.out).map_err(failure)?;
     let mut bar = Progress::steps(args.steps, run.steps_done());
     let started = Instant::now();
@@ -155,33 +156,30 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     if let Some(log) = &mut log {
         log.flush().map_err(invalid)?;
     }
-    let trained = run.finish().map_err(failure)?;
-    let Some(report) = trained.last else {
+    let summary = run.finish().map_err(failure)?;
+    let (Some(fvu), Some(l0), Some(dead_fraction), Some(rate)) = (
+        summary.fvu,
+        summary.l0,
+        summary.dead_fraction,
+        summary.vectors_per_second,
+    ) else {
         // Resumed at its last step (the run stopped before saving): saved now.
         outln!(
             "{}: {} steps (from the checkpoint; nothing left to train)",
             args.out.display(),
-            trained.steps
+            summary.steps
         )?;
         return Ok(());
     };
-    let seconds = started.elapsed().as_secs_f64();
-    let rate = trained.vectors as f64 / seconds.max(1e-9);
     if args.json {
-        print_json(&serde_json::json!({
-            "path": args.out, "steps": report.step, "mse": report.mse, "fvu": report.fvu,
-            "l0": report.l0, "dead_fraction": report.dead_fraction,
-            "vectors_per_second": rate, "seconds": seconds,
-        }))?;
+        print_json(&summary)?;
     } else {
         outln!(
-            "{}: {} steps, fvu {:.4} (explained variance {:.4}), L0 {:.1}, dead {:.1}%, {rate:.0} vectors/s",
+            "{}: {} steps, fvu {fvu:.4} (explained variance {:.4}), L0 {l0:.1}, dead {:.1}%, {rate:.0} vectors/s",
             args.out.display(),
-            report.step,
-            report.fvu,
-            1.0 - report.fvu,
-            report.l0,
-            100.0 * report.dead_fraction,
+            summary.steps,
+            1.0 - fvu,
+            100.0 * dead_fraction,
         )?;
     }
     Ok(())

@@ -8,6 +8,7 @@ use modelbin_format::saev::Patches;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::Sae;
 use modelbin_infer::sae::evaluate::open_for_view as open_for_view_of;
+use modelbin_infer::sae::run::SaeSetting;
 use modelbin_infer::sae::view::View;
 
 use crate::failure::{Failure, at, invalid};
@@ -45,7 +46,7 @@ pub struct ViewArgs {
     #[arg(long, value_enum, default_value = "image")]
     pub patches: PatchesArg,
     /// Examples per batch.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 4096)]
     batch_size: u64,
     /// Worker threads (default: one per core; at most 256).
     #[arg(long, value_parser = crate::args::parse_threads)]
@@ -82,6 +83,17 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
         }
         SaeError::Patches(reason) => format!("--patches: {reason}"),
         SaeError::KAboveLatents { k, d_sae } => format!("-k {k} is more than --d-sae {d_sae}"),
+        SaeError::InvalidSetting { setting, value } => {
+            let (flag, requirement) = match setting {
+                SaeSetting::DSae => ("--d-sae", "at least 1"),
+                SaeSetting::K => ("-k", "at least 1"),
+                SaeSetting::L1Coeff => ("--l1-coeff", "a finite number > 0"),
+                SaeSetting::Steps => ("--steps", "at least 1"),
+                SaeSetting::Lr => ("--lr", "a finite number > 0"),
+                SaeSetting::BatchSize => ("--batch-size", "at least 1"),
+            };
+            format!("invalid value '{value}' for '{flag}': must be {requirement}")
+        }
         SaeError::OutputHoldsAutoencoder { dir } => format!(
             "{} holds an autoencoder; pass --force to replace it",
             dir.display()

@@ -182,6 +182,17 @@ fn recorded_images_are_the_models_hidden_states_of_each_file() {
         (Some(3), Some(1))
     );
     assert_eq!(report["vectors"], 3 * 2 * 17);
+    // The file skipped, with why, as Python's summary has it.
+    let skipped_files = report["skipped_files"].as_array().unwrap();
+    assert_eq!(skipped_files.len(), 1, "{report}");
+    assert!(
+        skipped_files[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.png")
+            && !skipped_files[0]["reason"].as_str().unwrap().is_empty(),
+        "{report}"
+    );
 
     let dataset = modelbin_format::saev::open(report["path"].as_str().unwrap()).unwrap();
     let m = dataset.metadata();

@@ -228,6 +228,52 @@ fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
     }
 }
 
+/// Settings out of range are usage errors naming the flag, refused before
+/// the dataset is read (it does not exist here) and before any output.
+#[test]
+fn settings_out_of_range_name_their_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-dataset");
+    let out = dir.path().join("sae");
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--d-sae", "0"],
+            "invalid value '0' for '--d-sae': must be at least 1",
+        ),
+        (
+            &["-k", "0"],
+            "invalid value '0' for '-k': must be at least 1",
+        ),
+        (
+            &["--steps", "0"],
+            "invalid value '0' for '--steps': must be at least 1",
+        ),
+        (
+            &["--lr", "0"],
+            "invalid value '0' for '--lr': must be a finite number > 0",
+        ),
+        (
+            &["--lr", "inf"],
+            "invalid value 'inf' for '--lr': must be a finite number > 0",
+        ),
+        (
+            &["--architecture", "relu", "--l1-coeff=-1"],
+            "invalid value '-1' for '--l1-coeff': must be a finite number > 0",
+        ),
+        (
+            &["--batch-size", "0"],
+            "invalid value '0' for '--batch-size': must be at least 1",
+        ),
+    ];
+    for (flags, message) in cases {
+        let mut args = vec!["sae", "train", s(&missing), "--layer", "-1", "-o", s(&out)];
+        args.extend_from_slice(flags);
+        let err = usage(&args, "");
+        assert!(err.contains(message), "{flags:?}: {err}");
+        assert!(!out.exists(), "{flags:?}");
+    }
+}
+
 #[test]
 fn bad_input_is_refused_before_training() {
     let dir = tempfile::tempdir().unwrap();

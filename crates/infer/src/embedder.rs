@@ -25,6 +25,17 @@ pub struct Embedder {
     batch_tokens: usize,
 }
 
+/// The embeddings of some texts, and how many of them were cut to the
+/// model's `max_seq_length` tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    /// One vector per text, in order.
+    pub vectors: Vec<Vec<f32>>,
+    /// Texts longer than `max_seq_length` tokens, embedded from their
+    /// beginning.
+    pub truncated: usize,
+}
+
 impl Embedder {
     /// Opens an EMBD file and loads its model and vocabulary. The file
     /// stays mapped while the embedder lives (F32 word embeddings are read
@@ -119,8 +130,22 @@ impl Embedder {
 
     /// One embedding per text, in order.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let ids: Vec<Vec<u32>> = texts.par_iter().map(|t| self.tokenize(t)).collect();
-        self.embed_ids(&ids)
+        Ok(self.embed_counting_truncations(texts)?.vectors)
+    }
+
+    /// One embedding per text, in order, with how many of the texts were
+    /// longer than `max_seq_length` and cut to fit (told by the one
+    /// tokenization the embeddings are made from).
+    pub fn embed_counting_truncations(&self, texts: &[&str]) -> Result<Embeddings> {
+        let max_len = self.config().max_seq_length;
+        let (ids, cut): (Vec<Vec<u32>>, Vec<bool>) = texts
+            .par_iter()
+            .map(|t| self.tokenizer.encode_with_truncation(t, max_len))
+            .unzip();
+        Ok(Embeddings {
+            vectors: self.embed_ids(&ids)?,
+            truncated: cut.iter().filter(|&&cut| cut).count(),
+        })
     }
 
     /// The final hidden state of every token of each text (`[CLS]` and

@@ -204,6 +204,21 @@ pub enum SaeError {
         /// Latents.
         d_sae: usize,
     },
+    /// A setting outside its range (see
+    /// [`TrainSettings::validate`](crate::sae::run::TrainSettings::validate)).
+    #[error("{setting} must be {}, not {value}", .setting.requirement())]
+    InvalidSetting {
+        /// The setting.
+        setting: crate::sae::run::SaeSetting,
+        /// The value given.
+        value: f64,
+    },
+    /// An architecture name that is none of `topk`, `batchtopk`, `relu`.
+    #[error("architecture {name:?}: one of \"topk\", \"batchtopk\", \"relu\"")]
+    UnknownArchitecture {
+        /// The name given.
+        name: String,
+    },
     /// The view holds no examples.
     #[error("{dataset}: the view has no examples")]
     EmptyView {

@@ -109,6 +109,20 @@ fn f32_embeddings_equal_sentence_transformers() {
     assert!(packed >= 0.9999, "packed: min cosine {packed}");
 }
 
+/// Texts longer than the model's context are counted as cut, from the
+/// same tokenization as their embeddings.
+#[test]
+fn truncated_texts_are_counted_with_their_embeddings() {
+    let embedder = embedder(None);
+    let max = embedder.config().max_seq_length;
+    let long = "word ".repeat(max);
+    let just_fits = "word ".repeat(max - 2);
+    let texts = ["A cat sits.", long.as_str(), just_fits.as_str(), ""];
+    let embedded = embedder.embed_counting_truncations(&texts).unwrap();
+    assert_eq!(embedded.truncated, 1);
+    assert_eq!(embedded.vectors, embedder.embed(&texts).unwrap());
+}
+
 #[test]
 fn packing_and_thread_count_do_not_change_results() {
     let embedder = embedder(None);

@@ -10,7 +10,6 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyList};
-use rayon::prelude::*;
 
 use crate::errors::tokenize_error;
 use crate::id_list::SharedInts;
@@ -52,24 +51,6 @@ impl NativeEncoding {
         self.vocabulary.tokenizer()
     }
 
-    /// Appends the ids of `text` to `ids`: `allowed` special tokens become
-    /// their ids (the caller has checked for disallowed ones).
-    fn encode_into(
-        &self,
-        text: &str,
-        allowed: &[&str],
-        ids: &mut Vec<u32>,
-    ) -> Result<(), modelbin_tokenize::Error> {
-        if allowed.is_empty() {
-            return self.tokenizer().encode_ordinary_into(text, ids);
-        }
-        let encoded = self
-            .tokenizer()
-            .encode(text, Specials::Only(allowed), Specials::None)?;
-        ids.extend_from_slice(&encoded);
-        Ok(())
-    }
-
     /// `ids` as a Python list of ints.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         self.ints.list(py, ids)
@@ -108,13 +89,6 @@ pub(crate) fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
         Arc::new(modelbin_infer::threads::pool(Some(threads)).map_err(crate::errors::infer_error)?);
     *last = Some((threads, Arc::clone(&pool)));
     Ok(pool)
-}
-
-/// Texts per parallel task of a flat batch: enough tasks to balance texts
-/// of uneven length over the threads, few enough that each task's ids are
-/// a long run to copy.
-fn texts_per_task(texts: usize, threads: usize) -> usize {
-    texts.div_ceil(threads * 16).max(1)
 }
 
 #[pymethods]
@@ -224,35 +198,15 @@ impl NativeEncoding {
         num_threads: usize,
     ) -> PyResult<FlatIds<'py>> {
         let allowed = only(&allowed);
-        let (ids, offsets) = py.detach(|| {
-            let per_task = texts_per_task(texts.len(), num_threads);
-            let tasks: Vec<(Vec<u32>, Vec<i64>)> = pool(num_threads)?.install(|| {
-                texts
-                    .par_chunks(per_task)
-                    .map(|chunk| {
-                        let mut ids = Vec::new();
-                        let mut ends = Vec::with_capacity(chunk.len());
-                        for text in chunk {
-                            self.encode_into(text, &allowed, &mut ids)?;
-                            ends.push(ids.len() as i64);
-                        }
-                        Ok((ids, ends))
-                    })
-                    .collect::<Result<_, modelbin_tokenize::Error>>()
+        let flat = py.detach(|| {
+            pool(num_threads)?.install(|| {
+                self.tokenizer()
+                    .encode_batch_flat(&texts, &allowed)
                     .map_err(tokenize_error)
-            })?;
-            let total = tasks.iter().map(|(ids, _)| ids.len()).sum();
-            let mut ids = Vec::with_capacity(total);
-            let mut offsets = Vec::with_capacity(texts.len() + 1);
-            offsets.push(0);
-            for (task_ids, ends) in tasks {
-                let base = ids.len() as i64;
-                offsets.extend(ends.iter().map(|end| base + end));
-                ids.extend_from_slice(&task_ids);
-            }
-            Ok::<_, PyErr>((ids, offsets))
+            })
         })?;
-        Ok((ids.into_pyarray(py), offsets.into_pyarray(py)))
+        let offsets: Vec<i64> = flat.offsets.iter().map(|&o| o as i64).collect();
+        Ok((flat.ids.into_pyarray(py), offsets.into_pyarray(py)))
     }
 
     /// How many ids each text's `encode_ordinary` gives (`int64`), counted
@@ -264,15 +218,10 @@ impl NativeEncoding {
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let counts = py.detach(|| {
-            pool(num_threads)?.install(|| {
-                texts
-                    .par_iter()
-                    .with_min_len(texts_per_task(texts.len(), num_threads))
-                    .map(|text| self.tokenizer().count(text).map(|n| n as i64))
-                    .collect::<Result<Vec<i64>, _>>()
-                    .map_err(tokenize_error)
-            })
+            pool(num_threads)?
+                .install(|| self.tokenizer().count_batch(&texts).map_err(tokenize_error))
         })?;
+        let counts: Vec<i64> = counts.into_iter().map(|n| n as i64).collect();
         Ok(counts.into_pyarray(py))
     }
 
@@ -335,16 +284,12 @@ impl NativeEncoding {
         let (allowed, disallowed) = (only(&allowed), only(&disallowed));
         let batch: Vec<Vec<u32>> = py.detach(|| {
             pool(num_threads)?.install(|| {
-                texts
-                    .par_iter()
-                    .map(|text| {
-                        self.tokenizer().encode(
-                            text,
-                            Specials::Only(&allowed),
-                            Specials::Only(&disallowed),
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()
+                self.tokenizer()
+                    .encode_batch(
+                        &texts,
+                        Specials::Only(&allowed),
+                        Specials::Only(&disallowed),
+                    )
                     .map_err(tokenize_error)
             })
         })?;

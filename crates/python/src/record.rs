@@ -11,8 +11,7 @@ use crate::sae::with_progress;
 
 /// Records `model`'s residual stream over `files` as a SAEV dataset under
 /// `out`, as `modelbin acts record` does with the same arguments; returns
-/// the report `acts record --json` prints (path, images, vectors), as JSON
-/// text. `progress(done, total)` is called with tokens after each round;
+/// the summary `acts record --json` prints, as JSON text. `progress(done, total)` is called with tokens after each round;
 /// Ctrl-C between rounds raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
 #[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, progress))]
@@ -42,8 +41,8 @@ pub fn acts_record(
 
 /// Records the vision transformer in `model` over the image files of
 /// `images` (files and directories) as a SAEV dataset under `out`, as
-/// `modelbin acts record --images` does; returns the report `acts record
-/// --json` prints plus the files skipped (path and reason), as JSON text.
+/// `modelbin acts record --images` does; returns the summary `acts record
+/// --json` prints (with the files skipped, path and reason), as JSON text.
 /// `scan_progress(done, total)` is called with files while they are first
 /// read, `progress(done, total)` with images after each round; Ctrl-C
 /// raises `KeyboardInterrupt` and leaves nothing.
@@ -75,7 +74,8 @@ pub fn acts_record_images(
 }
 
 /// Records every round of `recording` (Ctrl-C between rounds raises
-/// `KeyboardInterrupt`), finishes it and returns its report as JSON text.
+/// `KeyboardInterrupt`), finishes it and returns its summary as JSON text:
+/// what `acts record --json` prints.
 fn run(py: Python<'_>, mut recording: Recording, progress: Option<Py<PyAny>>) -> PyResult<String> {
     while py
         .detach(|| recording.record_round())
@@ -86,15 +86,6 @@ fn run(py: Python<'_>, mut recording: Recording, progress: Option<Py<PyAny>>) ->
             progress.call1(py, (recording.done(), recording.total()))?;
         }
     }
-    let skipped: Vec<serde_json::Value> = recording
-        .skipped()
-        .iter()
-        .map(|s| serde_json::json!({"path": s.path, "reason": s.reason}))
-        .collect();
-    let recorded = py.detach(|| recording.finish()).map_err(infer_error)?;
-    Ok(serde_json::json!({
-        "path": recorded.dir, "images": recorded.images, "vectors": recorded.vectors,
-        "skipped": skipped,
-    })
-    .to_string())
+    let summary = py.detach(|| recording.finish()).map_err(infer_error)?;
+    Ok(serde_json::to_string(&summary).expect("a summary serializes"))
 }

@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use modelbin_format::saev::Patches;
-use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
 use modelbin_infer::sae::features::{
     DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, model_view,
@@ -15,6 +14,7 @@ use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
 use modelbin_infer::sae::{Activation, Codes, Sae};
+use modelbin_infer::{SaeError, Stepped};
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
@@ -245,27 +245,7 @@ pub fn sae_train(
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let architecture = match architecture {
-        "topk" => Architecture::TopK { k },
-        "batchtopk" => Architecture::BatchTopK { k },
-        "relu" => Architecture::Relu { l1_coeff },
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "architecture={architecture:?}: one of \"topk\", \"batchtopk\", \"relu\""
-            )));
-        }
-    };
-    for (name, value) in [("d_sae", d_sae), ("k", k), ("batch_size", batch_size)] {
-        if value == 0 {
-            return Err(PyValueError::new_err(format!("{name} must be at least 1")));
-        }
-    }
-    let positive = |value: f64| value.is_finite() && value > 0.0;
-    if steps == 0 || !positive(lr) || !positive(l1_coeff) {
-        return Err(PyValueError::new_err(
-            "steps must be at least 1, lr and l1_coeff finite and above 0",
-        ));
-    }
+    let architecture = Architecture::named(architecture, k, l1_coeff).map_err(sae_error)?;
     let patches = patches(patches_name)?;
     let settings = TrainSettings {
         lr,
@@ -277,7 +257,8 @@ pub fn sae_train(
         replace: force,
         ..TrainSettings::new(architecture, d_sae, steps)
     };
-    let started = std::time::Instant::now();
+    // The settings are refused before the dataset is read.
+    settings.validate().map_err(sae_error)?;
     let mut run = py
         .detach(|| {
             let view = View::open(&dataset, layer, patches, batch_size, threads)?;
@@ -294,17 +275,19 @@ pub fn sae_train(
             progress.call1(py, (report.as_str(),))?;
         }
     }
-    let trained = py.detach(|| run.finish()).map_err(infer_error)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let summary = match trained.last {
-        Some(report) => serde_json::json!({
-            "path": trained.out, "steps": report.step, "mse": report.mse, "fvu": report.fvu,
-            "l0": report.l0, "dead_fraction": report.dead_fraction,
-            "vectors_per_second": trained.vectors as f64 / seconds.max(1e-9), "seconds": seconds,
-        }),
-        None => serde_json::json!({ "path": trained.out, "steps": trained.steps }),
-    };
-    Ok(summary.to_string())
+    let summary = py.detach(|| run.finish()).map_err(infer_error)?;
+    Ok(serde_json::to_string(&summary).expect("a summary serializes"))
+}
+
+/// A settings error in the keyword arguments' words: the library names
+/// each setting by its keyword already, but for an unknown architecture.
+fn sae_error(e: SaeError) -> PyErr {
+    match e {
+        SaeError::UnknownArchitecture { name } => PyValueError::new_err(format!(
+            "architecture={name:?}: one of \"topk\", \"batchtopk\", \"relu\""
+        )),
+        e => infer_error(e.into()),
+    }
 }
 
 /// An autoencoder to evaluate: loaded, or its directory.

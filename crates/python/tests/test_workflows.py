@@ -111,6 +111,18 @@ def test_sae_training_refuses_and_stops_cleanly(tmp_path):
         modelbin.sae.train(data, layer=5, out=tmp_path / "x", steps=2, progress=False)
     with pytest.raises(ValueError, match="k 80 is more than d_sae 64"):
         modelbin.sae.train(data, layer=-1, d_sae=64, k=80, out=tmp_path / "x", progress=False)
+    # Settings out of range are refused by keyword before the dataset is read.
+    for kwargs, message in [(dict(d_sae=0), "d_sae must be at least 1"),
+                            (dict(k=0), "k must be at least 1"),
+                            (dict(steps=0), "steps must be at least 1"),
+                            (dict(batch_size=0), "batch_size must be at least 1"),
+                            (dict(lr=float("nan")), "lr must be a finite number above 0"),
+                            (dict(l1_coeff=0.0), "l1_coeff must be a finite number above 0"),
+                            (dict(architecture="gated"), 'architecture="gated": one of')]:
+        with pytest.raises(ValueError, match=message):
+            modelbin.sae.train(tmp_path / "missing", layer=-1, out=tmp_path / "x",
+                               progress=False, **kwargs)
+    assert not (tmp_path / "x").exists()
 
     def interrupt(report):
         if report["step"] == 3:
@@ -149,6 +161,15 @@ def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
         "-o", tmp_path / "theirs", text)
     assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
     assert modelbin.saev.Dataset(ours, layer=-1, patches="image")[0].shape == (16,)
+    # The path is a str carrying what `acts record --json` prints.
+    theirs = json.loads(run(cli, "acts", "record", "-m", model, "--layers", "0,-1",
+                            "--tokens-per-text", "8", "-o", tmp_path / "again", text, "--json"))
+    assert isinstance(ours, str) and ours.summary["path"] == ours
+    assert set(ours.summary) == set(theirs)
+    assert {k: ours.summary[k] for k in ("images", "vectors", "skipped", "skipped_files")} == \
+        {k: theirs[k] for k in ("images", "vectors", "skipped", "skipped_files")} == \
+        {"images": theirs["images"], "vectors": theirs["vectors"], "skipped": 0,
+         "skipped_files": []}
 
     # The command line is a debug build here: a short text keeps BERT quick.
     short = tmp_path / "short.txt"

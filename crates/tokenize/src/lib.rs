@@ -34,6 +34,7 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 mod bpe;
 pub mod cost;
 mod embedded;

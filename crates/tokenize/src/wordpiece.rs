@@ -149,6 +149,22 @@ impl WordPiece {
         ids
     }
 
+    /// [`encode`](Self::encode), and whether the input was cut: whether
+    /// `[CLS]`, every piece of `text` and `[SEP]` come to more than
+    /// `max_len` ids. The pieces are encoded up to one past the budget,
+    /// which is enough to tell, since a shorter budget only cuts the same
+    /// sequence of pieces shorter.
+    pub fn encode_with_truncation(&self, text: &str, max_len: usize) -> (Vec<u32>, bool) {
+        let budget = max_len.saturating_sub(2);
+        let mut ids = Vec::with_capacity(budget.min(text.len() + 1) + 3);
+        ids.push(self.specials.cls);
+        self.pieces_into(text, budget.saturating_add(1), &mut ids);
+        let pieces = ids.len() - 1;
+        ids.truncate(1 + budget);
+        ids.push(self.specials.sep);
+        (ids, pieces + 2 > max_len)
+    }
+
     /// The word pieces of `text`, without `[CLS]`/`[SEP]` and untruncated.
     pub fn pieces(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
@@ -338,6 +354,30 @@ mod tests {
         assert_eq!(wp.encode("hello hello hello", 4), [2, 8, 8, 3]);
         assert_eq!(wp.encode("", 256), [2, 3]);
         assert_eq!(wp.encode("hello", 0), [2, 3]);
+    }
+
+    /// The ids are `encode`'s, and the input counts as cut exactly when
+    /// its untruncated pieces and the two specials exceed the length.
+    #[test]
+    fn truncation_is_reported_with_the_ids() {
+        let wp = tiny();
+        let texts = [
+            "",
+            "hello",
+            "hello hello hello",
+            "Unaffable, HELLO!",
+            "unaffablex hello [SEP] 中中",
+        ];
+        for text in texts {
+            for max_len in 0..12 {
+                let cut = wp.pieces(text).len() + 2 > max_len;
+                assert_eq!(
+                    wp.encode_with_truncation(text, max_len),
+                    (wp.encode(text, max_len), cut),
+                    "{text:?} {max_len}"
+                );
+            }
+        }
     }
 
     #[test]

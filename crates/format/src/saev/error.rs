@@ -160,4 +160,35 @@ pub enum SaevError {
         /// The metadata's `n_patches_per_img`.
         n_patches: u64,
     },
+    /// Layers holding NaN or ±Inf values, found by a scan of every value
+    /// (`Dataset::verify_values`): the structure is sound, the values are
+    /// not fit to train on.
+    #[error("{dir}: {}", .layers.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NonFiniteValues {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// Each layer holding any, in the dataset's order.
+        layers: Vec<NonFiniteLayer>,
+    },
+}
+
+/// How many NaN and ±Inf values one layer of a dataset holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct NonFiniteLayer {
+    /// The layer value.
+    pub layer: i64,
+    /// NaN values.
+    pub nan: u64,
+    /// ±Inf values.
+    pub inf: u64,
+}
+
+impl std::fmt::Display for NonFiniteLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "layer {}: {} NaN, {} Inf",
+            self.layer, self.nan, self.inf
+        )
+    }
 }

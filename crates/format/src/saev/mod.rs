@@ -28,7 +28,7 @@ mod read;
 mod summary;
 mod write;
 
-pub use error::SaevError;
+pub use error::{NonFiniteLayer, SaevError};
 pub use images::{
     IMAGES_FILE, ImageCheck, ImageEntry, ImageFile, ImageState, Images, MAX_IMAGE_BYTES,
     MAX_IMAGE_LINE, VISION_FAMILIES, VISION_FILE, VisionInfo, read_image_file,

@@ -56,7 +56,7 @@ impl Default for ImageRecordSettings {
 }
 
 /// A file left out of a recording because it does not decode.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     /// The file.
     pub path: PathBuf,

@@ -6,7 +6,8 @@
 //! transformer, one SAEV image per image file, the ordered list of files
 //! kept beside the shards ([`Recording::start_images`]). The caller drives
 //! the rounds, so it can show progress and stop between them (an
-//! unfinished dataset leaves nothing behind):
+//! unfinished dataset leaves nothing behind); the finished recording's
+//! summary is the one both faces print:
 //!
 //! ```no_run
 //! use modelbin_infer::record::{Recording, RecordSettings};
@@ -18,8 +19,8 @@
 //! while recording.record_round()? {
 //!     println!("{} of {} {}", recording.done(), recording.total(), recording.unit());
 //! }
-//! let recorded = recording.finish()?;
-//! println!("{}: {} vectors", recorded.dir.display(), recorded.vectors);
+//! let summary = recording.finish()?;
+//! println!("{}: {} vectors", summary.path.display(), summary.vectors);
 //! # Ok(())
 //! # }
 //! ```
@@ -28,6 +29,7 @@ mod images;
 mod text;
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::saev::Writer;
@@ -41,6 +43,9 @@ pub use text::RecordSettings;
 pub struct Recording {
     source: Source,
     writer: Writer,
+    /// When the recording was started: the summary's time counts reading
+    /// the inputs too.
+    started: Instant,
 }
 
 /// Where a recording's images come from.
@@ -49,15 +54,26 @@ enum Source {
     Images(Box<images::ImageSource>),
 }
 
-/// A finished recording.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
+/// What a finished recording reports, as `modelbin acts record` prints it
+/// (its `--json` is this, serialized) and `modelbin.acts.record` reads it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RecordSummary {
     /// The dataset directory (`<root>/<HASH>`).
-    pub dir: PathBuf,
+    pub path: PathBuf,
     /// SAEV images recorded (text windows or image files).
     pub images: usize,
     /// Vectors recorded, over every layer.
     pub vectors: usize,
+    /// Image files left out because they do not decode (0 for text).
+    pub skipped: usize,
+    /// Seconds since the recording was started.
+    pub seconds: f64,
+    /// Vectors recorded per second.
+    pub vectors_per_second: f64,
+    /// SAEV images recorded per second.
+    pub images_per_second: f64,
+    /// The files counted in `skipped`, each with why it was left out.
+    pub skipped_files: Vec<Skipped>,
 }
 
 impl Recording {
@@ -69,10 +85,12 @@ impl Recording {
         settings: RecordSettings,
         root: &Path,
     ) -> Result<Recording> {
+        let started = Instant::now();
         let (source, writer) = text::TextSource::start(model_path, files, settings, root)?;
         Ok(Recording {
             source: Source::Text(source),
             writer,
+            started,
         })
     }
 
@@ -92,11 +110,13 @@ impl Recording {
         root: &Path,
         scanned: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<Recording> {
+        let started = Instant::now();
         let (source, writer) =
             images::ImageSource::start(model_dir, inputs, settings, root, scanned)?;
         Ok(Recording {
             source: Source::Images(Box::new(source)),
             writer,
+            started,
         })
     }
 
@@ -185,16 +205,24 @@ impl Recording {
         Ok(())
     }
 
-    /// Finishes the dataset (every round must have been recorded).
-    pub fn finish(self) -> Result<Recorded> {
+    /// Finishes the dataset (every round must have been recorded) and
+    /// reports the recording.
+    pub fn finish(self) -> Result<RecordSummary> {
         let m = self.writer.metadata();
         let images = m.n_imgs as usize;
         let vectors = (m.vectors_per_img() * m.n_imgs) as usize;
-        let dir = self.writer.finish()?;
-        Ok(Recorded {
-            dir,
+        let skipped_files = self.skipped().to_vec();
+        let path = self.writer.finish()?;
+        let seconds = self.started.elapsed().as_secs_f64();
+        Ok(RecordSummary {
+            path,
             images,
             vectors,
+            skipped: skipped_files.len(),
+            seconds,
+            vectors_per_second: vectors as f64 / seconds.max(1e-9),
+            images_per_second: images as f64 / seconds.max(1e-9),
+            skipped_files,
         })
     }
 }

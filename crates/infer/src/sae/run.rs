@@ -1,8 +1,11 @@
 //! One sparse-autoencoder training run on a dataset view, as `modelbin sae
 //! train` and `modelbin.sae.train` drive it: the checks before any work
-//! (settings, memory, output directory, checkpoint), the batches (shuffled
-//! epochs one after another), checkpoints every so many steps, resuming
-//! bit for bit from one, and the SAELens files at the end.
+//! (the settings' ranges, memory, output directory, checkpoint), the
+//! batches (shuffled epochs one after another), checkpoints every so many
+//! steps, resuming bit for bit from one, the SAELens files at the end, and
+//! the summary both faces print. The rules live here once so the command
+//! line and Python refuse the same settings and report the same run; they
+//! only word the errors with their flag or keyword names.
 //!
 //! The caller owns the loop, so it can show progress, log each step and
 //! stop between steps:
@@ -22,20 +25,21 @@
 //!     let report = run.step()?;
 //!     println!("step {}: fvu {:.3}", report.step, report.fvu);
 //! }
-//! let trained = run.finish()?;
-//! println!("saved {} latents", trained.sae.d_sae);
+//! let summary = run.finish()?;
+//! println!("saved in {}", summary.path.display());
 //! # Ok(())
 //! # }
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use modelbin_format::io::output::OutputFile;
 use modelbin_format::saev::Loader;
 
 use super::train::{Architecture, Options, StepReport, Trainer};
 use super::view::View;
-use super::{Sae, checkpoint, saelens};
+use super::{checkpoint, saelens};
 use crate::{Result, SaeError, SettingDifference};
 
 /// What a training run is asked to do.
@@ -85,6 +89,104 @@ impl TrainSettings {
             replace: false,
         }
     }
+
+    /// Checks each setting's range, in the order the faces list them:
+    /// `d_sae`, the architecture's `k` (at most `d_sae`:
+    /// [`SaeError::KAboveLatents`]) or L1 weight, `steps`, `lr`
+    /// ([`SaeError::InvalidSetting`]). [`TrainRun::start`] calls it; a face
+    /// may call it before opening the dataset, to refuse a bad setting
+    /// before any work.
+    pub fn validate(&self) -> std::result::Result<(), SaeError> {
+        SaeSetting::DSae.check(self.d_sae as f64)?;
+        match self.architecture {
+            Architecture::TopK { k } | Architecture::BatchTopK { k } => {
+                SaeSetting::K.check(k as f64)?;
+                if k > self.d_sae {
+                    return Err(SaeError::KAboveLatents {
+                        k,
+                        d_sae: self.d_sae,
+                    });
+                }
+            }
+            Architecture::Relu { l1_coeff } => SaeSetting::L1Coeff.check(l1_coeff)?,
+        }
+        SaeSetting::Steps.check(self.steps as f64)?;
+        SaeSetting::Lr.check(self.lr)
+    }
+}
+
+/// A setting of a run with a range ([`SaeError::InvalidSetting`] names
+/// it). Each face words it as its own flag or keyword; [`name`](Self::name)
+/// is the plain name, which is also Python's keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaeSetting {
+    /// Latents (at least 1).
+    DSae,
+    /// Latents kept per input (at least 1).
+    K,
+    /// Weight of the L1 penalty (finite, above 0).
+    L1Coeff,
+    /// Optimisation steps (at least 1).
+    Steps,
+    /// Peak learning rate (finite, above 0).
+    Lr,
+    /// Examples per batch (at least 1).
+    BatchSize,
+}
+
+impl SaeSetting {
+    /// The setting's plain name: `d_sae`, `k`, `l1_coeff`, `steps`, `lr`,
+    /// `batch_size`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaeSetting::DSae => "d_sae",
+            SaeSetting::K => "k",
+            SaeSetting::L1Coeff => "l1_coeff",
+            SaeSetting::Steps => "steps",
+            SaeSetting::Lr => "lr",
+            SaeSetting::BatchSize => "batch_size",
+        }
+    }
+
+    /// What its value must be, completing "must be …".
+    pub fn requirement(self) -> &'static str {
+        if self.is_count() {
+            "at least 1"
+        } else {
+            "a finite number above 0"
+        }
+    }
+
+    /// Whether it is a whole number (else a real one).
+    fn is_count(self) -> bool {
+        !matches!(self, SaeSetting::L1Coeff | SaeSetting::Lr)
+    }
+
+    /// `value` when it is in the setting's range, else
+    /// [`SaeError::InvalidSetting`]. Counts must be at least 1, reals
+    /// finite and above 0 (a learning rate or penalty of 0, a NaN or an
+    /// infinity trains nothing or diverges at once).
+    pub fn check(self, value: f64) -> std::result::Result<(), SaeError> {
+        let valid = if self.is_count() {
+            value >= 1.0
+        } else {
+            value.is_finite() && value > 0.0
+        };
+        if valid {
+            Ok(())
+        } else {
+            Err(SaeError::InvalidSetting {
+                setting: self,
+                value,
+            })
+        }
+    }
+}
+
+impl std::fmt::Display for SaeSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The bytes a run of `d_sae` latents on vectors of `d_in` values, in
@@ -111,22 +213,42 @@ pub struct TrainRun {
     pool: rayon::ThreadPool,
     last: Option<StepReport>,
     vectors: u64,
+    /// When [`TrainRun::start`] was called: the summary's time counts the
+    /// checks and the first batch too.
+    started: Instant,
 }
 
-/// A finished run.
-#[derive(Debug)]
-pub struct Trained {
-    /// The autoencoder, on the dataset's own scale, as saved.
-    pub sae: Sae<f32>,
-    /// The directory its files were written to.
-    pub out: PathBuf,
+/// What a finished run reports, as `modelbin sae train` prints it (its
+/// `--json` is this, serialized) and `modelbin.sae.train` returns it. The
+/// last step's measures are absent when the run resumed at its last step
+/// with nothing left to train.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TrainSummary {
+    /// The directory the autoencoder was written to.
+    pub path: PathBuf,
     /// Steps it was trained for.
     pub steps: u64,
-    /// The last step's report, unless the run resumed at its last step
-    /// with nothing left to train.
-    pub last: Option<StepReport>,
+    /// The last step's mean squared error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mse: Option<f64>,
+    /// The last step's fraction of variance unexplained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fvu: Option<f64>,
+    /// The last step's mean latents firing per input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l0: Option<f64>,
+    /// The last step's fraction of dead latents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_fraction: Option<f64>,
+    /// Vectors trained on per second by this process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vectors_per_second: Option<f64>,
+    /// Seconds since the run started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
     /// Vectors trained on by this process (not counting a resumed run's
     /// earlier steps).
+    #[serde(skip)]
     pub vectors: u64,
 }
 
@@ -135,13 +257,10 @@ impl TrainRun {
     /// output directory `out` (created if missing), and starts the run, or
     /// resumes it from the checkpoint in `out` when asked to.
     pub fn start(view: View, settings: TrainSettings, out: &Path) -> Result<TrainRun> {
+        let started = Instant::now();
+        settings.validate()?;
         let d_in = view.d_in();
         let d_sae = settings.d_sae;
-        if let Architecture::TopK { k } | Architecture::BatchTopK { k } = settings.architecture
-            && k > d_sae
-        {
-            return Err(SaeError::KAboveLatents { k, d_sae }.into());
-        }
         modelbin_format::io::memory::check(
             memory_estimate(d_in, d_sae, view.batch_size(), view.threads()),
             "this autoencoder",
@@ -200,6 +319,7 @@ impl TrainRun {
             pool,
             last: None,
             vectors: 0,
+            started,
         })
     }
 
@@ -250,8 +370,8 @@ impl TrainRun {
     }
 
     /// Saves the autoencoder (unscaled) in SAELens's layout, with the run's
-    /// provenance in `cfg.json`'s metadata.
-    pub fn finish(self) -> Result<Trained> {
+    /// provenance in `cfg.json`'s metadata, and reports the run.
+    pub fn finish(self) -> Result<TrainSummary> {
         let metadata = self.view.dataset().metadata();
         let settings = &self.settings;
         let (k, l1_coeff) = architecture_parameters(settings.architecture);
@@ -273,11 +393,17 @@ impl TrainRun {
         });
         let sae = self.trainer.unscaled();
         saelens::save(&self.out, &sae, provenance)?;
-        Ok(Trained {
-            sae,
-            out: self.out,
-            steps: self.trainer.steps_done(),
-            last: self.last,
+        let seconds = self.started.elapsed().as_secs_f64();
+        let last = self.last;
+        Ok(TrainSummary {
+            path: self.out,
+            steps: last.map_or(self.trainer.steps_done(), |r| r.step),
+            mse: last.map(|r| r.mse),
+            fvu: last.map(|r| r.fvu),
+            l0: last.map(|r| r.l0),
+            dead_fraction: last.map(|r| r.dead_fraction),
+            vectors_per_second: last.map(|_| self.vectors as f64 / seconds.max(1e-9)),
+            seconds: last.map(|_| seconds),
             vectors: self.vectors,
         })
     }
@@ -405,5 +531,135 @@ impl crate::Stepped for TrainRun {
 
     fn steps(&self) -> u64 {
         self.settings.steps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The setting and value a refusal names.
+    fn refused(result: std::result::Result<(), SaeError>) -> (SaeSetting, f64) {
+        match result {
+            Err(SaeError::InvalidSetting { setting, value }) => (setting, value),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        for architecture in [
+            Architecture::TopK { k: 32 },
+            Architecture::BatchTopK { k: 32 },
+            Architecture::Relu { l1_coeff: 5.0 },
+        ] {
+            TrainSettings::new(architecture, 4096, 1000)
+                .validate()
+                .unwrap();
+        }
+    }
+
+    /// Each setting out of range is named with its value, in the order the
+    /// faces list them.
+    #[test]
+    fn settings_out_of_range_are_named() {
+        let topk = |k, d_sae, steps, lr| TrainSettings {
+            lr,
+            ..TrainSettings::new(Architecture::TopK { k }, d_sae, steps)
+        };
+        let cases = [
+            (topk(1, 0, 1, 1e-3), (SaeSetting::DSae, 0.0)),
+            (topk(0, 8, 0, 0.0), (SaeSetting::K, 0.0)),
+            (topk(1, 8, 0, 0.0), (SaeSetting::Steps, 0.0)),
+            (topk(1, 8, 1, 0.0), (SaeSetting::Lr, 0.0)),
+            (topk(1, 8, 1, -1e-3), (SaeSetting::Lr, -1e-3)),
+            (
+                topk(1, 8, 1, f64::INFINITY),
+                (SaeSetting::Lr, f64::INFINITY),
+            ),
+        ];
+        for (settings, want) in cases {
+            assert_eq!(refused(settings.validate()), want, "{settings:?}");
+        }
+        let (setting, value) = refused(topk(1, 8, 1, f64::NAN).validate());
+        assert!(setting == SaeSetting::Lr && value.is_nan());
+        for l1_coeff in [0.0, -1.0, f64::NEG_INFINITY] {
+            let relu = TrainSettings::new(Architecture::Relu { l1_coeff }, 8, 1);
+            assert_eq!(refused(relu.validate()), (SaeSetting::L1Coeff, l1_coeff));
+        }
+    }
+
+    #[test]
+    fn k_may_not_exceed_the_latents() {
+        let settings = TrainSettings::new(Architecture::BatchTopK { k: 9 }, 8, 1);
+        assert!(matches!(
+            settings.validate(),
+            Err(SaeError::KAboveLatents { k: 9, d_sae: 8 })
+        ));
+        TrainSettings::new(Architecture::TopK { k: 8 }, 8, 1)
+            .validate()
+            .unwrap();
+    }
+
+    /// Both parameters are checked whichever the architecture takes, and
+    /// an unknown name is refused by name.
+    #[test]
+    fn architectures_are_named_with_checked_parameters() {
+        assert_eq!(
+            Architecture::named("batchtopk", 4, 5.0).unwrap(),
+            Architecture::BatchTopK { k: 4 }
+        );
+        assert_eq!(
+            Architecture::named("relu", 4, 0.5).unwrap(),
+            Architecture::Relu { l1_coeff: 0.5 }
+        );
+        assert_eq!(
+            refused(Architecture::named("relu", 0, 5.0).map(drop)),
+            (SaeSetting::K, 0.0)
+        );
+        assert_eq!(
+            refused(Architecture::named("topk", 4, 0.0).map(drop)),
+            (SaeSetting::L1Coeff, 0.0)
+        );
+        assert!(matches!(
+            Architecture::named("gated", 4, 5.0),
+            Err(SaeError::UnknownArchitecture { name }) if name == "gated"
+        ));
+    }
+
+    /// A batch of no examples is refused before the dataset is read.
+    #[test]
+    fn a_view_needs_a_batch_size() {
+        let opened = View::open(
+            "no such dataset".as_ref(),
+            -1,
+            modelbin_format::saev::Patches::Image,
+            0,
+            None,
+        );
+        match opened {
+            Err(crate::Error::Sae(e)) => {
+                assert_eq!(refused(Err(e)), (SaeSetting::BatchSize, 0.0));
+            }
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("opened"),
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_setting_plainly() {
+        let e = SaeError::InvalidSetting {
+            setting: SaeSetting::BatchSize,
+            value: 0.0,
+        };
+        assert_eq!(e.to_string(), "batch_size must be at least 1, not 0");
+        let e = SaeError::InvalidSetting {
+            setting: SaeSetting::L1Coeff,
+            value: -2.0,
+        };
+        assert_eq!(
+            e.to_string(),
+            "l1_coeff must be a finite number above 0, not -2"
+        );
     }
 }

@@ -25,7 +25,9 @@
 use num_traits::Float;
 use rayon::prelude::*;
 
+use super::run::SaeSetting;
 use super::{Activation, Codes, Sae, batch_top_k, firing_of, top_k_of};
+use crate::SaeError;
 use crate::rng::Rng;
 use crate::train::optim::AdamW;
 
@@ -322,6 +324,26 @@ pub enum Architecture {
 }
 
 impl Architecture {
+    /// The architecture `name`d (`topk`, `batchtopk` or `relu`) with `k`
+    /// or `l1_coeff`, whichever it takes. Both are checked whichever it
+    /// takes, as the command line and Python take both with defaults: a bad
+    /// value is a mistake even where it goes unused. `k` must be at least 1
+    /// and `l1_coeff` a finite number above 0
+    /// ([`SaeError::InvalidSetting`]); an unknown name is
+    /// [`SaeError::UnknownArchitecture`].
+    pub fn named(name: &str, k: usize, l1_coeff: f64) -> Result<Self, SaeError> {
+        SaeSetting::K.check(k as f64)?;
+        SaeSetting::L1Coeff.check(l1_coeff)?;
+        match name {
+            "topk" => Ok(Architecture::TopK { k }),
+            "batchtopk" => Ok(Architecture::BatchTopK { k }),
+            "relu" => Ok(Architecture::Relu { l1_coeff }),
+            _ => Err(SaeError::UnknownArchitecture {
+                name: name.to_owned(),
+            }),
+        }
+    }
+
     /// Its name in settings and provenance: `topk`, `batchtopk` or `relu`.
     pub fn name(&self) -> &'static str {
         match self {

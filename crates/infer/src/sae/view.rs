@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Patches};
 
+use super::run::SaeSetting;
 use crate::{Result, SaeError};
 
 /// One layer of a dataset and the tokens taken as examples, with the batch
@@ -24,7 +25,8 @@ impl View {
     /// Opens the dataset in `dir` (`<root>/<HASH>`) and checks that it
     /// recorded `layer` and holds the `patches` asked for. `threads` of
     /// `None` is one per core of the current rayon pool; more than
-    /// [`crate::threads::MAX_THREADS`] is refused.
+    /// [`crate::threads::MAX_THREADS`] is refused, and so is a
+    /// `batch_size` of 0 ([`SaeError::InvalidSetting`]).
     pub fn open(
         dir: &Path,
         layer: i64,
@@ -32,6 +34,7 @@ impl View {
         batch_size: usize,
         threads: Option<usize>,
     ) -> Result<View> {
+        SaeSetting::BatchSize.check(batch_size as f64)?;
         if let Some(threads) = threads {
             crate::threads::check(threads)?;
         }
@@ -52,7 +55,7 @@ impl View {
             dataset: Arc::new(dataset),
             layer,
             patches,
-            batch_size: batch_size.max(1),
+            batch_size,
             threads: threads.unwrap_or_else(rayon::current_num_threads).max(1),
             examples,
         })

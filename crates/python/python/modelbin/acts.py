@@ -7,11 +7,27 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import _native, _progress
 
-__all__ = ["record"]
+__all__ = ["record", "Recorded"]
+
+
+class Recorded(str):
+    """The recorded dataset's directory (a ``str``), with the recording's
+    ``summary``: the dict ``modelbin acts record --json`` prints (``path``,
+    ``images``, ``vectors``, ``skipped``, ``seconds``,
+    ``vectors_per_second``, ``images_per_second`` and ``skipped_files``,
+    each a dict of ``path`` and ``reason``)."""
+
+    summary: Dict[str, Any]
+
+
+def _recorded(report: Dict[str, Any]) -> Recorded:
+    path = Recorded(report["path"])
+    path.summary = report
+    return path
 
 
 def record(model: "str | os.PathLike[str]",
@@ -20,10 +36,11 @@ def record(model: "str | os.PathLike[str]",
            out: "str | os.PathLike[str]", layers: Sequence[int] = (-1,),
            tokens_per_text: Optional[int] = None, cls: bool = False,
            max_patches_per_shard: int = 2_400_000, strict: bool = False,
-           int8: bool = False, progress: Optional[bool] = None) -> str:
+           int8: bool = False, progress: Optional[bool] = None) -> Recorded:
     """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
     the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
-    does with the same arguments; returns its path.
+    does with the same arguments; returns its path, whose ``summary`` is
+    what ``acts record --json`` prints (see :class:`Recorded`).
 
     Over text ``files`` (concatenated in order and cut into windows of
     ``tokens_per_text`` tokens, default the model's context), ``model`` is a
@@ -65,14 +82,14 @@ def record(model: "str | os.PathLike[str]",
     finally:
         if bar is not None:
             bar.close()
-    return json.loads(report)["path"]
+    return _recorded(json.loads(report))
 
 
 def _record_images(model: "str | os.PathLike[str]",
                    images: "Sequence[str | os.PathLike[str]]", *,
                    out: "str | os.PathLike[str]", layers: Sequence[int],
                    max_patches_per_shard: int, strict: bool, int8: bool,
-                   show: bool) -> str:
+                   show: bool) -> Recorded:
     bars: "dict[str, _progress.Bar]" = {}
 
     def stepper(desc: str, unit: str) -> "Callable[[int, int], None]":
@@ -92,6 +109,6 @@ def _record_images(model: "str | os.PathLike[str]",
     finally:
         for bar in bars.values():
             bar.close()
-    for skipped in report["skipped"]:
+    for skipped in report["skipped_files"]:
         warnings.warn(f"skipped {skipped['path']}: {skipped['reason']}", stacklevel=3)
-    return report["path"]
+    return _recorded(report)
