@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use modelbin_format::DType;
 use modelbin_format::embd::{self, HfOptions};
 use modelbin_infer::Embedder;
-use modelbin_infer::embedder::DEFAULT_BATCH_TOKENS;
+use modelbin_infer::bert::DEFAULT_BATCH_TOKENS;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -2,10 +2,10 @@
 //!
 //! [`tllm`] runs the TLLM tiny GPT-style transformer: full forward passes
 //! with logits at every position, incremental decoding with a KV cache, and
-//! sampling-based generation; [`train`] trains it on bytes (hand-written
-//! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
-//! sentence embeddings with the BERT encoder of an EMBD file, equal to
-//! sentence-transformers'. [`record`] writes a model's residual stream over
+//! sampling-based generation; [`tllm::train`] trains it on bytes
+//! (hand-written backward pass, AdamW, resumable checkpoints). [`Embedder`]
+//! ([`bert`]) computes sentence embeddings with the BERT encoder of an EMBD
+//! file, equal to sentence-transformers'. [`record`] writes a model's residual stream over
 //! text as a SAEV dataset; [`search`] ranks the lines of text files by
 //! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
@@ -42,7 +42,6 @@
 #![deny(missing_docs)]
 
 pub mod bert;
-pub mod embedder;
 mod error;
 mod nn;
 pub mod record;
@@ -50,10 +49,9 @@ pub mod sae;
 pub mod search;
 pub mod threads;
 pub mod tllm;
-pub mod train;
 pub mod vit;
 
-pub use embedder::{Embedder, cosine};
+pub use bert::{Embedder, cosine};
 pub use error::{
     Error, ImageError, RecordError, Result, SaeError, SettingDifference, TrainingError,
 };

@@ -1,6 +1,6 @@
-//! The BERT encoder of an EMBD file: post-LayerNorm transformer layers with
-//! biased attention and exact-erf GELU, run over packed batches. Linear
-//! layers stored as int8 multiply with integer kernels; attention, softmax,
+//! The encoder itself: post-LayerNorm transformer layers with biased
+//! attention and exact-erf GELU, run over packed batches. Linear layers
+//! stored as int8 multiply with integer kernels; attention, softmax,
 //! LayerNorm and GELU stay in f32.
 //!
 //! A batch is the token rows of several sequences laid end to end, with no
