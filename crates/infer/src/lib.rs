@@ -71,7 +71,7 @@ pub trait Stepped {
 }
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
-pub use nn::int8_kernels::Int8Kernel;
+pub use nn::int8::Int8Kernel;
 
 /// The instruction set the element-wise kernels (LayerNorm, GELU,
 /// softmax, and the quantization of int8 layers' inputs) use on this CPU:

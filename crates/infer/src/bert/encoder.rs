@@ -18,7 +18,7 @@ use crate::nn::attention::{
     add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
 };
 use crate::nn::f32_tensor::{F32Tensor, decoded};
-use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::int8::Int8Kernel;
 use crate::nn::kernels::gelu_erf;
 use crate::nn::linear::LinearWeights;
 use crate::nn::word_table::WordTable;

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::nn::attention::{
     add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
 };
-use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::int8::Int8Kernel;
 use crate::nn::kernels::{gelu_erf, gelu_tanh, quick_gelu};
 use crate::nn::linear::LinearWeights;
 use crate::vit::config::{Activation, Family, VitConfig};

@@ -8,7 +8,7 @@
 //! - `E[r, j]`: for each outlier `(channel c, value v)` of row `r`, in list
 //!   order, `w[j, c] · (v · s[block of c, j])` plus the running sum (fused)
 //!   (outliers are activations too large to quantize with the rest of
-//!   their row, see [`crate::nn::quantized`]);
+//!   their row, see [`super::quantize`]);
 //! - the output `bias[j] + (sx · (S − zx · C[j]) + E)`, both inner steps
 //!   fused, where `C[j]` is the panel's scaled weight sum.
 //!
