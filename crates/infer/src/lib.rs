@@ -72,17 +72,19 @@ pub trait Stepped {
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::rng;
 pub use nn::int8::Int8Kernel;
+pub use nn::kernels::F32Tier;
+pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};
 
-/// The instruction set the element-wise kernels (LayerNorm, GELU,
-/// softmax, and the quantization of int8 layers' inputs) use on this CPU:
-/// `avx512`, `avx2` or `portable`, chosen at run time.
+/// The instruction set the f32 kernels run (LayerNorm, GELU, softmax,
+/// packed products, and the quantization of int8 layers' inputs):
+/// `avx512`, `avx2` or `portable`, the [chosen](Kernels::chosen) tier.
 ///
 /// ```
 /// let tier = modelbin_infer::elementwise_instruction_set();
 /// assert!(["avx512", "avx2", "portable"].contains(&tier));
 /// ```
 pub fn elementwise_instruction_set() -> &'static str {
-    nn::kernels::Tier::widest().name()
+    F32Tier::chosen().name()
 }
 
 /// The README's Rust examples, compiled as doc tests.

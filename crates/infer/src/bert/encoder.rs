@@ -136,7 +136,7 @@ impl Bert {
             .collect::<Result<Vec<_>>>()?;
         Ok(Bert {
             config,
-            int8_kernel: Int8Kernel::chosen()?,
+            int8_kernel: crate::Kernels::chosen()?.int8,
             word,
             position: decoded(embd, "embeddings.position_embeddings.weight")?,
             token_type: decoded(embd, "embeddings.token_type_embeddings.weight")?,
@@ -171,14 +171,15 @@ impl Bert {
         })
     }
 
-    /// The kernel the int8 layers use (by default [`Int8Kernel::chosen`]:
-    /// the one `MODELBIN_INT8_TIER` names, else the fastest this CPU runs).
+    /// The kernel the int8 layers use: by default the process's
+    /// ([`Kernels::chosen`](crate::Kernels::chosen)).
     pub fn int8_kernel(&self) -> Int8Kernel {
         self.int8_kernel
     }
 
-    /// Runs the int8 layers with `kernel`, which must be one this CPU can
-    /// run ([`Int8Kernel::available`]).
+    /// Runs the int8 layers with `kernel` instead of the process's (to
+    /// compare kernels in one process), which must be one this CPU can run
+    /// ([`Int8Kernel::available`]).
     pub fn set_int8_kernel(&mut self, kernel: Int8Kernel) -> Result<()> {
         if !kernel.is_available() {
             return Err(Error::KernelUnavailable(kernel.name()));

@@ -2,13 +2,13 @@
 //! on the fly, as the [module documentation](super) gives the formula:
 //! its [`OUTLIERS`] largest magnitudes set aside in f32, the rest rounded
 //! to u8 with the row's own scale and zero point. The element-wise tier
-//! ([`Tier`]) compiles the same code wider; every tier gives the same bytes.
+//! ([`F32Tier`]) compiles the same code wider; every tier gives the same bytes.
 
 use rayon::prelude::*;
 
 use super::OUTLIERS;
 use super::kernels::Outlier;
-use crate::nn::kernels::Tier;
+use crate::nn::kernels::F32Tier;
 
 /// Activations quantized per row (see the module documentation), rows
 /// padded with zeros to `k4`.
@@ -61,14 +61,14 @@ impl QuantizedRows {
             .div_ceil(rayon::current_num_threads())
             .max(QUANTIZE_TASK_VALUES.div_ceil(k));
         // Chosen once, here: every task then runs the same build.
-        let tier = Tier::widest();
+        let tier = F32Tier::chosen();
         let run = |x: &[f32], out: RowsOut<'_>| match tier {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `widest` detected the tier's features.
-            Tier::Avx512 => unsafe { quantize_avx512(x, k, k4, per_row, out) },
+            // SAFETY: `chosen` checked the tier's features.
+            F32Tier::Avx512 => unsafe { quantize_avx512(x, k, k4, per_row, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Tier::Avx2 => unsafe { quantize_avx2(x, k, k4, per_row, out) },
+            F32Tier::Avx2 => unsafe { quantize_avx2(x, k, k4, per_row, out) },
             _ => quantize(x, k, k4, per_row, out),
         };
         if per_task >= m {
@@ -116,21 +116,21 @@ struct RowsOut<'a> {
     outliers: &'a mut [Outlier],
 }
 
-/// [`quantize`] compiled for [`Tier::Avx2`]: the same operations on wider
+/// [`quantize`] compiled for [`F32Tier::Avx2`]: the same operations on wider
 /// vectors (no multiply-add is fused), so the same values.
 ///
 /// # Safety
-/// The features [`Tier::Avx2`] checks must be available.
+/// The features [`F32Tier::Avx2`] checks must be available.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn quantize_avx2(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
     quantize(x, k, k4, per_row, out)
 }
 
-/// [`quantize`] compiled for [`Tier::Avx512`], likewise.
+/// [`quantize`] compiled for [`F32Tier::Avx512`], likewise.
 ///
 /// # Safety
-/// The features [`Tier::Avx512`] checks must be available.
+/// The features [`F32Tier::Avx512`] checks must be available.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
 unsafe fn quantize_avx512(x: &[f32], k: usize, k4: usize, per_row: usize, out: RowsOut<'_>) {
@@ -356,7 +356,7 @@ mod tests {
                 })
                 .collect();
             let quantized = |tier| {
-                let rows = Tier::capped(tier, || {
+                let rows = F32Tier::capped(tier, || {
                     QuantizedRows::new(&x, k, k.next_multiple_of(4), false)
                 });
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
@@ -372,8 +372,8 @@ mod tests {
                     outliers,
                 )
             };
-            let portable = quantized(Tier::Portable);
-            for tier in [Tier::Avx2, Tier::Avx512] {
+            let portable = quantized(F32Tier::Portable);
+            for tier in [F32Tier::Avx2, F32Tier::Avx512] {
                 if tier.usable() {
                     assert!(quantized(tier) == portable, "{tier:?}, {m}×{k}");
                 }
