@@ -12,6 +12,10 @@
 //! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
 //! images, decoded and resized as Hugging Face's image processors do.
 //!
+//! The kernels under every model run the instruction sets [`Kernels`]
+//! names: by default the fastest this CPU has, or what [`set_kernels`] set
+//! before the first model loaded.
+//!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
 //! use modelbin_format::tllm::Config;
