@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use modelbin_infer::Stepped;
-use modelbin_infer::train::run::{TrainingRun, TrainingSettings, bits_per_byte};
+use modelbin_infer::tllm::train::{TrainingRun, TrainingSettings, bits_per_byte};
 
 use crate::args::{parse_coefficient, parse_fraction, parse_positive};
 use crate::failure::{Failure, invalid};

@@ -22,7 +22,7 @@ use modelbin_format::DType;
 use modelbin_format::convert::{HfOptions, from_hf_dir};
 use modelbin_format::embd;
 use modelbin_infer::Embedder;
-use modelbin_infer::embedder::DEFAULT_BATCH_TOKENS;
+use modelbin_infer::bert::DEFAULT_BATCH_TOKENS;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -1,4 +1,4 @@
-//! Training throughput of `modelbin_infer::train` against one training step
+//! Training throughput of `modelbin_infer::tllm::train` against one training step
 //! of the numpy reference (tests/reference/tllm_train_step.py, float64,
 //! analytic backward pass, AdamW) on the same shapes, in the same run; with
 //! the FLOP rate and its fraction of the machine's peak (2 cores × the AVX2
@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use modelbin_format::tllm::Config;
-use modelbin_infer::train::Trainer;
-use modelbin_infer::train::optim::AdamW;
+use modelbin_infer::tllm::train::Trainer;
+use modelbin_infer::tllm::train::optim::AdamW;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -33,7 +33,7 @@ pub enum Error {
         /// The model's limit.
         max: u32,
     },
-    /// An int8 kernel asked for that this CPU cannot run.
+    /// A kernel tier asked for that this CPU cannot run.
     #[error("the {0} kernel needs CPU features this machine lacks")]
     KernelUnavailable(&'static str),
     /// `MODELBIN_INT8_TIER` names no int8 kernel.
@@ -41,6 +41,25 @@ pub enum Error {
         "MODELBIN_INT8_TIER={0:?} names no int8 kernel (portable, avx2, avx-vnni or avx512-vnni)"
     )]
     UnknownKernel(String),
+    /// A kernel tier name that names none.
+    #[error("{name:?} names no kernel tier ({known})")]
+    UnknownTier {
+        /// The name given.
+        name: String,
+        /// The names there are.
+        known: &'static str,
+    },
+    /// Kernel tiers set after the process chose others: the tiers are
+    /// fixed at first use.
+    #[error(
+        "the kernel tiers are chosen already (f32 {f32}, int8 {int8}); set them before the first model loads"
+    )]
+    KernelsAlreadyChosen {
+        /// The f32 tier in use.
+        f32: &'static str,
+        /// The int8 tier in use.
+        int8: &'static str,
+    },
     /// The input has no tokens.
     #[error("the input has no tokens")]
     EmptyInput,

@@ -2,15 +2,19 @@
 //!
 //! [`tllm`] runs the TLLM tiny GPT-style transformer: full forward passes
 //! with logits at every position, incremental decoding with a KV cache, and
-//! sampling-based generation; [`train`] trains it on bytes (hand-written
-//! backward pass, AdamW, resumable checkpoints). [`Embedder`] computes
-//! sentence embeddings with the BERT encoder of an EMBD file, equal to
-//! sentence-transformers'. [`record`] writes a model's residual stream over
+//! sampling-based generation; [`tllm::train`] trains it on bytes
+//! (hand-written backward pass, AdamW, resumable checkpoints). [`Embedder`]
+//! ([`bert`]) computes sentence embeddings with the BERT encoder of an EMBD
+//! file, equal to sentence-transformers'. [`record`] writes a model's residual stream over
 //! text as a SAEV dataset; [`search`] ranks the lines of text files by
 //! meaning, with an index saved to query a corpus many times; [`sae`] trains, evaluates and reads sparse
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
 //! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
 //! images, decoded and resized as Hugging Face's image processors do.
+//!
+//! The kernels under every model run the instruction sets [`Kernels`]
+//! names: by default the fastest this CPU has, or what [`set_kernels`] set
+//! before the first model loaded.
 //!
 //! ```
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -42,7 +46,6 @@
 #![deny(missing_docs)]
 
 pub mod bert;
-pub mod embedder;
 mod error;
 mod nn;
 pub mod record;
@@ -50,10 +53,9 @@ pub mod sae;
 pub mod search;
 pub mod threads;
 pub mod tllm;
-pub mod train;
 pub mod vit;
 
-pub use embedder::{Embedder, cosine};
+pub use bert::{Embedder, cosine};
 pub use error::{
     Error, ImageError, RecordError, Result, SaeError, SettingDifference, TrainingError,
 };
@@ -73,18 +75,20 @@ pub trait Stepped {
 }
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::io::rng;
-pub use nn::int8_kernels::Int8Kernel;
+pub use nn::int8::Int8Kernel;
+pub use nn::kernels::F32Tier;
+pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};
 
-/// The instruction set the element-wise kernels (LayerNorm, GELU,
-/// softmax, and the quantization of int8 layers' inputs) use on this CPU:
-/// `avx512`, `avx2` or `portable`, chosen at run time.
+/// The instruction set the f32 kernels run (LayerNorm, GELU, softmax,
+/// packed products, and the quantization of int8 layers' inputs):
+/// `avx512`, `avx2` or `portable`, the [chosen](Kernels::chosen) tier.
 ///
 /// ```
 /// let tier = modelbin_infer::elementwise_instruction_set();
 /// assert!(["avx512", "avx2", "portable"].contains(&tier));
 /// ```
 pub fn elementwise_instruction_set() -> &'static str {
-    nn::kernels::Tier::widest().name()
+    F32Tier::chosen().name()
 }
 
 /// The README's Rust examples, compiled as doc tests.

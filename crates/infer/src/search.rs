@@ -30,7 +30,7 @@ use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
-use crate::embedder::{Embedder, cosine};
+use crate::bert::{Embedder, cosine};
 use crate::{Error, Result};
 
 /// The index format's version, kept in its metadata.

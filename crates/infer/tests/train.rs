@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use modelbin_format::tllm::Config;
+use modelbin_infer::tllm::train::Trainer;
+use modelbin_infer::tllm::train::data::Corpus;
+use modelbin_infer::tllm::train::optim::AdamW;
 use modelbin_infer::tllm::{Model, Sampling, generate};
-use modelbin_infer::train::Trainer;
-use modelbin_infer::train::data::Corpus;
-use modelbin_infer::train::optim::AdamW;
 use modelbin_infer::{Error, TrainingError};
 
 fn repo() -> PathBuf {
@@ -165,7 +165,7 @@ fn runs_are_deterministic_and_resume_bit_for_bit() {
         }))
     ));
     // The sidecar is checked.
-    let side = modelbin_infer::train::checkpoint::sidecar(&path);
+    let side = modelbin_infer::tllm::train::checkpoint::sidecar(&path);
     let mut bytes = std::fs::read(&side).unwrap();
     bytes[40] ^= 1;
     std::fs::write(&side, &bytes).unwrap();

@@ -4,7 +4,7 @@
 
 use modelbin_format::tllm::Config;
 use modelbin_infer::rng::Rng;
-use modelbin_infer::train::backprop::{ParamLayout, sequence_loss};
+use modelbin_infer::tllm::train::backprop::{ParamLayout, sequence_loss};
 
 fn tiny(dropout: f32) -> Config {
     Config {

@@ -114,7 +114,7 @@ pub fn tllm_train(
 ) -> PyResult<String> {
     use modelbin_format::tllm::Config;
     use modelbin_infer::Stepped;
-    use modelbin_infer::train::run::{TrainingRun, TrainingSettings};
+    use modelbin_infer::tllm::train::{TrainingRun, TrainingSettings};
     let config = Config {
         model_dim: dim,
         n_layers: layers,

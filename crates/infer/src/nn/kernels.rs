@@ -72,18 +72,22 @@ pub unsafe fn gemm_strided<T: num_traits::One + Copy + 'static>(
     }
 }
 
-/// The instruction sets the element-wise kernels are compiled for, the
-/// narrowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Tier {
-    /// Plain code for any CPU (on x86-64, compiled without FMA).
+/// The instruction sets of the f32 kernels (the element-wise ones:
+/// LayerNorm, GELU, softmax, and the quantization of int8 layers' inputs;
+/// and the products against packed f32 weights), the narrowest first. The
+/// process uses one, [chosen](crate::Kernels) once: by default the widest
+/// this CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum F32Tier {
+    /// Plain code for any CPU (on x86-64, compiled without FMA; products go
+    /// through the `gemm` crate on the unpacked weights).
     Portable,
     /// x86-64 AVX2 with FMA: element-wise loops eight lanes wide.
     Avx2,
     /// x86-64 AVX-512F (with AVX2, FMA and F16C): element-wise loops
-    /// sixteen lanes wide. The reductions keep [`LANES`] partial sums, so
+    /// sixteen lanes wide. The reductions keep eight partial sums, so
     /// both FMA tiers add in the same order, and this tier performs the
-    /// same operations as [`Tier::Avx2`] and gives the same bits in fewer
+    /// same operations as [`F32Tier::Avx2`] and gives the same bits in fewer
     /// instructions. The exponentials and GELU are bound by how many
     /// instructions wait on long dependency chains, not by arithmetic, so
     /// fewer instructions make them faster even where a 512-bit operation
@@ -95,27 +99,25 @@ pub(crate) enum Tier {
 thread_local! {
     /// The widest tier this thread's kernels may use (tests lower it to
     /// check each tier).
-    static WIDEST: std::cell::Cell<Tier> = const { std::cell::Cell::new(Tier::Avx512) };
+    static WIDEST: std::cell::Cell<F32Tier> = const { std::cell::Cell::new(F32Tier::Avx512) };
 }
 
-impl Tier {
-    /// Whether the kernels may run this tier: the CPU has its features
-    /// (and, in tests, the thread allows it).
-    pub(crate) fn usable(self) -> bool {
-        #[cfg(test)]
-        if self > WIDEST.get() {
-            return false;
-        }
+impl F32Tier {
+    /// Every tier, the narrowest first.
+    pub const ALL: [F32Tier; 3] = [F32Tier::Portable, F32Tier::Avx2, F32Tier::Avx512];
+
+    /// Whether this CPU has the tier's features.
+    pub fn is_available(self) -> bool {
         match self {
-            Tier::Portable => true,
+            F32Tier::Portable => true,
             #[cfg(target_arch = "x86_64")]
-            Tier::Avx2 => {
+            F32Tier::Avx2 => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
             }
             #[cfg(target_arch = "x86_64")]
-            Tier::Avx512 => {
-                Tier::Avx2.usable()
+            F32Tier::Avx512 => {
+                F32Tier::Avx2.is_available()
                     && std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("f16c")
             }
@@ -124,30 +126,60 @@ impl Tier {
         }
     }
 
-    /// The widest tier usable here.
-    pub(crate) fn widest() -> Tier {
-        [Tier::Avx512, Tier::Avx2]
+    /// Every tier this CPU runs, the portable one first, the widest last.
+    pub fn available() -> Vec<F32Tier> {
+        F32Tier::ALL
             .into_iter()
-            .find(|t| t.usable())
-            .unwrap_or(Tier::Portable)
+            .filter(|t| t.is_available())
+            .collect()
     }
 
-    /// The tier's name: `avx512`, `avx2` or `portable`.
-    pub(crate) fn name(self) -> &'static str {
+    /// The widest tier this CPU runs.
+    pub fn best() -> F32Tier {
+        F32Tier::available().pop().unwrap_or(F32Tier::Portable)
+    }
+
+    /// The tier named `name` (see [`F32Tier::name`]).
+    pub fn from_name(name: &str) -> Option<F32Tier> {
+        F32Tier::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The tier's name: `portable`, `avx2` or `avx512`.
+    pub fn name(self) -> &'static str {
         match self {
-            Tier::Portable => "portable",
-            Tier::Avx2 => "avx2",
-            Tier::Avx512 => "avx512",
+            F32Tier::Portable => "portable",
+            F32Tier::Avx2 => "avx2",
+            F32Tier::Avx512 => "avx512",
         }
+    }
+
+    /// Whether the kernels may run this tier: the CPU has its features
+    /// (and, in tests, the thread allows it).
+    pub(crate) fn usable(self) -> bool {
+        #[cfg(test)]
+        if self > WIDEST.get() {
+            return false;
+        }
+        self.is_available()
+    }
+
+    /// The tier the kernels run: the process's [choice](crate::Kernels)
+    /// (in tests, held to the thread's cap).
+    pub(crate) fn chosen() -> F32Tier {
+        let limit = crate::nn::tiers::chosen_f32();
+        [F32Tier::Avx512, F32Tier::Avx2]
+            .into_iter()
+            .find(|&t| t <= limit && t.usable())
+            .unwrap_or(F32Tier::Portable)
     }
 
     /// Runs `f` with the kernels of this thread held to `widest` at most
     /// (work `f` hands to other threads is not held unless it chose its
     /// tier here).
     #[cfg(test)]
-    pub(crate) fn capped<T>(widest: Tier, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn capped<T>(widest: F32Tier, f: impl FnOnce() -> T) -> T {
         /// Puts the thread's cap back, even if `f` panics.
-        struct Restore(Tier);
+        struct Restore(F32Tier);
         impl Drop for Restore {
             fn drop(&mut self) {
                 WIDEST.set(self.0);
@@ -158,7 +190,20 @@ impl Tier {
     }
 }
 
-/// Runs `$body` compiled for the widest [`Tier`] usable here: AVX-512F,
+impl std::str::FromStr for F32Tier {
+    type Err = crate::Error;
+
+    /// The tier named `name`; [`Error::UnknownTier`](crate::Error::UnknownTier)
+    /// if none is.
+    fn from_str(name: &str) -> crate::Result<F32Tier> {
+        F32Tier::from_name(name).ok_or_else(|| crate::Error::UnknownTier {
+            name: name.to_string(),
+            known: "portable, avx2 or avx512",
+        })
+    }
+}
+
+/// Runs `$body` compiled for the [chosen](F32Tier::chosen) tier: AVX-512F,
 /// else AVX2 + FMA, else plain code. In the body, `Madd` is the
 /// [`MulAdd`] to use: [`Fused`] in the AVX2 and AVX-512 builds,
 /// [`Separate`] in the plain one (compiled without FMA, a fused
@@ -183,12 +228,12 @@ macro_rules! simd_dispatch {
                 type Madd = Fused;
                 $body
             }
-            match Tier::widest() {
-                // SAFETY: `widest` detected the tier's features.
-                Tier::Avx512 => return unsafe { avx512($($arg),*) },
+            match F32Tier::chosen() {
+                // SAFETY: `chosen` checked the tier's features.
+                F32Tier::Avx512 => return unsafe { avx512($($arg),*) },
                 // SAFETY: as above.
-                Tier::Avx2 => return unsafe { avx2($($arg),*) },
-                Tier::Portable => {}
+                F32Tier::Avx2 => return unsafe { avx2($($arg),*) },
+                F32Tier::Portable => {}
             }
         }
         #[allow(dead_code)]
@@ -484,16 +529,16 @@ mod tests {
     }
 
     /// The tiers this CPU can run.
-    fn usable_tiers() -> Vec<Tier> {
-        [Tier::Portable, Tier::Avx2, Tier::Avx512]
+    fn usable_tiers() -> Vec<F32Tier> {
+        [F32Tier::Portable, F32Tier::Avx2, F32Tier::Avx512]
             .into_iter()
             .filter(|t| t.usable())
             .collect()
     }
 
     /// Softmax, the three GELUs and LayerNorm of `x` in one tier.
-    fn all_kernels(tier: Tier, x: &[f32]) -> [Vec<f32>; 5] {
-        Tier::capped(tier, || {
+    fn all_kernels(tier: F32Tier, x: &[f32]) -> [Vec<f32>; 5] {
+        F32Tier::capped(tier, || {
             let mut softmax = x.to_vec();
             scaled_softmax(&mut softmax, 0.35);
             let mut erf = x.to_vec();
@@ -570,7 +615,7 @@ mod tests {
                         "{tier:?} layer_norm, {len}"
                     );
                 }
-                if tier != Tier::Portable {
+                if tier != F32Tier::Portable {
                     fma_tiers.push(
                         [softmax, erf, tanh, norm, quick]
                             .map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()),
@@ -579,7 +624,7 @@ mod tests {
             }
             assert!(fma_tiers.windows(2).all(|w| w[0] == w[1]), "{len}");
             // Both FMA tiers were compared wherever the CPU has them.
-            assert!(!Tier::Avx512.usable() || fma_tiers.len() == 2);
+            assert!(!F32Tier::Avx512.usable() || fma_tiers.len() == 2);
         }
     }
 
@@ -598,7 +643,7 @@ mod tests {
             let mut fma_tiers = Vec::new();
             for tier in usable_tiers() {
                 let mut values = row.to_vec();
-                let sum = Tier::capped(tier, || shifted_exp(&mut values, 0.5));
+                let sum = F32Tier::capped(tier, || shifted_exp(&mut values, 0.5));
                 if row.iter().all(|v| v.is_finite() || *v == f32::NEG_INFINITY)
                     && row.iter().any(|v| v.is_finite())
                 {
@@ -608,7 +653,7 @@ mod tests {
                 } else {
                     assert!(sum.is_nan(), "{tier:?} {row:?}");
                 }
-                if tier != Tier::Portable {
+                if tier != F32Tier::Portable {
                     let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
                     fma_tiers.push((bits, sum.to_bits()));
                 }

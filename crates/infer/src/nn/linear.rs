@@ -18,9 +18,9 @@ use modelbin_format::tensor::TensorStore;
 
 use crate::Result;
 use crate::nn::f32_tensor::F32Tensor;
-use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::int8::Int8Kernel;
+use crate::nn::int8::{MAX_INPUT_FEATURES, QuantizedWeights};
 use crate::nn::packed::{self, PackedWeights};
-use crate::nn::quantized::{MAX_INPUT_FEATURES, QuantizedWeights};
 
 /// A weight matrix `W[n, k]` ready for `x · Wᵀ`.
 #[derive(Debug, Clone)]

@@ -6,8 +6,9 @@
 //! rearranged once into panels of [`NR`] output features (`k × NR` floats,
 //! contiguous), and a register-tiled kernel multiplies a few input rows by
 //! one or two panels, reading the rows where they are. On x86-64 the kernel
-//! is compiled for AVX-512F and for AVX2 with FMA, the widest the CPU has
-//! chosen at run time ([`Tier`]); elsewhere the product goes through the
+//! is compiled for AVX-512F and for AVX2 with FMA, and runs the process's
+//! [`F32Tier`] (by default the widest the CPU has, detected at run time);
+//! on the portable tier the product goes through the
 //! `gemm` crate on the unpacked weights. Both SIMD kernels add each output's
 //! products one `k` step after another by fused multiply-adds from zero, so
 //! they give the same bits.
@@ -20,7 +21,7 @@
 
 use rayon::prelude::*;
 
-use crate::nn::kernels::{Tier, matmul_bt};
+use crate::nn::kernels::{F32Tier, matmul_bt};
 use crate::nn::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// Output features per panel: one AVX-512 register, two AVX2 ones.
@@ -50,9 +51,9 @@ impl Tile {
     };
 
     /// The tile of `tier`'s kernel.
-    fn of(tier: Tier) -> Tile {
+    fn of(tier: F32Tier) -> Tile {
         match tier {
-            Tier::Avx512 => Tile::AVX512,
+            F32Tier::Avx512 => Tile::AVX512,
             _ => Tile::AVX2,
         }
     }
@@ -83,7 +84,7 @@ pub struct PackedWeights {
     /// The weights as given, for the portable path (empty on the SIMD one).
     plain: Vec<f32>,
     /// The tier whose kernel multiplies by these weights.
-    tier: Tier,
+    tier: F32Tier,
 }
 
 impl PackedWeights {
@@ -92,8 +93,8 @@ impl PackedWeights {
     pub fn new(parts: &[&[f32]], k: usize) -> Self {
         let rows = rows_of(parts, k);
         let n = rows.len();
-        let tier = Tier::widest();
-        let (panels, plain) = if tier != Tier::Portable {
+        let tier = F32Tier::chosen();
+        let (panels, plain) = if tier != F32Tier::Portable {
             let mut panels = vec![0.0f32; n.div_ceil(NR) * k * NR];
             panels
                 .par_chunks_exact_mut(k * NR)
@@ -114,7 +115,7 @@ impl PackedWeights {
 
     /// The weights `W[n, k]`, row-major, as they were given.
     pub fn rows(&self) -> Vec<f32> {
-        if self.tier == Tier::Portable {
+        if self.tier == F32Tier::Portable {
             return self.plain.clone();
         }
         let (n, k) = (self.n, self.k);
@@ -134,7 +135,7 @@ impl PackedWeights {
         let (n, k) = (self.n, self.k);
         let m = x.len() / k;
         assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-        if self.tier == Tier::Portable {
+        if self.tier == F32Tier::Portable {
             let rows_per_task = m.div_ceil(rayon::current_num_threads()).max(16);
             out.par_chunks_mut(n * rows_per_task)
                 .zip(x.par_chunks(k * rows_per_task))
@@ -146,7 +147,7 @@ impl PackedWeights {
                 });
             return;
         }
-        // SAFETY: `Tier::widest` detected the tier's features.
+        // SAFETY: `F32Tier::chosen` checked the tier's features.
         unsafe { by_panels(self.tier, Panels::Packed(&self.panels), k, n, x, bias, out) };
     }
 }
@@ -157,15 +158,15 @@ impl PackedWeights {
 /// are split between tasks, each task packs every panel.) Only where
 /// [`simd_available`].
 pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out: &mut [f32]) {
-    let tier = Tier::widest();
+    let tier = F32Tier::chosen();
     assert!(
-        tier != Tier::Portable,
+        tier != F32Tier::Portable,
         "the packed kernel needs AVX2 and FMA"
     );
     let rows = rows_of(parts, k);
     let (m, n) = (x.len() / k, rows.len());
     assert!(x.len() == m * k && out.len() == m * n && bias.len() == n);
-    // SAFETY: `Tier::widest` detected the tier's features.
+    // SAFETY: `F32Tier::chosen` checked the tier's features.
     unsafe { by_panels(tier, Panels::Unpacked(&rows), k, n, x, bias, out) };
 }
 
@@ -197,7 +198,7 @@ impl Panels<'_> {
 /// # Safety
 /// The CPU must support `tier`, a SIMD one.
 unsafe fn by_panels(
-    tier: Tier,
+    tier: F32Tier,
     panels: Panels<'_>,
     k: usize,
     n: usize,
@@ -291,7 +292,7 @@ struct Part<'a> {
 /// # Safety
 /// The CPU must support `tier`, a SIMD one.
 unsafe fn panel_product(
-    tier: Tier,
+    tier: F32Tier,
     part: &Part<'_>,
     panels: &[&[f32]],
     bias: &[f32],
@@ -349,9 +350,10 @@ impl KernelRows<'_> {
     }
 }
 
-/// Whether this CPU runs a packed kernel (x86-64 with AVX2 and FMA).
+/// Whether the packed kernel runs: the chosen tier is a SIMD one (x86-64
+/// with AVX2 and FMA at least).
 pub fn simd_available() -> bool {
-    Tier::Avx2.usable()
+    F32Tier::chosen() != F32Tier::Portable
 }
 
 /// The signature of a kernel for `PANELS` adjacent panels.
@@ -370,7 +372,7 @@ type Kernel<const PANELS: usize> =
 /// tile panels.
 #[cfg(target_arch = "x86_64")]
 unsafe fn kernel_rows(
-    tier: Tier,
+    tier: F32Tier,
     rows: usize,
     x: KernelRows<'_>,
     panels: &[&[f32]],
@@ -389,11 +391,11 @@ unsafe fn kernel_rows(
     // exactly `rows` rows (and checks that `x` holds them).
     unsafe {
         match (tier, panels) {
-            (Tier::Avx512, &[a, b]) => {
+            (F32Tier::Avx512, &[a, b]) => {
                 avx512::kernels::<2>()[rows - 1](x, [a, b], tile, accumulate)
             }
-            (Tier::Avx512, &[a]) => avx512::kernels::<1>()[rows - 1](x, [a], tile, accumulate),
-            (Tier::Avx2, &[a]) => avx2[rows - 1](x, [a], tile, accumulate),
+            (F32Tier::Avx512, &[a]) => avx512::kernels::<1>()[rows - 1](x, [a], tile, accumulate),
+            (F32Tier::Avx2, &[a]) => avx2[rows - 1](x, [a], tile, accumulate),
             _ => unreachable!("{} panels for the {} kernel", panels.len(), tier.name()),
         }
     }
@@ -549,7 +551,7 @@ mod avx512 {
 /// Never called: the tier is portable off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn kernel_rows(
-    _: Tier,
+    _: F32Tier,
     _: usize,
     _: KernelRows<'_>,
     _: &[&[f32]],
@@ -574,8 +576,8 @@ mod tests {
     }
 
     /// The tiers this CPU can run.
-    fn usable_tiers() -> Vec<Tier> {
-        [Tier::Portable, Tier::Avx2, Tier::Avx512]
+    fn usable_tiers() -> Vec<F32Tier> {
+        [F32Tier::Portable, F32Tier::Avx2, F32Tier::Avx512]
             .into_iter()
             .filter(|t| t.usable())
             .collect()
@@ -611,7 +613,7 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             let mut simd_bits = Vec::new();
             for tier in usable_tiers() {
-                let packed = Tier::capped(tier, || PackedWeights::new(&parts, k));
+                let packed = F32Tier::capped(tier, || PackedWeights::new(&parts, k));
                 for threads in [1, 2, 3] {
                     let pool = rayon::ThreadPoolBuilder::new()
                         .num_threads(threads)
@@ -620,10 +622,10 @@ mod tests {
                     let case = format!("({m},{n},{k}), {}, {threads} threads", tier.name());
                     let mut ours = vec![f32::NAN; m * n];
                     pool.install(|| packed.linear(&x, &bias, &mut ours));
-                    if tier != Tier::Portable {
+                    if tier != F32Tier::Portable {
                         let mut unpacked = vec![f32::NAN; m * n];
                         pool.install(|| {
-                            Tier::capped(tier, || {
+                            F32Tier::capped(tier, || {
                                 linear_unpacked(&parts, k, &x, &bias, &mut unpacked)
                             })
                         });

@@ -15,7 +15,7 @@ use modelbin_format::saev::{Metadata, Writer};
 use rayon::prelude::*;
 
 use super::{blocks_of, checkpoint_id};
-use crate::embedder::Embedder;
+use crate::bert::Embedder;
 use crate::tllm::Model;
 use crate::{RecordError, Result};
 

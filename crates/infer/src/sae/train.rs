@@ -29,7 +29,7 @@ use super::run::SaeSetting;
 use super::{Activation, Codes, Sae, batch_top_k, firing_of, top_k_of};
 use crate::SaeError;
 use crate::rng::Rng;
-use crate::train::optim::AdamW;
+use crate::tllm::train::optim::AdamW;
 
 /// The gradients of the four parameters, shaped as they are.
 #[derive(Debug, Clone, PartialEq)]

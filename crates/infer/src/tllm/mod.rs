@@ -5,6 +5,8 @@
 //! biased variance; causal attention without biases, head `h` on columns
 //! `h·hd..(h+1)·hd`, scale `1/√hd`; `FFN(a) = GELU_tanh(a·W1 + b1)·W2 + b2`;
 //! weights are `[in, out]` so `y = x·W`; no final LayerNorm; dropout unused.
+//!
+//! [`train`] trains the same model on bytes; [`generate`] samples from it.
 
 use std::path::Path;
 
@@ -18,6 +20,7 @@ use crate::rng::Rng;
 use crate::{Error, Result};
 
 mod sampling;
+pub mod train;
 
 pub use sampling::{Generation, Sampling, argmax, generate};
 

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use modelbin_format::ModelError;
 use modelbin_format::io::source::{self, JsonCaps};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Result;
@@ -89,6 +90,116 @@ pub(crate) fn invalid(key: &str, value: &Value, reason: &str) -> crate::Error {
     .into()
 }
 
+/// One key of `config.json` as read: its JSON (`null` when the key is
+/// missing), kept to name it in errors, and the same as a `T` when it is
+/// one. A value of another type is not an error here: [`RawConfig::validate`]
+/// refuses it where transformers would, and passes over it where the key
+/// does not matter.
+#[derive(Debug, Clone, Default)]
+struct Raw<T> {
+    json: Value,
+    value: Option<T>,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> serde::Deserialize<'de> for Raw<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = Value::deserialize(deserializer)?;
+        let value = match json {
+            Value::Null => None,
+            ref json => T::deserialize(json).ok(),
+        };
+        Ok(Raw { json, value })
+    }
+}
+
+impl Raw<u64> {
+    /// The count, `default` when the key is missing.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
+    /// from 1 to [`MAX_COUNT`].
+    fn count(&self, key: &str, default: u64) -> Result<usize> {
+        if self.json.is_null() {
+            return Ok(default as usize);
+        }
+        self.value
+            .filter(|n| (1..=MAX_COUNT).contains(n))
+            .map(|n| n as usize)
+            .ok_or_else(|| {
+                invalid(
+                    key,
+                    &self.json,
+                    &format!("expected an integer from 1 to {MAX_COUNT}"),
+                )
+            })
+    }
+}
+
+impl Raw<f64> {
+    /// The number, `default` when the key is missing.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming `key` with `reason` unless it
+    /// is a number that `accept` takes.
+    fn number(
+        &self,
+        key: &str,
+        default: f64,
+        accept: fn(f64) -> bool,
+        reason: &str,
+    ) -> Result<f64> {
+        if self.json.is_null() {
+            return Ok(default);
+        }
+        self.value
+            .filter(|&v| accept(v))
+            .ok_or_else(|| invalid(key, &self.json, reason))
+    }
+}
+
+/// The keys of a vision tower's configuration, as transformers names them
+/// in `Dinov2Config`, `Dinov2WithRegistersConfig`, `CLIPVisionConfig` and
+/// `SiglipVisionConfig` (the same names in all four; a full CLIP or SigLIP
+/// model nests them under `vision_config`). Other keys are passed over.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+struct RawTower {
+    hidden_size: Raw<u64>,
+    num_attention_heads: Raw<u64>,
+    num_channels: Raw<u64>,
+    num_hidden_layers: Raw<u64>,
+    patch_size: Raw<u64>,
+    image_size: Raw<u64>,
+    /// CLIP and SigLIP: the MLP's width.
+    intermediate_size: Raw<u64>,
+    hidden_act: Raw<String>,
+    layer_norm_eps: Raw<f64>,
+    /// DINOv2: the MLP's width over `hidden_size`.
+    mlp_ratio: Raw<f64>,
+    /// DINOv2: the SwiGLU MLP of DINOv2-giant.
+    use_swiglu_ffn: Raw<bool>,
+    /// DINOv2: whether the query, key and value projections have biases.
+    qkv_bias: Raw<bool>,
+    /// DINOv2 with registers.
+    num_register_tokens: Raw<u64>,
+}
+
+/// A whole `config.json`: the model type, and the tower's keys at the top
+/// (a vision tower's own configuration) or under `vision_config` (a full
+/// CLIP or SigLIP model, beside its text tower).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+struct RawConfig {
+    model_type: Raw<String>,
+    vision_config: Raw<RawTower>,
+    #[serde(flatten)]
+    tower: RawTower,
+}
+
+/// What `model_type` must name.
+const MODEL_TYPES: &str = "expected a vision transformer: dinov2, dinov2_with_registers, \
+                           clip, clip_vision_model, siglip or siglip_vision_model";
+
 impl VitConfig {
     /// Reads `dir/config.json`.
     pub(crate) fn read(dir: &Path) -> Result<VitConfig> {
@@ -99,21 +210,38 @@ impl VitConfig {
 
     /// The vision tower `json` (a whole `config.json`) describes.
     pub(crate) fn parse(json: &Value) -> Result<VitConfig> {
-        let model_type = &json["model_type"];
-        let (family, prefix, tower) = match model_type.as_str() {
-            Some("dinov2" | "dinov2_with_registers") => (Family::Dinov2, "", json),
-            Some("clip_vision_model") => (Family::Clip, "", json),
-            Some("siglip_vision_model") => (Family::Siglip, "", json),
-            Some("clip") => (Family::Clip, "vision_model.", &json["vision_config"]),
-            Some("siglip") => (Family::Siglip, "vision_model.", &json["vision_config"]),
-            _ => {
-                return Err(invalid(
-                    "model_type",
-                    model_type,
-                    "expected a vision transformer: dinov2, dinov2_with_registers, \
-                     clip, clip_vision_model, siglip or siglip_vision_model",
-                ));
-            }
+        // Checked first: serde would read an array's items as the fields
+        // in order.
+        if !json.is_object() {
+            return Err(invalid("model_type", &Value::Null, MODEL_TYPES));
+        }
+        // Every key reads as a `Raw`, which takes any JSON: an error here
+        // would be serde's own.
+        RawConfig::deserialize(json)
+            .map_err(|e| invalid("model_type", &json["model_type"], &e.to_string()))?
+            .validate()
+    }
+}
+
+impl RawConfig {
+    /// The configuration, with transformers' defaults for the keys left
+    /// out, once the rules hold: a known model type, counts from 1 to
+    /// [`MAX_COUNT`], heads that divide the width, RGB input, a supported
+    /// MLP and activation, a LayerNorm epsilon in (0, 1), images no smaller
+    /// than a patch.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming the first key that breaks a
+    /// rule, with its value.
+    fn validate(self) -> Result<VitConfig> {
+        let model_type = self.model_type.value.as_deref();
+        let (family, prefix) = match model_type {
+            Some("dinov2" | "dinov2_with_registers") => (Family::Dinov2, ""),
+            Some("clip_vision_model") => (Family::Clip, ""),
+            Some("siglip_vision_model") => (Family::Siglip, ""),
+            Some("clip") => (Family::Clip, "vision_model."),
+            Some("siglip") => (Family::Siglip, "vision_model."),
+            _ => return Err(invalid("model_type", &self.model_type.json, MODEL_TYPES)),
         };
         let key = |name: &str| {
             if prefix.is_empty() {
@@ -122,136 +250,128 @@ impl VitConfig {
                 format!("vision_config.{name}")
             }
         };
-        if !(tower.is_object() || tower.is_null()) {
-            return Err(invalid(&key(""), tower, "expected an object"));
-        }
-        let count = |name: &str, default: u64| -> Result<usize> {
-            match &tower[name] {
-                Value::Null => Ok(default as usize),
-                value => value
-                    .as_u64()
-                    .filter(|n| (1..=MAX_COUNT).contains(n))
-                    .map(|n| n as usize)
-                    .ok_or_else(|| {
-                        invalid(
-                            &key(name),
-                            value,
-                            &format!("expected an integer from 1 to {MAX_COUNT}"),
-                        )
-                    }),
+        let tower = if prefix.is_empty() {
+            self.tower
+        } else {
+            let nested = self.vision_config;
+            // An array would have filled the fields in order.
+            if !(nested.json.is_object() || nested.json.is_null()) {
+                return Err(invalid(&key(""), &nested.json, "expected an object"));
             }
+            nested.value.unwrap_or_default()
         };
         // transformers' defaults for each family (ViT-B).
-        let (patch_default, act_default, eps_default) = match family {
-            Family::Dinov2 if model_type == "dinov2" => (14, "gelu", 1e-6),
-            Family::Dinov2 => (16, "gelu", 1e-6),
-            Family::Clip => (32, "quick_gelu", 1e-5),
-            Family::Siglip => (16, "gelu_pytorch_tanh", 1e-6),
+        let (patch_default, act_default, eps_default) = match model_type {
+            Some("dinov2") => (14, "gelu", 1e-6),
+            _ => match family {
+                Family::Dinov2 => (16, "gelu", 1e-6),
+                Family::Clip => (32, "quick_gelu", 1e-5),
+                Family::Siglip => (16, "gelu_pytorch_tanh", 1e-6),
+            },
         };
-        let hidden = count("hidden_size", 768)?;
-        let heads = count("num_attention_heads", 12)?;
+        let hidden = tower.hidden_size.count(&key("hidden_size"), 768)?;
+        let heads = tower
+            .num_attention_heads
+            .count(&key("num_attention_heads"), 12)?;
         if hidden % heads != 0 {
             return Err(invalid(
                 &key("num_attention_heads"),
-                &tower["num_attention_heads"],
+                &tower.num_attention_heads.json,
                 &format!("does not divide hidden_size {hidden}"),
             ));
         }
-        let channels = count("num_channels", 3)?;
-        if channels != 3 {
+        if tower.num_channels.count(&key("num_channels"), 3)? != 3 {
             return Err(invalid(
                 &key("num_channels"),
-                &tower["num_channels"],
+                &tower.num_channels.json,
                 "only RGB (3 channels) is supported",
             ));
         }
         let intermediate = match family {
             Family::Dinov2 => {
-                if tower["use_swiglu_ffn"].as_bool() == Some(true) {
+                // A value that is not a boolean is passed over, as the
+                // tower then has the plain MLP.
+                if tower.use_swiglu_ffn.value == Some(true) {
                     return Err(invalid(
                         &key("use_swiglu_ffn"),
-                        &tower["use_swiglu_ffn"],
+                        &tower.use_swiglu_ffn.json,
                         "the SwiGLU MLP (DINOv2-giant) is not supported",
                     ));
                 }
-                let ratio = &tower["mlp_ratio"];
-                let ratio = if ratio.is_null() {
-                    4.0
-                } else {
-                    ratio
-                        .as_f64()
-                        .filter(|r| *r > 0.0 && *r <= 64.0)
-                        .ok_or_else(|| {
-                            invalid(&key("mlp_ratio"), ratio, "expected a number above 0")
-                        })?
-                };
+                let ratio = tower.mlp_ratio.number(
+                    &key("mlp_ratio"),
+                    4.0,
+                    |r| r > 0.0 && r <= 64.0,
+                    "expected a number above 0",
+                )?;
                 // transformers' int(hidden_size * mlp_ratio).
                 ((hidden as f64 * ratio) as usize).max(1)
             }
-            Family::Clip | Family::Siglip => count("intermediate_size", 3072)?,
+            Family::Clip | Family::Siglip => tower
+                .intermediate_size
+                .count(&key("intermediate_size"), 3072)?,
         };
-        let act = &tower["hidden_act"];
-        let activation = match act.as_str().unwrap_or(act_default) {
+        // A value that is not a string takes the family's default.
+        let activation = match tower.hidden_act.value.as_deref().unwrap_or(act_default) {
             "gelu" => Activation::GeluErf,
             "gelu_pytorch_tanh" | "gelu_new" => Activation::GeluTanh,
             "quick_gelu" => Activation::QuickGelu,
             _ => {
                 return Err(invalid(
                     &key("hidden_act"),
-                    act,
+                    &tower.hidden_act.json,
                     "expected gelu, gelu_pytorch_tanh, gelu_new or quick_gelu",
                 ));
             }
         };
-        let eps_value = &tower["layer_norm_eps"];
-        let eps = if eps_value.is_null() {
-            eps_default
-        } else {
-            eps_value
-                .as_f64()
-                .filter(|e| *e > 0.0 && *e < 1.0)
-                .ok_or_else(|| {
-                    invalid(
-                        &key("layer_norm_eps"),
-                        eps_value,
-                        "expected a number in (0, 1)",
-                    )
-                })?
-        };
-        let registers = match model_type.as_str() {
-            Some("dinov2_with_registers") => match &tower["num_register_tokens"] {
-                Value::Null => 4,
-                value => value.as_u64().filter(|n| *n <= MAX_COUNT).ok_or_else(|| {
-                    invalid(&key("num_register_tokens"), value, "expected an integer")
-                })? as usize,
-            },
-            _ => 0,
+        let eps = tower.layer_norm_eps.number(
+            &key("layer_norm_eps"),
+            eps_default,
+            |e| e > 0.0 && e < 1.0,
+            "expected a number in (0, 1)",
+        )?;
+        let with_registers = model_type == Some("dinov2_with_registers");
+        let registers = match &tower.num_register_tokens {
+            _ if !with_registers => 0,
+            raw if raw.json.is_null() => 4,
+            raw => raw.value.filter(|n| *n <= MAX_COUNT).ok_or_else(|| {
+                invalid(
+                    &key("num_register_tokens"),
+                    &raw.json,
+                    "expected an integer",
+                )
+            })? as usize,
         };
         let config = VitConfig {
             family,
             prefix,
             hidden,
-            layers: count("num_hidden_layers", 12)?,
+            layers: tower
+                .num_hidden_layers
+                .count(&key("num_hidden_layers"), 12)?,
             heads,
             intermediate,
-            patch: count("patch_size", patch_default)?,
-            image_size: count("image_size", 224)?,
+            patch: tower.patch_size.count(&key("patch_size"), patch_default)?,
+            image_size: tower.image_size.count(&key("image_size"), 224)?,
             eps: eps as f32,
             activation,
             registers,
-            qkv_bias: family != Family::Dinov2 || tower["qkv_bias"].as_bool() != Some(false),
-            antialiased_positions: model_type == "dinov2_with_registers",
+            // A value that is not a boolean keeps the biases.
+            qkv_bias: family != Family::Dinov2 || tower.qkv_bias.value != Some(false),
+            antialiased_positions: with_registers,
         };
         if config.image_size < config.patch {
             return Err(invalid(
                 &key("image_size"),
-                &tower["image_size"],
+                &tower.image_size.json,
                 &format!("smaller than patch_size {}", config.patch),
             ));
         }
         Ok(config)
     }
+}
 
+impl VitConfig {
     /// The patch grid (rows, columns) of the images the position
     /// embeddings were made for.
     pub(crate) fn base_grid(&self) -> (usize, usize) {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::nn::attention::{
     add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
 };
-use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::int8::Int8Kernel;
 use crate::nn::kernels::{gelu_erf, gelu_tanh, quick_gelu};
 use crate::nn::linear::LinearWeights;
 use crate::vit::config::{Activation, Family, VitConfig};
@@ -142,7 +142,7 @@ impl VisionModel {
             position,
             pre_norm,
             blocks,
-            int8_kernel: Int8Kernel::chosen()?,
+            int8_kernel: crate::Kernels::chosen()?.int8,
             config,
         })
     }
@@ -224,7 +224,7 @@ impl VisionModel {
     /// `modelbin convert --dtype int8`). Faster, less exact: the hidden
     /// states differ from the f32 model's by about a percent. The patch
     /// embedding, LayerNorms and attention stay in f32. The int8 kernel is
-    /// [`Int8Kernel::chosen`].
+    /// the process's ([`Kernels::chosen`](crate::Kernels::chosen)).
     pub fn quantize_int8(&mut self) {
         self.blocks.par_iter_mut().for_each(|b| {
             for w in [&mut b.qkv_w, &mut b.out_w, &mut b.fc1_w, &mut b.fc2_w] {

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _native, _slicing
 from ._native import SafetensorError
+from ._torch_tensors import tensor_of
 
 #: numpy dtypes of the tensor dtypes (``ml_dtypes``' for those numpy lacks).
 NUMPY_DTYPES = {
@@ -140,12 +141,7 @@ class safe_open:
         self._entries: Dict[str, Tuple[str, List[int], int, int]] = {
             name: (dtype, shape, offset, nbytes) for name, dtype, shape, offset, nbytes in entries
         }
-        if self._framework == "torch":
-            from . import torch as torch_face
-
-            self._tensor_of: Any = torch_face.tensor_of
-        else:
-            self._tensor_of = array_of
+        self._tensor_of: Any = tensor_of if self._framework == "torch" else array_of
 
     def __enter__(self) -> "safe_open":
         return self

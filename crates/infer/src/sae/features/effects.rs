@@ -13,7 +13,7 @@ use std::path::Path;
 use modelbin_format::saev::{Dataset, visible};
 use modelbin_format::tllm::{self, ModelTensor};
 
-use crate::embedder::Embedder;
+use crate::bert::Embedder;
 use crate::nn::kernels::{matmul, matmul_bt};
 use crate::sae::Sae;
 use crate::sae::splice::check_recorded_from;

@@ -17,6 +17,8 @@ mod ops;
 pub mod optim;
 pub mod run;
 
+pub use run::{TrainingRun, TrainingSettings, TrainingSummary, bits_per_byte};
+
 use std::path::Path;
 
 use modelbin_format::tllm::Config;

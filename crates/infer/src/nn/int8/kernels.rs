@@ -8,7 +8,7 @@
 //! - `E[r, j]`: for each outlier `(channel c, value v)` of row `r`, in list
 //!   order, `w[j, c] · (v · s[block of c, j])` plus the running sum (fused)
 //!   (outliers are activations too large to quantize with the rest of
-//!   their row, see [`crate::nn::quantized`]);
+//!   their row, see [`super::quantize`]);
 //! - the output `bias[j] + (sx · (S − zx · C[j]) + E)`, both inner steps
 //!   fused, where `C[j]` is the panel's scaled weight sum.
 //!
@@ -71,8 +71,11 @@ pub const QNR: usize = 64;
 /// Activation rows per kernel call.
 pub const QMR: usize = 6;
 
-/// Which integer kernel runs the products.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which integer kernel runs the int8 products: the int8 tiers. The
+/// process uses one, [chosen](crate::Kernels) once (by default the fastest
+/// this CPU runs); a model can be given another
+/// ([`Bert::set_int8_kernel`](crate::bert::Bert::set_int8_kernel)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Int8Kernel {
     /// Plain Rust, on any CPU.
     Portable,
@@ -83,11 +86,6 @@ pub enum Int8Kernel {
     /// x86-64 AVX-512 with VNNI (`vpdpbusd` on 512-bit registers).
     Avx512Vnni,
 }
-
-/// The environment variable that picks the int8 kernel of every model a
-/// process loads (read once): a kernel [name](Int8Kernel::name). Unset,
-/// models use the fastest kernel the CPU runs.
-pub const KERNEL_VARIABLE: &str = "MODELBIN_INT8_TIER";
 
 /// An activation kept in f32: its input channel and value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,28 +181,6 @@ impl Int8Kernel {
             .unwrap_or(Int8Kernel::Portable)
     }
 
-    /// The kernel a model uses unless told otherwise: the one
-    /// `MODELBIN_INT8_TIER` names, else [the fastest](Int8Kernel::best).
-    /// The variable is read once per process.
-    ///
-    /// # Errors
-    /// [`Error::UnknownKernel`](crate::Error::UnknownKernel) if the
-    /// variable names no kernel,
-    /// [`Error::KernelUnavailable`](crate::Error::KernelUnavailable) if it
-    /// names one this CPU cannot run.
-    pub fn chosen() -> crate::Result<Int8Kernel> {
-        static CHOSEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-        let Some(name) = CHOSEN.get_or_init(|| std::env::var(KERNEL_VARIABLE).ok()) else {
-            return Ok(Int8Kernel::best());
-        };
-        let kernel =
-            Int8Kernel::from_name(name).ok_or_else(|| crate::Error::UnknownKernel(name.clone()))?;
-        if !kernel.is_available() {
-            return Err(crate::Error::KernelUnavailable(kernel.name()));
-        }
-        Ok(kernel)
-    }
-
     /// The kernel named `name` (see [`Int8Kernel::name`]).
     pub fn from_name(name: &str) -> Option<Int8Kernel> {
         Int8Kernel::ALL.into_iter().find(|k| k.name() == name)
@@ -272,6 +248,19 @@ impl Int8Kernel {
             #[cfg(not(target_arch = "x86_64"))]
             _ => panic!("the {} kernel needs x86-64", self.name()),
         }
+    }
+}
+
+impl std::str::FromStr for Int8Kernel {
+    type Err = crate::Error;
+
+    /// The kernel named `name`; [`Error::UnknownTier`](crate::Error::UnknownTier)
+    /// if none is.
+    fn from_str(name: &str) -> crate::Result<Int8Kernel> {
+        Int8Kernel::from_name(name).ok_or_else(|| crate::Error::UnknownTier {
+            name: name.to_string(),
+            known: "portable, avx2, avx-vnni or avx512-vnni",
+        })
     }
 }
 

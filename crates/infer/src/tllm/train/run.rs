@@ -6,7 +6,7 @@
 //! ```no_run
 //! use modelbin_format::tllm::Config;
 //! use modelbin_infer::Stepped;
-//! use modelbin_infer::train::run::{TrainingRun, TrainingSettings};
+//! use modelbin_infer::tllm::train::{TrainingRun, TrainingSettings};
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
 //! let config = Config {

@@ -1,6 +1,6 @@
-//! The BERT encoder of an EMBD file: post-LayerNorm transformer layers with
-//! biased attention and exact-erf GELU, run over packed batches. Linear
-//! layers stored as int8 multiply with integer kernels; attention, softmax,
+//! The encoder itself: post-LayerNorm transformer layers with biased
+//! attention and exact-erf GELU, run over packed batches. Linear layers
+//! stored as int8 multiply with integer kernels; attention, softmax,
 //! LayerNorm and GELU stay in f32.
 //!
 //! A batch is the token rows of several sequences laid end to end, with no
@@ -18,7 +18,7 @@ use crate::nn::attention::{
     add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
 };
 use crate::nn::f32_tensor::{F32Tensor, decoded};
-use crate::nn::int8_kernels::Int8Kernel;
+use crate::nn::int8::Int8Kernel;
 use crate::nn::kernels::gelu_erf;
 use crate::nn::linear::LinearWeights;
 use crate::nn::word_table::WordTable;
@@ -136,7 +136,7 @@ impl Bert {
             .collect::<Result<Vec<_>>>()?;
         Ok(Bert {
             config,
-            int8_kernel: Int8Kernel::chosen()?,
+            int8_kernel: crate::Kernels::chosen()?.int8,
             word,
             position: decoded(embd, "embeddings.position_embeddings.weight")?,
             token_type: decoded(embd, "embeddings.token_type_embeddings.weight")?,
@@ -171,14 +171,15 @@ impl Bert {
         })
     }
 
-    /// The kernel the int8 layers use (by default [`Int8Kernel::chosen`]:
-    /// the one `MODELBIN_INT8_TIER` names, else the fastest this CPU runs).
+    /// The kernel the int8 layers use: by default the process's
+    /// ([`Kernels::chosen`](crate::Kernels::chosen)).
     pub fn int8_kernel(&self) -> Int8Kernel {
         self.int8_kernel
     }
 
-    /// Runs the int8 layers with `kernel`, which must be one this CPU can
-    /// run ([`Int8Kernel::available`]).
+    /// Runs the int8 layers with `kernel` instead of the process's (to
+    /// compare kernels in one process), which must be one this CPU can run
+    /// ([`Int8Kernel::available`]).
     pub fn set_int8_kernel(&mut self, kernel: Int8Kernel) -> Result<()> {
         if !kernel.is_available() {
             return Err(Error::KernelUnavailable(kernel.name()));
