@@ -74,6 +74,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let options = ConvertOptions {
         include_special_tokens: !args.no_special_tokens,
         dtype: args.dtype,
+        quantizer: Some(modelbin_infer::quantize_weight_blocks),
     };
     let mut progress = Progress::new("converting");
     let report =

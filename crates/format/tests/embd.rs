@@ -812,7 +812,14 @@ proptest! {
 fn recast_bytes(bytes: &[u8], dtype: DType) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("recast.embd");
-    embd::recast(&open(bytes).unwrap(), &path, Some(dtype), &mut |_, _| {}).unwrap();
+    embd::recast(
+        &open(bytes).unwrap(),
+        &path,
+        Some(dtype),
+        Some(modelbin_infer::quantize_weight_blocks),
+        &mut |_, _| {},
+    )
+    .unwrap();
     std::fs::read(&path).unwrap()
 }
 
@@ -972,11 +979,31 @@ fn a_weight_that_is_not_finite_is_not_quantized() {
         &open(&bytes).unwrap(),
         &out,
         Some(DType::I8),
+        Some(modelbin_infer::quantize_weight_blocks),
         &mut |_, _| {},
     )
     .unwrap_err();
     assert!(
         matches!(&err, Error::Model(ModelError::InvalidScale { name, row: 1, .. }) if *name == format!("{weight}_scale")),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn int8_storage_without_a_quantizer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("int8.embd");
+    let err = embd::recast(
+        &open(&tiny_file()).unwrap(),
+        &out,
+        Some(DType::I8),
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument(why) if why.contains("quantizer")),
         "{err}"
     );
     assert!(!out.exists());

@@ -200,6 +200,7 @@ fn main() {
         &embd::open(&model).unwrap(),
         &int8_model,
         Some(DType::I8),
+        Some(modelbin_infer::quantize_weight_blocks),
         &mut |_, _| {},
     )
     .unwrap();
@@ -214,6 +215,7 @@ fn main() {
                 &embd::open(&model).unwrap(),
                 &path,
                 Some(dtype),
+                None,
                 &mut |_, _| {},
             )
             .unwrap();

@@ -75,7 +75,7 @@ pub trait Stepped {
 }
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::io::rng;
-pub use nn::int8::Int8Kernel;
+pub use nn::int8::{Int8Kernel, quantize_weight_blocks};
 pub use nn::kernels::F32Tier;
 pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};
 

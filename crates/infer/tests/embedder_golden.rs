@@ -60,7 +60,16 @@ fn golden() -> &'static Golden {
 /// Converts the model directory to EMBD (optionally recast) in `dir`.
 fn convert(dir: &Path, dtype: Option<DType>) -> PathBuf {
     let out = dir.join("model.embd");
-    from_hf_dir(&model_dir(), &out, HfOptions { dtype }, &mut |_, _| {}).unwrap();
+    from_hf_dir(
+        &model_dir(),
+        &out,
+        HfOptions {
+            dtype,
+            quantizer: Some(modelbin_infer::quantize_weight_blocks),
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     out
 }
 

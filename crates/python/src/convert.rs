@@ -74,6 +74,7 @@ pub fn convert(
     let options = ConvertOptions {
         include_special_tokens: !no_special_tokens,
         dtype,
+        quantizer: Some(modelbin_infer::quantize_weight_blocks),
     };
     let report = py
         .detach(|| convert_file(&src, &dst, to, options, &mut { on_progress }))

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::ModelError;
+use crate::embd::int8::Quantizer;
 use crate::embd::{
     SpecialTokens, Stored, Vocabulary, WriteOptions, check_weight_dtype, write_file,
 };
@@ -30,6 +31,8 @@ pub struct HfOptions {
     /// scale per block of 32 inputs (see [`crate::embd::int8`]) and keeps the
     /// rest as it is.
     pub dtype: Option<DType>,
+    /// Where int8 values and scales come from when `dtype` is I8.
+    pub quantizer: Option<Quantizer>,
 }
 
 /// Whether `dir` looks like a model directory [`from_hf_dir`] can convert.
@@ -224,7 +227,7 @@ pub fn from_hf_dir(
         .filter(|(_, name)| *name != SKIPPED)
         .map(|(tensor, name)| (tensor, name.as_str()))
         .unzip();
-    let stored = Stored::new(&sources, &names, options.dtype)?;
+    let stored = Stored::new(&sources, &names, options.dtype, options.quantizer)?;
     let views = stored.views(&sources, &names)?;
     let type_vocab = views
         .iter()

@@ -40,8 +40,12 @@ pub struct ConvertReport {
 pub struct ConvertOptions {
     /// `.tiktoken` → BPE2: write the encoding's special tokens at their ranks.
     pub include_special_tokens: bool,
-    /// → EMBD: store float tensors as this dtype (F32, F16 or BF16).
+    /// → EMBD: store float tensors as this dtype (F32, F16 or BF16), or
+    /// the linear weights and word embeddings as int8 (I8).
     pub dtype: Option<DType>,
+    /// → EMBD as I8: where the int8 values and scales come from
+    /// (`modelbin_infer::quantize_weight_blocks`).
+    pub quantizer: Option<embd::int8::Quantizer>,
 }
 
 /// A weight dtype for models converted to EMBD, by name: `f32`, `f16`,
@@ -61,6 +65,7 @@ impl Default for ConvertOptions {
         ConvertOptions {
             include_special_tokens: true,
             dtype: None,
+            quantizer: None,
         }
     }
 }
@@ -120,7 +125,7 @@ pub fn convert(
     let source = TensorFile::open_as(input, from)?;
     let bytes_written = match (&source, to) {
         (TensorFile::Embd(file), Format::Embd) => {
-            embd::recast(file, output, options.dtype, progress)?
+            embd::recast(file, output, options.dtype, options.quantizer, progress)?
         }
         (_, Format::Embd) => {
             return Err(Error::Unrepresentable {
@@ -312,6 +317,7 @@ fn hf_to_embd(
     }
     let hf_options = HfOptions {
         dtype: options.dtype,
+        quantizer: options.quantizer,
     };
     let (tensors, bytes_written) = from_hf_dir(input, output, hf_options, progress)?;
     Ok(ConvertReport {

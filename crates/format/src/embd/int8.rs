@@ -6,10 +6,12 @@
 //! are cut into blocks of [`BLOCK`] (32) consecutive inputs, the last one
 //! possibly shorter, and every block of every row has its own scale: the
 //! scale tensor has shape `[n, ceil(k / 32)]` and
-//! `W[j, i] ≈ q[j, i] · scale[j, i / 32]`. The quantization is symmetric:
-//! a block's scale is its largest magnitude over 127 and
-//! `q = round(W / scale)` (halves away from zero), so every `q` lies in
-//! −127..=127; a block of zeros has scale 0.
+//! `W[j, i] ≈ q[j, i] · scale[j, i / 32]`, every `q` in −127..=127. This
+//! module holds the storage rules (names, shapes, checks, reading back);
+//! the numbers come from a [`Quantizer`] the conversion is given
+//! (modelbin-infer's is symmetric: a block's scale is its largest
+//! magnitude over 127 and `q = round(W / scale)`, halves away from zero; a
+//! block of zeros has scale 0).
 //!
 //! The word-embedding table `E[vocab, h]` is stored the same way with one
 //! scale per row (a token's vector): INT8 `q[vocab, h]` beside an F32
@@ -87,35 +89,14 @@ pub fn blocks_per_row(k: usize) -> usize {
     k.div_ceil(BLOCK)
 }
 
-/// Quantizes the rows of `k` values of `w`: the INT8 values and the scales,
-/// [`blocks_per_row`]`(k)` per row.
-pub fn quantize(w: &[f32], k: usize) -> (Vec<i8>, Vec<f32>) {
-    quantize_blocks(w, k, BLOCK)
-}
-
-/// Quantizes the rows of `k` values of `w` with a scale per `block`
-/// consecutive values of a row (the last block of a row possibly shorter):
-/// the INT8 values and the scales, `ceil(k / block)` per row.
-pub fn quantize_blocks(w: &[f32], k: usize, block: usize) -> (Vec<i8>, Vec<f32>) {
-    let block = block.max(1);
-    let mut q = Vec::with_capacity(w.len());
-    let mut scales = Vec::with_capacity(w.len() / block + 1);
-    for row in w.chunks_exact(k.max(1)) {
-        for block in row.chunks(block) {
-            let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = max / QMAX;
-            scales.push(scale);
-            q.extend(block.iter().map(|v| {
-                if scale > 0.0 {
-                    (v / scale).round().clamp(-QMAX, QMAX) as i8
-                } else {
-                    0
-                }
-            }));
-        }
-    }
-    (q, scales)
-}
+/// The quantizer a conversion to int8 storage calls: given rows of `k`
+/// float values, it returns their INT8 values (within ±[`QMAX`]) and one
+/// scale per `block` consecutive values of a row (the last block of a row
+/// possibly shorter), `ceil(k / block)` scales per row, such that
+/// `value ≈ q · scale`. This crate stores the result and holds no
+/// quantization math: `modelbin_infer::quantize_weight_blocks` is the
+/// quantizer the CLI and Python pass.
+pub type Quantizer = fn(values: &[f32], k: usize, block: usize) -> (Vec<i8>, Vec<f32>);
 
 /// An int8 weight as a file stores it, with its scales checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -248,30 +229,6 @@ mod tests {
             BLOCK
         );
         assert!(!is_linear_weight("pooler.dense.weight"));
-    }
-
-    #[test]
-    fn quantization_is_symmetric_per_block_and_round_trips_within_half_a_step() {
-        let w = [0.6, -1.0, 0.25, 0.0, 0.0, 0.0, 3.0, 1.0, -2.0];
-        let (q, scales) = quantize(&w, 3);
-        assert_eq!(scales, [1.0 / 127.0, 0.0, 3.0 / 127.0]);
-        assert_eq!(q, [76, -127, 32, 0, 0, 0, 127, 42, -85]);
-        // Rows of 40 inputs: a block of 32, then one of 8.
-        let w: Vec<f32> = (0..80)
-            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.1 * (1 + i / 32) as f32)
-            .collect();
-        let (q, scales) = quantize(&w, 40);
-        assert_eq!(scales.len(), 2 * blocks_per_row(40));
-        assert_eq!(blocks_per_row(40), 2);
-        let back = dequantize(&q, &scales, 40, BLOCK);
-        for (i, (a, b)) in w.iter().zip(&back).enumerate() {
-            let scale = scales[i / 40 * 2 + i % 40 / BLOCK];
-            assert!((a - b).abs() <= scale / 2.0 + 1e-7, "{i}: {a} vs {b}");
-        }
-        for (blocks, row) in scales.chunks(2).zip(w.chunks(40)) {
-            let max = |v: &[f32]| v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-            assert_eq!(blocks, [max(&row[..32]) / QMAX, max(&row[32..]) / QMAX]);
-        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use modelbin_format::tensor::TensorStore;
 use crate::Result;
 use crate::nn::f32_tensor::F32Tensor;
 use crate::nn::int8::Int8Kernel;
-use crate::nn::int8::{MAX_INPUT_FEATURES, QuantizedWeights};
+use crate::nn::int8::{MAX_INPUT_FEATURES, QuantizedWeights, quantize_weight_blocks};
 use crate::nn::packed::{self, PackedWeights};
 
 /// A weight matrix `W[n, k]` ready for `x · Wᵀ`.
@@ -101,7 +101,7 @@ impl LinearWeights {
     pub(crate) fn to_int8(&self) -> LinearWeights {
         match self {
             LinearWeights::Float(w) if w.k <= MAX_INPUT_FEATURES => {
-                let (values, scales) = int8::quantize(&w.rows(), w.k);
+                let (values, scales) = quantize_weight_blocks(&w.rows(), w.k, int8::BLOCK);
                 LinearWeights::Int8(QuantizedWeights::new(&[&values], &scales, w.k, int8::BLOCK))
             }
             other => other.clone(),

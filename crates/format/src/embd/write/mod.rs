@@ -298,18 +298,20 @@ impl<'p> ChecksummedWriter<'p> {
 
 /// Rewrites `file` to `out` with its weights stored as `dtype` (or
 /// unchanged when `None`; see [`crate::convert::HfOptions::dtype`]), keeping
-/// metadata, vocabulary and tensor order.
+/// metadata, vocabulary and tensor order. Storage as I8 takes its values
+/// from `quantizer`.
 pub fn recast<B: AsRef<[u8]>>(
     file: &super::Embd<B>,
     out: &Path,
     dtype: Option<crate::DType>,
+    quantizer: Option<super::int8::Quantizer>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64> {
     use crate::tensor::TensorStore;
     storage::check_weight_dtype(dtype)?;
     let sources: Vec<TensorView<'_>> = file.tensors().collect();
     let names: Vec<&str> = sources.iter().map(|t| t.name()).collect();
-    let stored = storage::Stored::new(&sources, &names, dtype)?;
+    let stored = storage::Stored::new(&sources, &names, dtype, quantizer)?;
     let views = stored.views(&sources, &names)?;
     let tokens: Vec<&str> = file.tokens().collect();
     let vocabulary = file.special_tokens().map(|specials| Vocabulary {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::embd::int8::{
-    SCALE_SUFFIX, WORD_EMBEDDINGS, block_for, block_of, dequantize, is_quantized, quantize_blocks,
+    Quantizer, SCALE_SUFFIX, WORD_EMBEDDINGS, block_for, block_of, dequantize, is_quantized,
     scale_name,
 };
 use crate::tensor::TensorView;
@@ -58,7 +58,9 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// Decides each tensor's bytes for storage as `dtype` (`None`: as they
-    /// are). `names[i]` is the name `sources[i]` is written under.
+    /// are). `names[i]` is the name `sources[i]` is written under. Storage
+    /// as I8 takes the values and scales from `quantizer`; without one it
+    /// is [`Error::InvalidArgument`].
     ///
     /// A quantized tensor with an infinite or NaN value cannot be quantized:
     /// its block's scale would be refused by the model check
@@ -67,6 +69,7 @@ impl Stored {
         sources: &[TensorView<'_>],
         names: &[&str],
         dtype: Option<DType>,
+        quantizer: Option<Quantizer>,
     ) -> Result<Self> {
         let mut fates: Vec<Fate> = sources.iter().map(|_| Fate::Kept).collect();
         let Some(dtype) = dtype else {
@@ -83,8 +86,14 @@ impl Stored {
                     else {
                         continue;
                     };
+                    let quantize = quantizer.ok_or_else(|| {
+                        Error::InvalidArgument(
+                            "int8 storage needs a quantizer (modelbin_infer::quantize_weight_blocks)"
+                                .into(),
+                        )
+                    })?;
                     let block = block_for(name, k);
-                    let (q, scales) = quantize_blocks(&values, k, block);
+                    let (q, scales) = quantize(&values, k, block);
                     let blocks = k.div_ceil(block);
                     if let Some((at, &value)) =
                         scales.iter().enumerate().find(|(_, s)| !s.is_finite())

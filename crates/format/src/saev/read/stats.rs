@@ -2,8 +2,8 @@
 //! rule built on them that a dataset's values are all finite.
 
 use super::Dataset;
-use crate::saev::{NonFiniteLayer, SaevError};
 use crate::Error;
+use crate::saev::{NonFiniteLayer, SaevError};
 use crate::tensor::stats::ValueStats;
 
 /// Statistics of one layer's values over every image and token.
@@ -81,8 +81,8 @@ impl Dataset {
 #[cfg(test)]
 mod tests {
     use crate::Error;
-    use crate::saev::{NonFiniteLayer, SaevError};
     use crate::saev::{Metadata, Writer, open};
+    use crate::saev::{NonFiniteLayer, SaevError};
 
     /// A dataset of two layers, two tokens of two values per image, whose
     /// images are `images`.

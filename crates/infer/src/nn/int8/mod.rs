@@ -19,6 +19,8 @@
 //! The folder owns int8 in this crate, one job per file:
 //! - [`quantize`]: the activations' side, choosing each row's scale, zero
 //!   point and outliers and rounding to u8;
+//! - [`weights`]: the weights' quantizer (symmetric, a scale per block),
+//!   which int8 storage and [`crate::vit`]'s quantized layers share;
 //! - [`pack`]: the weights' side, laying int8 rows and their block scales
 //!   out in the panels the kernels read;
 //! - [`kernels`]: the integer kernels and their CPU tiers ([`Int8Kernel`]).
@@ -28,9 +30,11 @@
 pub(crate) mod kernels;
 pub(crate) mod pack;
 pub(crate) mod quantize;
+pub(crate) mod weights;
 
 pub use kernels::Int8Kernel;
 pub(crate) use pack::QuantizedWeights;
+pub use weights::quantize_weight_blocks;
 
 use kernels::{Panel, QMR, QNR, Rows, Tile};
 use pack::in_pairs;

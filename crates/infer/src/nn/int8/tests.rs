@@ -103,8 +103,9 @@ fn products_are_close_to_float_ones() {
     let mut rng = Rng::new(11);
     let (m, n, k) = (9, 48, 200);
     let w: Vec<f32> = (0..n * k).map(|_| rng.uniform() as f32 - 0.5).collect();
-    let (q, scales) = modelbin_format::embd::int8::quantize(&w, k);
-    let weights = QuantizedWeights::new(&[&q], &scales, k, modelbin_format::embd::int8::BLOCK);
+    let block = modelbin_format::embd::int8::BLOCK;
+    let (q, scales) = super::quantize_weight_blocks(&w, k, block);
+    let weights = QuantizedWeights::new(&[&q], &scales, k, block);
     let mut x: Vec<f32> = (0..m * k)
         .map(|_| rng.uniform() as f32 * 2.0 - 0.5)
         .collect();
