@@ -86,9 +86,14 @@ pub enum TokensCommand {
         /// Input tokens served from the prompt cache (priced at the cached rate).
         #[arg(long, default_value_t = 0)]
         cached_tokens: u64,
-        /// A price table JSON file (the bundled table's shape) whose entries
-        /// add to or replace the bundled ones.
-        #[arg(long)]
+        /// A price table JSON file whose entries add to or replace the
+        /// bundled ones (a table in another currency replaces the bundled
+        /// one), e.g. {"as_of": "2026-11-01", "currency": "EUR", "unit":
+        /// "per 1K tokens", "models": {"my-model": {"input": 0.5,
+        /// "cached_input": 0.05, "output": 1.5, "encoding": "o200k_base"}}}.
+        /// unit: per 1M tokens, per 1K tokens or per token; encoding: for a
+        /// model tiktoken does not map.
+        #[arg(long, verbatim_doc_comment)]
         prices: Option<PathBuf>,
         /// A chat conversation (JSON array of {role, content, name?}) to count
         /// with OpenAI's per-message overhead.
@@ -615,9 +620,16 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     } else {
         String::new()
     };
+    let money = |amount: f64| match table.currency.as_str() {
+        "USD" => format!("${amount:.6}"),
+        code => format!("{amount:.6} {code}"),
+    };
     outln!(
-        "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = ${input_cost:.6}; {} output tokens = ${output_cost:.6}; total ${total_cost:.6} {} (prices as of {})",
+        "{model} ({encoding}{priced}): {input_tokens} input tokens{cached_note} = {}; {} output tokens = {}; total {} {} (prices as of {})",
+        money(*input_cost),
         request.output_tokens,
+        money(*output_cost),
+        money(*total_cost),
         table.currency,
         table.as_of
     )

@@ -335,6 +335,61 @@ fn cost_estimates() {
 }
 
 #[test]
+fn a_price_table_in_another_currency_and_unit_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        r#"{"as_of": "2030-01-01", "currency": "EUR", "unit": "per 1K tokens",
+            "models": {"my-model": {"input": 0.5, "output": 1.5, "encoding": "o200k_base"}}}"#,
+    )
+    .unwrap();
+    let args = |json: bool| {
+        let mut args = vec![
+            "tokens",
+            "cost",
+            "-m",
+            "my-model",
+            "--output-tokens",
+            "1000",
+            "--prices",
+            prices.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        args
+    };
+    // "hello world" is 2 tokens: 2 × 0.5 / 1000 EUR in, 1000 × 1.5 / 1000 out.
+    let json: serde_json::Value = serde_json::from_str(&ok(&args(true), "hello world")).unwrap();
+    assert_eq!(json["currency"], "EUR");
+    assert!(
+        (json["input_cost"].as_f64().unwrap() - 0.001).abs() < 1e-12,
+        "{json}"
+    );
+    assert!(
+        (json["output_cost"].as_f64().unwrap() - 1.5).abs() < 1e-12,
+        "{json}"
+    );
+    let text = ok(&args(false), "hello world");
+    assert!(
+        text.contains("= 0.001000 EUR;") && !text.contains('$'),
+        "{text}"
+    );
+    // A field it cannot honour is refused, naming it.
+    std::fs::write(
+        &prices,
+        r#"{"as_of": "yesterday", "currency": "EUR", "unit": "per 1K tokens", "models": {}}"#,
+    )
+    .unwrap();
+    let stderr = fails(&args(false), "hi");
+    assert!(
+        stderr.contains("as_of `yesterday` is not a YYYY-MM-DD date"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn every_tiktoken_encoding_is_built_in_and_vocabularies_load_from_files() {
     // tiktoken's ids for "hello world<|endoftext|>" (special as text) in
     // the GPT-2 family, and p50k_edit's special tokens.

@@ -350,11 +350,12 @@ pub fn clear_piece_cache() {
 /// What `input_tokens` input tokens (an int, or a text counted with the
 /// model's encoding), `output_tokens` and `cached_tokens` of `model` cost,
 /// as `modelbin tokens cost --json` reports it (JSON text). `prices` is a
-/// price table file whose entries are added to the bundled table's.
+/// price table file and `prices_json` a table's text; their entries are
+/// added to the bundled table's (a table in another currency replaces it).
 /// `KeyError` for a model no table prices, `ValueError` for what the
 /// model's prices cannot cover.
 #[pyfunction]
-#[pyo3(signature = (model, input_tokens, output_tokens=0, cached_tokens=0, prices=None))]
+#[pyo3(signature = (model, input_tokens, output_tokens=0, cached_tokens=0, prices=None, prices_json=None))]
 pub fn cost(
     py: Python<'_>,
     model: &str,
@@ -362,6 +363,7 @@ pub fn cost(
     output_tokens: u64,
     cached_tokens: u64,
     prices: Option<std::path::PathBuf>,
+    prices_json: Option<String>,
 ) -> PyResult<String> {
     use modelbin_tokenize::Error;
     use modelbin_tokenize::cost::PriceTable;
@@ -379,6 +381,9 @@ pub fn cost(
                 modelbin_format::io::source::read_capped_text(path, "a price table", 1 << 20)
                     .map_err(crate::errors::format_error)?;
             table = table.overlay(PriceTable::parse(&text).map_err(cost_error)?);
+        }
+        if let Some(text) = &prices_json {
+            table = table.overlay(PriceTable::parse(text).map_err(cost_error)?);
         }
         let input_tokens = match input_tokens {
             CostInput::Tokens(tokens) => tokens,

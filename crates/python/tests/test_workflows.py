@@ -65,6 +65,14 @@ def test_cost_is_the_commands_json(tmp_path, cli):
                                                       "encoding": "cl100k_base"}}}))
     ours = modelbin.cost("house-model", 1_000_000, 1_000_000, prices=prices)
     assert (ours["encoding"], ours["total_cost"]) == ("cl100k_base", 6.0)
+    # A dict works as a table; its currency and unit are honoured.
+    euros = modelbin.cost("house-model", 1000, 2000, prices={
+        "as_of": "2026-11-01", "currency": "EUR", "unit": "per 1K tokens",
+        "models": {"house-model": {"input": 0.5, "output": 1.5, "encoding": "cl100k_base"}}})
+    assert (euros["currency"], euros["input_cost"], euros["output_cost"]) == ("EUR", 0.5, 3.0)
+    with pytest.raises(ValueError, match="currency `bananas`"):
+        modelbin.cost("house-model", 10, prices={"as_of": "2026-11-01", "currency": "bananas",
+                                                 "unit": "per 1M tokens", "models": {}})
 
 
 @pytest.mark.parametrize("architecture", ["topk", "batchtopk", "relu"])

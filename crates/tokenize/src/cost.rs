@@ -97,7 +97,8 @@ pub fn encoding_for_model(model: &str) -> Result<&'static str> {
         })
 }
 
-/// Prices of one model, USD per million tokens.
+/// Prices of one model, in its table's currency per million tokens (a
+/// table in another unit is converted when parsed).
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPrice {
@@ -115,7 +116,19 @@ pub struct ModelPrice {
     pub encoding: Option<String>,
 }
 
-/// A price table: `{"as_of", "currency", "unit", "models": {name: price}}`.
+/// A price table: `{"as_of", "currency", "unit", "models": {name: price}}`,
+/// for example
+///
+/// ```json
+/// {"as_of": "2026-11-01", "currency": "EUR", "unit": "per 1K tokens",
+///  "models": {"my-model": {"input": 0.5, "cached_input": 0.05, "output": 1.5,
+///                          "encoding": "o200k_base"}}}
+/// ```
+///
+/// `as_of` is a `YYYY-MM-DD` date, `currency` an ISO 4217 code (three
+/// capital letters, printed as given), `unit` one of [`PRICE_UNITS`];
+/// `encoding` (one of tiktoken's) is needed for a model tiktoken does not
+/// map. [`PriceTable::parse`] converts the prices to per 1M tokens.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 pub struct PriceTable {
     /// The date the prices were taken.
@@ -123,13 +136,27 @@ pub struct PriceTable {
     /// Where they come from.
     #[serde(default)]
     pub source: Option<String>,
-    /// Currency (USD).
+    /// Currency, an ISO 4217 code (the bundled table's is USD).
     pub currency: String,
-    /// Unit of the prices ("per 1M tokens").
+    /// Unit of the prices: "per 1M tokens" once parsed.
     pub unit: String,
     /// Prices by model name.
     pub models: BTreeMap<String, ModelPrice>,
 }
+
+/// The units a price table may give its prices in, with the tokens each
+/// is a price of.
+pub const PRICE_UNITS: [(&str, f64); 3] = [
+    ("per 1M tokens", 1e6),
+    ("per 1K tokens", 1e3),
+    ("per token", 1.0),
+];
+
+/// The unit every parsed table holds its prices in.
+const PARSED_UNIT: &str = "per 1M tokens";
+
+/// What a price table must look like, for error messages.
+const TABLE_SHAPE: &str = r#"expected {"as_of": "YYYY-MM-DD", "currency": "USD", "unit": "per 1M tokens", "models": {"NAME": {"input": 2.5, "cached_input": 1.25, "output": 10.0, "encoding": "o200k_base"}}}"#;
 
 /// The price table bundled with modelbin.
 pub const BUNDLED_PRICES: &str = include_str!("../data/prices.json");
@@ -140,11 +167,42 @@ impl PriceTable {
         PriceTable::parse(BUNDLED_PRICES).expect("the bundled price table is valid")
     }
 
-    /// Parses a table in the bundled table's shape. Every price must be a
-    /// finite number, zero or more.
+    /// Parses a table in the bundled table's shape (see [`PriceTable`]):
+    /// `as_of` must be a real date, `currency` an ISO 4217 code and `unit`
+    /// one of [`PRICE_UNITS`]; the prices are converted to per 1M tokens.
+    /// Every price must be a finite number, zero or more.
     pub fn parse(json: &str) -> Result<PriceTable> {
-        let table: PriceTable =
-            serde_json::from_str(json).map_err(|e| Error::BadPriceTable(e.to_string()))?;
+        let mut table: PriceTable = serde_json::from_str(json)
+            .map_err(|e| Error::BadPriceTable(format!("{e}; {TABLE_SHAPE}")))?;
+        if !is_date(&table.as_of) {
+            return Err(Error::BadPriceTable(format!(
+                "as_of `{}` is not a YYYY-MM-DD date",
+                table.as_of
+            )));
+        }
+        if !(table.currency.len() == 3 && table.currency.bytes().all(|b| b.is_ascii_uppercase())) {
+            return Err(Error::BadPriceTable(format!(
+                "currency `{}` is not an ISO 4217 code (three capital letters, e.g. USD, EUR)",
+                table.currency
+            )));
+        }
+        let Some(&(_, tokens)) = PRICE_UNITS
+            .iter()
+            .find(|(unit, _)| unit.eq_ignore_ascii_case(table.unit.trim()))
+        else {
+            return Err(Error::BadPriceTable(format!(
+                "unit `{}` is not one of: {}",
+                table.unit,
+                PRICE_UNITS.map(|(unit, _)| unit).join(", ")
+            )));
+        };
+        let to_parsed_unit = 1e6 / tokens;
+        for price in table.models.values_mut() {
+            price.input *= to_parsed_unit;
+            price.cached_input = price.cached_input.map(|p| p * to_parsed_unit);
+            price.output = price.output.map(|p| p * to_parsed_unit);
+        }
+        table.unit = PARSED_UNIT.to_owned();
         for (model, price) in &table.models {
             let rates = [
                 ("input", Some(price.input)),
@@ -178,7 +236,9 @@ impl PriceTable {
         let (priced_as, price) = self.price(model)?;
         let encoding = match price.encoding.as_deref().and_then(crate::embedded::name) {
             Some(encoding) => encoding,
-            None => encoding_for_model(model).or_else(|_| encoding_for_model(priced_as))?,
+            None => encoding_for_model(model)
+                .or_else(|_| encoding_for_model(priced_as))
+                .map_err(|_| Error::NoEncoding(priced_as.to_owned()))?,
         };
         Ok(Pricing {
             priced_as,
@@ -290,8 +350,13 @@ impl PriceTable {
     }
 
     /// This table with `other`'s entries added, replacing entries of the
-    /// same name (`--prices FILE` overlays the bundled table).
+    /// same name (`--prices FILE` overlays the bundled table). A table in
+    /// another currency replaces this one whole: prices in two currencies
+    /// are never mixed, nor converted.
     pub fn overlay(mut self, other: PriceTable) -> PriceTable {
+        if other.currency != self.currency {
+            return other;
+        }
         self.models.extend(other.models);
         self.as_of = format!("{} (bundled {})", other.as_of, self.as_of);
         self
@@ -320,6 +385,28 @@ fn is_snapshot_suffix(suffix: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `date` is a real `YYYY-MM-DD` date (Feb 29 in leap years only).
+fn is_date(date: &str) -> bool {
+    let shaped = date.len() == 10
+        && date.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    let Some(day) = shaped.then(|| days_from_civil(date)).flatten() else {
+        return false;
+    };
+    // A day past the month's end lands in the next month.
+    let next_month_day_one = |y: i64, m: i64| {
+        let (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+        days_from_civil(&format!("{y:04}-{m:02}-01"))
+    };
+    let (y, m) = (
+        date[..4].parse().unwrap_or(0),
+        date[5..7].parse().unwrap_or(0),
+    );
+    next_month_day_one(y, m).is_some_and(|first| day < first)
 }
 
 /// Days since 1970-01-01 of a `YYYY-MM-DD` date (proleptic Gregorian).
@@ -509,6 +596,60 @@ mod tests {
     }
 
     #[test]
+    fn a_table_s_unit_currency_and_date_are_honoured_or_refused() {
+        let table = |as_of: &str, currency: &str, unit: &str| {
+            PriceTable::parse(&format!(
+                r#"{{"as_of": "{as_of}", "currency": "{currency}", "unit": "{unit}",
+                    "models": {{"m": {{"input": 0.5, "cached_input": 0.05, "output": 1.5,
+                    "encoding": "o200k_base"}}}}}}"#
+            ))
+        };
+        let per_1k = table("2026-11-01", "EUR", "per 1K tokens").unwrap();
+        assert_eq!(per_1k.unit, "per 1M tokens");
+        let estimate = per_1k.estimate("m", 1000, 0, 2000).unwrap();
+        assert_eq!(estimate.currency, "EUR");
+        assert!((estimate.input_cost - 0.5).abs() < 1e-12, "{estimate:?}");
+        assert!((estimate.output_cost - 3.0).abs() < 1e-12, "{estimate:?}");
+        let per_token = table("2026-11-01", "USD", "per token").unwrap();
+        assert_eq!(per_token.models["m"].input, 500_000.0);
+        for (as_of, currency, unit, field) in [
+            ("yesterday", "USD", "per 1M tokens", "as_of"),
+            ("2026-02-30", "USD", "per 1M tokens", "as_of"),
+            ("2026-11-01", "bananas", "per 1M tokens", "currency"),
+            ("2026-11-01", "usd", "per 1M tokens", "currency"),
+            ("2026-11-01", "USD", "per 1K characters", "unit"),
+        ] {
+            match table(as_of, currency, unit) {
+                Err(Error::BadPriceTable(why)) => assert!(why.starts_with(field), "{why}"),
+                other => panic!("{as_of} {currency} {unit}: {other:?}"),
+            }
+        }
+        assert!(is_date("2024-02-29") && !is_date("2023-02-29") && !is_date("2026-1-01"));
+        // Another currency replaces the bundled table; the same one adds.
+        let euros = PriceTable::bundled().overlay(per_1k);
+        assert_eq!((euros.currency.as_str(), euros.models.len()), ("EUR", 1));
+        let dollars = PriceTable::bundled().overlay(per_token);
+        assert_eq!(dollars.models.len(), PriceTable::bundled().models.len() + 1);
+        // A missing field's error shows the expected shape.
+        match PriceTable::parse(r#"{"as_of": "2026-11-01"}"#) {
+            Err(Error::BadPriceTable(why)) => {
+                assert!(why.contains(r#""unit": "per 1M tokens""#), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A model tiktoken does not map needs an encoding, and is told so.
+        let unmapped = PriceTable::parse(
+            r#"{"as_of": "2026-11-01", "currency": "USD", "unit": "per 1M tokens",
+                "models": {"llama": {"input": 1.0}}}"#,
+        )
+        .unwrap();
+        match unmapped.pricing("llama") {
+            Err(e @ Error::NoEncoding(_)) => assert!(e.to_string().contains("\"encoding\""), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn estimates_refuse_what_a_model_cannot_price() {
         let table = PriceTable::bundled();
         let estimate = table
@@ -569,7 +710,7 @@ mod tests {
         assert!(estimate.total_cost.is_finite());
         for bad in ["-1", "1e999", "\"NaN\""] {
             let json = format!(
-                r#"{{"as_of": "x", "currency": "USD", "unit": "u", "models": {{"m": {{"input": {bad}}}}}}}"#
+                r#"{{"as_of": "2026-01-01", "currency": "USD", "unit": "per 1M tokens", "models": {{"m": {{"input": {bad}}}}}}}"#
             );
             assert!(
                 matches!(PriceTable::parse(&json), Err(Error::BadPriceTable(_))),
@@ -589,7 +730,7 @@ mod tests {
         assert_eq!(table.pricing("my-model").unwrap().encoding, "cl100k_base");
         assert_eq!(table.pricing("My-Model").unwrap().priced_as, "my-model");
         let bad = PriceTable::parse(
-            r#"{"as_of": "x", "currency": "USD", "unit": "u",
+            r#"{"as_of": "2026-01-01", "currency": "USD", "unit": "per 1M tokens",
                 "models": {"m": {"input": 1.0, "encoding": "p60k_base"}}}"#,
         );
         assert!(
@@ -597,12 +738,12 @@ mod tests {
             "{bad:?}"
         );
         let unmapped = PriceTable::parse(
-            r#"{"as_of": "x", "currency": "USD", "unit": "u", "models": {"llama": {"input": 1.0}}}"#,
+            r#"{"as_of": "2026-01-01", "currency": "USD", "unit": "per 1M tokens", "models": {"llama": {"input": 1.0}}}"#,
         )
         .unwrap();
         assert!(matches!(
             unmapped.pricing("llama"),
-            Err(Error::UnknownModel { ref model, .. }) if model == "llama"
+            Err(Error::NoEncoding(ref model)) if model == "llama"
         ));
     }
 

@@ -65,6 +65,12 @@ pub enum Error {
         /// The models (or prefixes) that are known.
         known: String,
     },
+    /// A priced model whose entry names no encoding and whose name tiktoken
+    /// does not map to one.
+    #[error(
+        "model `{0}` has a price but no encoding tiktoken knows it by: add \"encoding\": \"o200k_base\" (or another built-in encoding) to its price entry"
+    )]
+    NoEncoding(String),
     /// More cached input tokens than input tokens.
     #[error("{cached} cached tokens are more than the {input} input tokens")]
     CachedAboveInput {

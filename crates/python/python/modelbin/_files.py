@@ -47,17 +47,22 @@ def convert(src: "str | os.PathLike[str]", dst: "str | os.PathLike[str]", *,
 
 
 def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
-         cached_tokens: int = 0, prices: "Optional[str | os.PathLike[str]]" = None
+         cached_tokens: int = 0,
+         prices: "Optional[str | os.PathLike[str] | Dict[str, Any]]" = None
          ) -> Dict[str, Any]:
     """What sending ``input_tokens`` (a count, or a text counted with the
     model's encoding) to ``model`` and getting ``output_tokens`` back costs:
     the dict ``modelbin tokens cost --json`` prints (``model``, ``priced_as``,
     ``encoding``, token counts, ``input_cost``, ``output_cost``,
     ``total_cost``, ``currency``, ``prices_as_of``). ``prices`` is a price
-    table file whose entries add to the bundled ones. ``KeyError`` for a
+    table (a file, or a dict of the same shape) whose entries add to the
+    bundled ones; a table in another currency replaces them. ``KeyError`` for a
     model no table prices; ``ValueError`` for cached tokens without a cached
     price or output tokens without an output price."""
     from . import _native
 
+    if isinstance(prices, dict):
+        return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens,
+                                       prices_json=json.dumps(prices)))
     return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens,
                                    None if prices is None else os.fspath(prices)))
