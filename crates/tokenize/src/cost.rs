@@ -336,17 +336,32 @@ impl PriceTable {
             })
     }
 
-    /// Up to five known names sharing the longest prefix with `model`.
+    /// Up to five known names nearest to `model`: fewest edits (insertions,
+    /// deletions, substitutions and swaps of neighbours, ignoring ASCII
+    /// case), then the longest shared prefix, then by name.
     fn nearest(&self, model: &str) -> Vec<String> {
+        let model = model.to_ascii_lowercase();
         let shared = |name: &str| {
             name.bytes()
                 .zip(model.bytes())
                 .take_while(|(a, b)| a == b)
                 .count()
         };
-        let mut names: Vec<&String> = self.models.keys().collect();
-        names.sort_by_key(|name| std::cmp::Reverse(shared(name)));
-        names.into_iter().take(5).cloned().collect()
+        let mut names: Vec<(usize, std::cmp::Reverse<usize>, &String)> = self
+            .models
+            .keys()
+            .map(|name| {
+                let lowered = name.to_ascii_lowercase();
+                let edits = strsim::osa_distance(&lowered, &model);
+                (edits, std::cmp::Reverse(shared(&lowered)), name)
+            })
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .take(5)
+            .map(|(.., name)| name.clone())
+            .collect()
     }
 
     /// This table with `other`'s entries added, replacing entries of the
@@ -589,6 +604,19 @@ mod tests {
         }
         let nearest = table.price("o1-preview").unwrap_err().to_string();
         assert!(nearest.contains("o1"), "{nearest}");
+        // Near misses come first: a dropped hyphen, a swap, a typo.
+        for (typed, meant) in [
+            ("gpt4o", "gpt-4o"),
+            ("gtp-4o", "gpt-4o"),
+            ("gpt-5-mimi", "gpt-5-mini"),
+        ] {
+            match table.price(typed) {
+                Err(Error::UnknownModel { known, .. }) => {
+                    assert_eq!(known.split(", ").next(), Some(meant), "{typed}: {known}")
+                }
+                other => panic!("{typed}: {other:?}"),
+            }
+        }
         assert!(matches!(
             PriceTable::parse("{\"as_of\": 1}"),
             Err(Error::BadPriceTable(_))
