@@ -7,7 +7,7 @@ use modelbin_infer::search::LineIndex;
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
-use crate::errors::infer_error;
+use crate::errors::{infer_error, infer_error_at};
 
 /// A BERT sentence encoder loaded from an EMBD file or a Hugging Face /
 /// sentence-transformers model directory. Thread-safe; the GIL is released
@@ -22,7 +22,8 @@ impl NativeEmbedder {
     /// Loads `path`: an `.embd` file, or a model directory.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let embedder = py.detach(|| Embedder::open_model(&path).map_err(infer_error))?;
+        let embedder =
+            py.detach(|| Embedder::open_model(&path).map_err(|e| infer_error_at(e, &path)))?;
         Ok(NativeEmbedder { embedder })
     }
 

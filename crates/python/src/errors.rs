@@ -127,6 +127,16 @@ pub fn tokenize_error(e: modelbin_tokenize::Error) -> PyErr {
     }
 }
 
+/// An engine error about the file at `path`: as [`infer_error`], with a
+/// format error's message naming the file when the library's error does
+/// not (a model that is not one: "notes.txt: bad magic …").
+pub fn infer_error_at(e: modelbin_infer::Error, path: &std::path::Path) -> PyErr {
+    match e {
+        modelbin_infer::Error::Format(e) => format_error_at(e, path),
+        e => infer_error(e),
+    }
+}
+
 /// An engine error: format and tokenizer errors as above, a missing file
 /// as `FileNotFoundError`, an unreadable one as `OSError`, others as
 /// `ValueError`.

@@ -5,6 +5,7 @@ import json
 import pickle
 
 import numpy as np
+import pytest
 
 import modelbin
 from conftest import GOLDEN
@@ -40,3 +41,11 @@ def test_tokens_similarity_and_pickling(minilm_dir):
     np.testing.assert_allclose(np.diag(similarity), 1.0, atol=1e-5)
     again = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(again.encode(sentences), vectors)
+
+
+def test_a_file_that_is_not_a_model_is_named_in_the_error(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Products and notes\n")
+    with pytest.raises(modelbin.FormatError, match=r"notes\.txt: bad magic") as raised:
+        modelbin.SentenceEmbedder(str(notes))
+    assert raised.value.path == str(notes)
