@@ -957,12 +957,20 @@ fn int8_weights_are_refused_without_valid_scales() {
 
 #[test]
 fn a_weight_that_is_not_finite_is_not_quantized() {
+    for bad in [f32::INFINITY, f32::NAN] {
+        refuses_to_quantize(bad);
+    }
+}
+
+/// Recasting the tiny model to int8 with `bad` in row 1 of a linear weight
+/// is refused, naming the block's scale.
+fn refuses_to_quantize(bad: f32) {
     let weight = "encoder.layer.0.intermediate.dense.weight";
     let mut tensors = tiny_tensors();
     let at = tensors.iter().position(|t| t.name == weight).unwrap();
     let k = tensors[at].shape[1];
     // Row 1, column 0.
-    tensors[at].data[4 * k..4 * k + 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    tensors[at].data[4 * k..4 * k + 4].copy_from_slice(&bad.to_le_bytes());
     let vocabulary = Vocabulary {
         tokens: &TOKENS,
         specials: SPECIALS,
@@ -985,7 +993,7 @@ fn a_weight_that_is_not_finite_is_not_quantized() {
     .unwrap_err();
     assert!(
         matches!(&err, Error::Model(ModelError::InvalidScale { name, row: 1, .. }) if *name == format!("{weight}_scale")),
-        "{err}"
+        "{bad}: {err}"
     );
     assert!(!out.exists());
 }

@@ -409,19 +409,19 @@ fn is_date(date: &str) -> bool {
             4 | 7 => b == b'-',
             _ => b.is_ascii_digit(),
         });
-    let Some(day) = shaped.then(|| days_from_civil(date)).flatten() else {
+    if !shaped {
         return false;
+    }
+    let number = |range: std::ops::Range<usize>| date[range].parse::<u32>().unwrap_or(0);
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 => 28 + u32::from(leap),
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => return false,
     };
-    // A day past the month's end lands in the next month.
-    let next_month_day_one = |y: i64, m: i64| {
-        let (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
-        days_from_civil(&format!("{y:04}-{m:02}-01"))
-    };
-    let (y, m) = (
-        date[..4].parse().unwrap_or(0),
-        date[5..7].parse().unwrap_or(0),
-    );
-    next_month_day_one(y, m).is_some_and(|first| day < first)
+    (1..=days).contains(&day)
 }
 
 /// Days since 1970-01-01 of a `YYYY-MM-DD` date (proleptic Gregorian).

@@ -75,6 +75,11 @@ impl Stored {
         let Some(dtype) = dtype else {
             return Ok(Stored { fates });
         };
+        if dtype == DType::I8 && quantizer.is_none() {
+            return Err(Error::InvalidArgument(
+                "int8 storage needs a quantizer (modelbin_infer::quantize_weight_blocks)".into(),
+            ));
+        }
         // One lookup per tensor, so a file of many tensors stays linear.
         let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         for (i, (tensor, &name)) in sources.iter().zip(names).enumerate() {
@@ -86,12 +91,10 @@ impl Stored {
                     else {
                         continue;
                     };
-                    let quantize = quantizer.ok_or_else(|| {
-                        Error::InvalidArgument(
-                            "int8 storage needs a quantizer (modelbin_infer::quantize_weight_blocks)"
-                                .into(),
-                        )
-                    })?;
+                    // Present: storage as I8 without one was refused above.
+                    let Some(quantize) = quantizer else {
+                        continue;
+                    };
                     let block = block_for(name, k);
                     let (q, scales) = quantize(&values, k, block);
                     let blocks = k.div_ceil(block);

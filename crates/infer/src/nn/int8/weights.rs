@@ -26,8 +26,13 @@ pub fn quantize_weight_blocks(w: &[f32], k: usize, block: usize) -> (Vec<i8>, Ve
     let mut scales = Vec::with_capacity(w.len() / block + 1);
     for row in w.chunks_exact(k.max(1)) {
         for block in row.chunks(block) {
-            let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = max / QMAX;
+            // `f32::max` passes over NaN, which would quantize it to 0
+            // unseen: a NaN gives its block a NaN scale instead.
+            let scale = if block.iter().any(|v| v.is_nan()) {
+                f32::NAN
+            } else {
+                block.iter().fold(0.0f32, |m, v| m.max(v.abs())) / QMAX
+            };
             scales.push(scale);
             q.extend(block.iter().map(|v| {
                 if scale > 0.0 {
@@ -68,6 +73,15 @@ mod tests {
         for (blocks, row) in scales.chunks(2).zip(w.chunks(40)) {
             let max = |v: &[f32]| v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             assert_eq!(blocks, [max(&row[..32]) / QMAX, max(&row[32..]) / QMAX]);
+        }
+    }
+
+    #[test]
+    fn a_non_finite_weight_gives_its_block_a_non_finite_scale() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let (_, scales) = quantize_weight_blocks(&[1.0, bad, 2.0, 3.0], 4, 2);
+            assert!(!scales[0].is_finite(), "{bad}: {scales:?}");
+            assert_eq!(scales[1], 3.0 / QMAX, "{bad}");
         }
     }
 }
