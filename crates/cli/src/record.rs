@@ -97,6 +97,18 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     progress.finish();
     if args.json {
         print_json(&summary)
+    } else if summary.existing {
+        outln!(
+            "{}: already recorded ({} {}, {} vectors); nothing to do",
+            summary.path.display(),
+            summary.images,
+            if args.images.is_empty() {
+                "windows"
+            } else {
+                "images"
+            },
+            summary.vectors
+        )
     } else if args.images.is_empty() {
         outln!(
             "{}: {} windows, {} vectors in {:.2} s ({:.0} vectors/s)",

@@ -107,8 +107,33 @@ fn recorded_activations_are_the_models_residual_stream() {
             }
         }
     }
-    // Refused before any work.
+    // The same recording again is a no-op that reports the dataset.
     let (m, r, t) = (s(&model), s(&root), s(&text));
+    let args = [
+        "acts",
+        "record",
+        "-m",
+        m,
+        "--layers",
+        "0,-1",
+        "--tokens-per-text",
+        "8",
+        "-o",
+        r,
+        t,
+    ];
+    let again = ok(&args, "");
+    assert_eq!(
+        again.trim_end(),
+        format!(
+            "{}: already recorded ({} windows, {} vectors); nothing to do",
+            report["path"].as_str().unwrap(),
+            bytes / 8,
+            2 * 8 * (bytes / 8)
+        )
+    );
+    assert_eq!(report["existing"], false);
+    // Refused before any work.
     let err = usage(
         &["acts", "record", "-m", m, "-o", r, "--layers", "3", t],
         "",

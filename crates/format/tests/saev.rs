@@ -192,6 +192,14 @@ fn rejections() {
     assert!(
         matches!(Writer::create(root.path(), m.clone()), Err(Error::Saev(SaevError::DatasetExists { reason, .. })) if reason.contains("already"))
     );
+    assert!(
+        matches!(Writer::start(root.path(), m.clone()), Ok(saev::Start::Existing(path)) if path == dir)
+    );
+    let squatted = tempfile::tempdir().unwrap();
+    std::fs::create_dir(squatted.path().join(m.hash())).unwrap();
+    assert!(
+        matches!(Writer::start(squatted.path(), m.clone()), Err(Error::Saev(SaevError::DatasetExists { reason, .. })) if reason.contains("not this dataset"))
+    );
 
     // Truncated shard.
     let full = std::fs::read(shard(1)).unwrap();

@@ -264,7 +264,10 @@ pub fn sae_train(
             let view = View::open(&dataset, layer, patches, batch_size, threads)?;
             TrainRun::start(view, settings, &out)
         })
-        .map_err(infer_error)?;
+        .map_err(|e| match e {
+            modelbin_infer::Error::Sae(e) => sae_error(e),
+            e => infer_error(e),
+        })?;
     while !run.is_done() {
         let report = py.detach(|| run.step()).map_err(infer_error)?;
         // Ctrl-C between steps raises KeyboardInterrupt; the checkpoint
@@ -280,11 +283,21 @@ pub fn sae_train(
 }
 
 /// A settings error in the keyword arguments' words: the library names
-/// each setting by its keyword already, but for an unknown architecture.
+/// each setting by its keyword already, but for an unknown architecture
+/// and for what the output directory holds (which `force=` and `resume=`
+/// decide; the command line's flags are named too, for readers of either).
 fn sae_error(e: SaeError) -> PyErr {
     match e {
         SaeError::UnknownArchitecture { name } => PyValueError::new_err(format!(
             "architecture={name:?}: one of \"topk\", \"batchtopk\", \"relu\""
+        )),
+        SaeError::OutputHoldsAutoencoder { dir } => PyValueError::new_err(format!(
+            "{} holds an autoencoder; pass force=True to replace it (--force on the command line)",
+            dir.display()
+        )),
+        SaeError::OutputHoldsCheckpoint { dir } => PyValueError::new_err(format!(
+            "{} holds a run's checkpoint; pass resume=True to continue it or force=True to start over (--resume / --force on the command line)",
+            dir.display()
         )),
         e => infer_error(e.into()),
     }

@@ -143,9 +143,11 @@ def test_sae_training_refuses_and_stops_cleanly(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == []
     modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=4, batch_size=16, out=out,
                        progress=False)
-    with pytest.raises(ValueError, match="holds an autoencoder"):
+    with pytest.raises(ValueError, match=r"holds an autoencoder; pass force=True"):
         modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=4, batch_size=16, out=out,
                            progress=False)
+    modelbin.sae.train(data, layer=-1, d_sae=32, k=4, steps=4, batch_size=16, out=out,
+                       progress=False, force=True)
     with pytest.raises(ValueError, match="takes vectors of 16 values"):
         other = sine_dataset(tmp_path / "wide", d=8)
         modelbin.sae.evaluate(out, other, layer=-1, progress=False)
@@ -178,6 +180,14 @@ def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
         {k: theirs[k] for k in ("images", "vectors", "skipped", "skipped_files")} == \
         {"images": theirs["images"], "vectors": theirs["vectors"], "skipped": 0,
          "skipped_files": []}
+    assert ours.summary["existing"] is False
+    # Running the same cell again is a no-op that reports the dataset.
+    before = tree(tmp_path / "ours")
+    again = modelbin.acts.record(model, [text], out=tmp_path / "ours", layers=[0, -1],
+                                 tokens_per_text=8, progress=False)
+    assert again == ours and again.summary["existing"] is True
+    assert again.summary["vectors"] == ours.summary["vectors"]
+    assert tree(tmp_path / "ours") == before
 
     # The command line is a debug build here: a short text keeps BERT quick.
     short = tmp_path / "short.txt"

@@ -39,7 +39,7 @@ pub use read::{
     TokenIds, TokenText, VOCAB_FILE, View, datasets_in, open, visible,
 };
 pub use summary::SaevSummary;
-pub use write::{Writer, write_synthetic};
+pub use write::{Start, Writer, write_synthetic};
 
 /// The file name of shard `index`.
 pub fn shard_name(index: u64) -> String {

@@ -26,25 +26,49 @@ pub struct Writer {
     renamed: bool,
 }
 
+/// What [`Writer::start`] found under the root.
+#[derive(Debug)]
+pub enum Start {
+    /// The dataset is not there yet: write it.
+    New(Writer),
+    /// The same dataset (same metadata, so the same hash) is already
+    /// complete at this path: there is nothing to write.
+    Existing(PathBuf),
+}
+
 impl Writer {
     /// Starts the dataset described by `metadata` under `root`. Refuses when
     /// `<root>/<HASH>` exists: the same dataset is reported as already
     /// written, anything else is left alone. A stale `<HASH>.partial/` from
     /// an interrupted run is replaced.
     pub fn create(root: impl AsRef<Path>, metadata: Metadata) -> Result<Writer> {
+        match Writer::start(root, metadata)? {
+            Start::New(writer) => Ok(writer),
+            Start::Existing(path) => Err(Error::Saev(SaevError::DatasetExists {
+                path,
+                reason: "this dataset is already written (same metadata hash); nothing to do",
+            })),
+        }
+    }
+
+    /// Starts the dataset described by `metadata` under `root`, or finds
+    /// it already written there ([`Start::Existing`]): a recording whose
+    /// metadata names its inputs by their hashes can be run again as a
+    /// no-op. A directory with the dataset's hash that holds anything else
+    /// is refused and left alone. A stale `<HASH>.partial/` from an
+    /// interrupted run is replaced.
+    pub fn start(root: impl AsRef<Path>, metadata: Metadata) -> Result<Start> {
         metadata.validate()?;
         let root = root.as_ref();
         let hash = metadata.hash();
         let target = root.join(&hash);
         if target.exists() {
-            let same = super::open(&target).is_ok_and(|d| d.metadata() == &metadata);
+            if super::open(&target).is_ok_and(|d| d.metadata() == &metadata) {
+                return Ok(Start::Existing(target));
+            }
             return Err(Error::Saev(SaevError::DatasetExists {
                 path: target,
-                reason: if same {
-                    "this dataset is already written (same metadata hash); nothing to do"
-                } else {
-                    "a directory with this dataset's hash exists but is not this dataset; refusing to overwrite it"
-                },
+                reason: "a directory with this dataset's hash exists but is not this dataset; refusing to overwrite it",
             }));
         }
         let partial = root.join(format!("{hash}.partial"));
@@ -52,7 +76,7 @@ impl Writer {
             std::fs::remove_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
         }
         std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
-        Ok(Writer {
+        Ok(Start::New(Writer {
             metadata,
             partial,
             target,
@@ -61,7 +85,7 @@ impl Writer {
             imgs_in_shard: 0,
             written: 0,
             renamed: false,
-        })
+        }))
     }
 
     /// The metadata being written.

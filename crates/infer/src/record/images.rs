@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::{self, JsonCaps};
-use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, Writer, read_image_file};
+use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, read_image_file};
 use rayon::prelude::*;
 
-use super::{blocks_of, checkpoint_id};
+use super::{Output, blocks_of, checkpoint_id};
 
 use crate::vit::preprocess::CONFIG_FILE;
 use crate::vit::{ImageProcessor, VisionModel, image_files};
@@ -97,7 +97,7 @@ impl ImageSource {
         settings: ImageRecordSettings,
         root: &Path,
         scanned: &mut dyn FnMut(u64, u64) -> bool,
-    ) -> Result<(ImageSource, Writer)> {
+    ) -> Result<(ImageSource, Output)> {
         let mut model = VisionModel::open(model_dir)?;
         if settings.int8 {
             model.quantize_int8();
@@ -137,8 +137,9 @@ impl ImageSource {
             registers: model.registers() as u64,
             preprocessor_config: preprocessor_config(model_dir)?,
         };
-        let mut writer = Writer::create(root, metadata)?;
-        writer.write_images(&images, &vision)?;
+        let output = Output::start(root, metadata, |writer| {
+            Ok(writer.write_images(&images, &vision)?)
+        })?;
         let source = ImageSource {
             model,
             processor,
@@ -148,7 +149,7 @@ impl ImageSource {
             skipped,
             written: 0,
         };
-        Ok((source, writer))
+        Ok((source, output))
     }
 
     /// Images to record.

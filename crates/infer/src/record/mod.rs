@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use modelbin_format::io::checksum::{hex, sha256};
-use modelbin_format::saev::Writer;
+use modelbin_format::saev::{Metadata, Start, Writer};
 
 use crate::{RecordError, Result};
 
@@ -42,7 +42,7 @@ pub use text::RecordSettings;
 /// A recording between its checks and its finished dataset.
 pub struct Recording {
     source: Source,
-    writer: Writer,
+    output: Output,
     /// When the recording was started: the summary's time counts reading
     /// the inputs too.
     started: Instant,
@@ -52,6 +52,41 @@ pub struct Recording {
 enum Source {
     Text(text::TextSource),
     Images(Box<images::ImageSource>),
+}
+
+/// Where a recording's images go.
+enum Output {
+    /// A new dataset, being written.
+    New(Writer),
+    /// The same recording (same model, inputs and settings, so the same
+    /// metadata hash), already complete: nothing is computed again.
+    Existing { path: PathBuf, metadata: Metadata },
+}
+
+impl Output {
+    /// Starts the dataset `metadata` describes under `root`, writing the
+    /// files beside its shards with `beside` (token ids, image list), or
+    /// finds it already recorded there.
+    fn start(
+        root: &Path,
+        metadata: Metadata,
+        beside: impl FnOnce(&mut Writer) -> Result<()>,
+    ) -> Result<Output> {
+        match Writer::start(root, metadata.clone())? {
+            Start::New(mut writer) => {
+                beside(&mut writer)?;
+                Ok(Output::New(writer))
+            }
+            Start::Existing(path) => Ok(Output::Existing { path, metadata }),
+        }
+    }
+
+    fn metadata(&self) -> &Metadata {
+        match self {
+            Output::New(writer) => writer.metadata(),
+            Output::Existing { metadata, .. } => metadata,
+        }
+    }
 }
 
 /// What a finished recording reports, as `modelbin acts record` prints it
@@ -74,6 +109,9 @@ pub struct RecordSummary {
     pub images_per_second: f64,
     /// The files counted in `skipped`, each with why it was left out.
     pub skipped_files: Vec<Skipped>,
+    /// Whether the dataset was already recorded (the same model, inputs
+    /// and settings), so nothing was computed or written again.
+    pub existing: bool,
 }
 
 impl Recording {
@@ -86,10 +124,10 @@ impl Recording {
         root: &Path,
     ) -> Result<Recording> {
         let started = Instant::now();
-        let (source, writer) = text::TextSource::start(model_path, files, settings, root)?;
+        let (source, output) = text::TextSource::start(model_path, files, settings, root)?;
         Ok(Recording {
             source: Source::Text(source),
-            writer,
+            output,
             started,
         })
     }
@@ -111,11 +149,11 @@ impl Recording {
         scanned: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<Recording> {
         let started = Instant::now();
-        let (source, writer) =
+        let (source, output) =
             images::ImageSource::start(model_dir, inputs, settings, root, scanned)?;
         Ok(Recording {
             source: Source::Images(Box::new(source)),
-            writer,
+            output,
             started,
         })
     }
@@ -146,8 +184,12 @@ impl Recording {
         }
     }
 
-    /// Units recorded so far.
+    /// Units recorded so far (all of them for a recording found already
+    /// done).
     pub fn done(&self) -> u64 {
+        if matches!(self.output, Output::Existing { .. }) {
+            return self.total();
+        }
         match &self.source {
             Source::Text(s) => s.tokens_done(),
             Source::Images(s) => s.done(),
@@ -156,8 +198,11 @@ impl Recording {
 
     /// Runs the model over the next round of inputs (on every core of the
     /// current rayon pool) and writes their images; `false` once every
-    /// image is written.
+    /// image is written (at once for a recording found already done).
     pub fn record_round(&mut self) -> Result<bool> {
+        let Output::New(writer) = &mut self.output else {
+            return Ok(false);
+        };
         let first = match &self.source {
             Source::Text(s) => s.images_done(),
             Source::Images(s) => s.images_done(),
@@ -169,50 +214,24 @@ impl Recording {
         let Some(images) = images else {
             return Ok(false);
         };
-        self.check_finite(first, &images)?;
+        check_finite(&self.source, writer.metadata(), first, &images)?;
         for image in images {
-            self.writer.push(&image)?;
+            writer.push(&image)?;
         }
         Ok(true)
-    }
-
-    /// Refuses a round whose images (the first being image `first`) hold a
-    /// NaN or an infinity ([`RecordError::NonFinite`], naming the input,
-    /// layer and token of the first): a dataset of them would poison every
-    /// autoencoder trained on it. This backstop catches what the checks at
-    /// load (weights, preprocessing constants) cannot foresee, in one pass
-    /// over rows already in memory.
-    fn check_finite(&self, first: usize, images: &[Vec<f32>]) -> Result<()> {
-        let metadata = self.writer.metadata();
-        let width = (metadata.d_vit as usize).max(1);
-        let per_layer = (metadata.tokens_per_img() as usize).max(1) * width;
-        for (i, image) in images.iter().enumerate() {
-            let Some(at) = image.iter().position(|v| !v.is_finite()) else {
-                continue;
-            };
-            let input = match &self.source {
-                Source::Text(s) => s.describe(first + i),
-                Source::Images(s) => s.describe(first + i),
-            };
-            return Err(RecordError::NonFinite {
-                input,
-                layer: metadata.layers.get(at / per_layer).copied().unwrap_or(0),
-                token: at % per_layer / width,
-                value: image[at],
-            }
-            .into());
-        }
-        Ok(())
     }
 
     /// Finishes the dataset (every round must have been recorded) and
     /// reports the recording.
     pub fn finish(self) -> Result<RecordSummary> {
-        let m = self.writer.metadata();
+        let m = self.output.metadata();
         let images = m.n_imgs as usize;
         let vectors = (m.vectors_per_img() * m.n_imgs) as usize;
         let skipped_files = self.skipped().to_vec();
-        let path = self.writer.finish()?;
+        let (path, existing) = match self.output {
+            Output::New(writer) => (writer.finish()?, false),
+            Output::Existing { path, .. } => (path, true),
+        };
         let seconds = self.started.elapsed().as_secs_f64();
         Ok(RecordSummary {
             path,
@@ -223,8 +242,42 @@ impl Recording {
             vectors_per_second: vectors as f64 / seconds.max(1e-9),
             images_per_second: images as f64 / seconds.max(1e-9),
             skipped_files,
+            existing,
         })
     }
+}
+
+/// Refuses a round whose images (the first being image `first`) hold a
+/// NaN or an infinity ([`RecordError::NonFinite`], naming the input,
+/// layer and token of the first): a dataset of them would poison every
+/// autoencoder trained on it. This backstop catches what the checks at
+/// load (weights, preprocessing constants) cannot foresee, in one pass
+/// over rows already in memory.
+fn check_finite(
+    source: &Source,
+    metadata: &Metadata,
+    first: usize,
+    images: &[Vec<f32>],
+) -> Result<()> {
+    let width = (metadata.d_vit as usize).max(1);
+    let per_layer = (metadata.tokens_per_img() as usize).max(1) * width;
+    for (i, image) in images.iter().enumerate() {
+        let Some(at) = image.iter().position(|v| !v.is_finite()) else {
+            continue;
+        };
+        let input = match source {
+            Source::Text(s) => s.describe(first + i),
+            Source::Images(s) => s.describe(first + i),
+        };
+        return Err(RecordError::NonFinite {
+            input,
+            layer: metadata.layers.get(at / per_layer).copied().unwrap_or(0),
+            token: at % per_layer / width,
+            value: image[at],
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// The blocks that `layers` name (negative values count from the end) in

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use modelbin_format::Format;
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
-use modelbin_format::saev::{Metadata, Writer};
+use modelbin_format::saev::Metadata;
 use rayon::prelude::*;
 
-use super::{blocks_of, checkpoint_id};
+use super::{Output, blocks_of, checkpoint_id};
 use crate::bert::Embedder;
 use crate::tllm::Model;
 use crate::{RecordError, Result};
@@ -69,7 +69,7 @@ impl TextSource {
         files: &[PathBuf],
         settings: RecordSettings,
         root: &Path,
-    ) -> Result<(TextSource, Writer)> {
+    ) -> Result<(TextSource, Output)> {
         let model = RecordedModel::open(model_path)?;
         if settings.cls && matches!(model, RecordedModel::Tllm(_)) {
             return Err(RecordError::NoClsToken.into());
@@ -120,8 +120,9 @@ impl TextSource {
                 "windowing": format!("consecutive windows of {window} tokens of the files concatenated in order; a final partial window is dropped"),
             }),
         };
-        let mut writer = Writer::create(root, metadata)?;
-        writer.write_tokens(&ids, model.vocabulary().as_deref())?;
+        let output = Output::start(root, metadata, |writer| {
+            Ok(writer.write_tokens(&ids, model.vocabulary().as_deref())?)
+        })?;
         let source = TextSource {
             model,
             blocks,
@@ -130,7 +131,7 @@ impl TextSource {
             ids,
             written: 0,
         };
-        Ok((source, writer))
+        Ok((source, output))
     }
 
     /// Tokens to record.

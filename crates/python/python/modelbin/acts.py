@@ -18,8 +18,9 @@ class Recorded(str):
     """The recorded dataset's directory (a ``str``), with the recording's
     ``summary``: the dict ``modelbin acts record --json`` prints (``path``,
     ``images``, ``vectors``, ``skipped``, ``seconds``,
-    ``vectors_per_second``, ``images_per_second`` and ``skipped_files``,
-    each a dict of ``path`` and ``reason``)."""
+    ``vectors_per_second``, ``images_per_second``, ``skipped_files``,
+    each a dict of ``path`` and ``reason``, and ``existing``: whether the
+    same recording was found already done, so nothing was recomputed)."""
 
     summary: Dict[str, Any]
 
@@ -55,6 +56,10 @@ def record(model: "str | os.PathLike[str]",
     is skipped with a warning, or refused (``strict``); ``int8`` runs the
     linear layers on int8 weights (faster; activations about a percent from
     float32's).
+
+    Recording the same model, inputs and settings again finds the dataset
+    already written (its directory is the hash of what was recorded) and
+    returns it at once, with ``summary["existing"]`` true.
 
     Ctrl-C stops between rounds (``KeyboardInterrupt``) and leaves nothing
     behind."""
