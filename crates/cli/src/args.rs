@@ -168,3 +168,27 @@ mod tests {
         }
     }
 }
+
+/// `--jsonl` and `--field`: how the commands that read texts from files
+/// read them (`modelbin_format::io::texts`).
+#[derive(Debug, Clone, Args)]
+pub struct TextFormatArgs {
+    /// Read the inputs as JSON Lines (as `*.jsonl` and `*.ndjson` files
+    /// always are): each non-empty line is a JSON string, or an object whose
+    /// --field is one.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// The field of a JSON Lines object read as its text.
+    #[arg(long, value_name = "NAME", default_value = "text")]
+    pub field: String,
+}
+
+impl TextFormatArgs {
+    /// The library's reading rule for these flags.
+    pub fn format(&self) -> modelbin_format::io::texts::TextFormat {
+        modelbin_format::io::texts::TextFormat {
+            jsonl: self.jsonl,
+            field: Some(self.field.clone()),
+        }
+    }
+}

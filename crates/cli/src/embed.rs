@@ -9,12 +9,14 @@ use clap::{Args, ValueEnum};
 use modelbin_infer::search::LineIndex;
 use modelbin_infer::{Embedder, cosine};
 
+use crate::args::TextFormatArgs;
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
 use crate::progress::Progress;
 use crate::stdout::{errln, outln, print_json};
 use modelbin_format::io::lines::{Line, read_line};
 use modelbin_format::io::npy::NpyWriter;
+use modelbin_format::io::texts::TEXT_EXTENSIONS;
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]
@@ -77,9 +79,8 @@ pub struct EmbedArgs {
     /// Read input lines from this file instead of stdin (progress bar on a terminal).
     #[arg(long, conflicts_with = "texts")]
     input: Option<PathBuf>,
-    /// Input lines are JSON strings (one per line), not plain text.
-    #[arg(long)]
-    jsonl: bool,
+    #[command(flatten)]
+    text_format: TextFormatArgs,
     /// Write the vectors to this file instead of stdout, atomically,
     /// replacing it (`.npy`: a NumPy array; `.safetensors` with --input: the
     /// lines' embeddings for `search --embeddings`).
@@ -120,10 +121,14 @@ pub struct SearchArgs {
     /// What to look for.
     #[arg(short, long)]
     query: String,
-    /// Text files; each non-empty line is a candidate (optional with
-    /// --embeddings FILE, which then holds the lines).
+    /// Text files and directories (walked in sorted order for .txt, .text,
+    /// .md, .rst, .jsonl and .ndjson files); each non-empty line is a
+    /// candidate (optional with --embeddings FILE, which then holds the
+    /// lines).
     #[arg(required_unless_present = "embeddings")]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    text_format: TextFormatArgs,
     /// How many lines to show.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     top: u64,
@@ -277,7 +282,14 @@ fn embed_lines(args: &EmbedArgs, out: &Path) -> Result<(), Failure> {
     let index = pool
         .install(|| {
             let inputs = std::slice::from_ref(input);
-            LineIndex::build(&embedder, model, inputs, args.line_limit.max_line_bytes)
+            let format = args.text_format.format();
+            LineIndex::build(
+                &embedder,
+                model,
+                inputs,
+                &format,
+                args.line_limit.max_line_bytes,
+            )
         })
         .map_err(|e| at(input, e))?;
     index.save(out).map_err(|e| at(out, e))
@@ -303,6 +315,8 @@ fn read_batches(
             ("stdin".to_owned(), Box::new(std::io::stdin()), None)
         }
     };
+    let format = args.text_format.format();
+    let json_lines = format.is_json_lines(Path::new(&source));
     let mut progress = Progress::sentences(size);
     let mut lines = BufReader::new(reader);
     let mut batch = Vec::with_capacity(args.batch_size as usize);
@@ -325,13 +339,14 @@ fn read_batches(
             let text = std::str::from_utf8(text).map_err(|e| {
                 Failure::Invalid(format!("{source} line {number}: not UTF-8 text: {e}"))
             })?;
-            batch.push(if args.jsonl {
-                serde_json::from_str::<String>(text).map_err(|e| {
-                    Failure::Invalid(format!("{source} line {number}: not a JSON string: {e}"))
-                })?
+            if json_lines {
+                let path = Path::new(&source);
+                if let Some(text) = format.line_text(path, number, text.as_bytes())? {
+                    batch.push(text);
+                }
             } else {
-                text.to_owned()
-            });
+                batch.push(text.to_owned());
+            }
         }
         if batch.len() == args.batch_size as usize || (n == 0 && !batch.is_empty()) {
             write_batch(&batch)?;
@@ -363,10 +378,13 @@ pub fn similarity(args: &SimilarityArgs) -> Result<(), Failure> {
 
 /// Runs `modelbin search`: the lines closest to the query by cosine.
 pub fn search(args: &SearchArgs) -> Result<(), Failure> {
-    if let Some(dir) = args.files.iter().find(|path| path.is_dir()) {
+    let format = args.text_format.format();
+    let files = format.text_files(&args.files)?;
+    if files.is_empty() && !args.files.is_empty() {
         return Err(Failure::Invalid(format!(
-            "{}: is a directory; search reads the lines of text files",
-            dir.display()
+            "no text files (.{}) under {}",
+            TEXT_EXTENSIONS.join(", ."),
+            args.files[0].display()
         )));
     }
     let (embedder, pool) = args.model.open()?;
@@ -376,7 +394,8 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
             LineIndex::build(
                 &embedder,
                 model,
-                &args.files,
+                &files,
+                &format,
                 args.line_limit.max_line_bytes,
             )
         })
@@ -397,13 +416,13 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
         }
         Some(path) => {
             let inputs: Vec<&Path> = std::iter::once(model.as_path())
-                .chain(args.files.iter().map(PathBuf::as_path))
+                .chain(files.iter().map(PathBuf::as_path))
                 .collect();
             modelbin_format::io::output::refuse_input_as_output(&inputs, path)?;
             let kept = if path.exists() {
                 let index = LineIndex::load(path).map_err(|e| at(path, e))?;
                 let current = index
-                    .is_current(model, &args.files)
+                    .is_current(model, &files, &format)
                     .map_err(|e| at(model, e))?;
                 if !current {
                     errln!(

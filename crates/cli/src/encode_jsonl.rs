@@ -1,10 +1,12 @@
-//! `tokens encode --jsonl`: one JSON string per input line in, one JSON
-//! array of token ids per output line out. The pipeline is
+//! `tokens encode --jsonl` on standard input: one JSON string (or object
+//! with the text field) per input line in, one JSON array of token ids per
+//! output line out. The pipeline is
 //! `modelbin_tokenize::batch::jsonl`; this face words its errors for
 //! standard input and output.
 
 use std::io::{BufRead, Write};
 
+use modelbin_format::io::texts::TextFormat;
 use modelbin_tokenize::Tokenizer;
 use modelbin_tokenize::batch::jsonl::{self, JsonlError};
 
@@ -12,15 +14,16 @@ use crate::failure::Failure;
 use crate::line_limit::too_long;
 
 /// Encodes every line of `input`, writing the ids to `out`. Stops at the
-/// first line that is not a JSON string of UTF-8 text, or is longer than
-/// `max_line` bytes, after writing the lines before it.
+/// first line that holds no text (as `format` reads lines), or is longer
+/// than `max_line` bytes, after writing the lines before it.
 pub fn encode_jsonl(
     tokenizer: &Tokenizer,
+    format: &TextFormat,
     input: impl BufRead,
     out: impl Write,
     max_line: usize,
 ) -> Result<(), Failure> {
-    jsonl::encode_jsonl(tokenizer, input, out, max_line).map_err(failure)
+    jsonl::encode_jsonl(tokenizer, format, input, out, max_line).map_err(failure)
 }
 
 /// A stop of the pipeline as a failure naming standard input's line.
@@ -33,6 +36,7 @@ fn failure(e: JsonlError) -> Failure {
             Failure::Invalid(format!("stdin line {line}: not a JSON string: {reason}"))
         }
         e @ JsonlError::Encode { .. } => Failure::Invalid(format!("stdin {e}")),
+        JsonlError::NoText(e) => Failure::Invalid(e.to_string()),
         e => Failure::Invalid(format!("stdin: {e}")),
     }
 }
@@ -50,7 +54,7 @@ mod tests {
     fn encode(input: &[u8]) -> (String, Result<(), Failure>) {
         let tokenizer = Tokenizer::embedded("cl100k_base").unwrap();
         let mut out = Vec::new();
-        let result = encode_jsonl(tokenizer, input, &mut out, 64);
+        let result = encode_jsonl(tokenizer, &TextFormat::default(), input, &mut out, 64);
         (String::from_utf8(out).unwrap(), result)
     }
 

@@ -8,6 +8,7 @@ use clap::Args;
 use modelbin_infer::RecordError;
 use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
 
+use crate::args::TextFormatArgs;
 use crate::failure::{Failure, at};
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
@@ -60,7 +61,11 @@ pub struct RecordArgs {
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
-    /// Text files, tokenized and concatenated in order.
+    #[command(flatten)]
+    text_format: TextFormatArgs,
+    /// Text files and directories (walked in sorted order for .txt, .text,
+    /// .md, .rst, .jsonl and .ndjson files), tokenized and concatenated in
+    /// order.
     #[arg(required_unless_present = "images")]
     files: Vec<PathBuf>,
 }
@@ -80,6 +85,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             tokens_per_text: args.tokens_per_text.map(|t| t as usize),
             cls: args.cls,
             max_patches_per_shard: args.max_patches_per_shard,
+            text_format: args.text_format.format(),
         };
         Recording::start(&args.model, &args.files, settings, &args.out).map_err(failure)?
     } else {

@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use modelbin_format::io::source::{self, MappedFile};
+use modelbin_format::io::texts::{TextFormat, Texts};
 use modelbin_tokenize::cost::{
     ChatMessage, CostEstimate, PriceTable, count_chat, encoding_for_model,
 };
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
-use crate::args::{IdList, flatten_ids, parse_ids, split_ids};
+use crate::args::{IdList, TextFormatArgs, flatten_ids, parse_ids, split_ids};
 use crate::encode_jsonl::encode_jsonl;
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
@@ -34,11 +35,9 @@ pub enum TokensCommand {
         /// Recognise special tokens: `all`, or a comma-separated list.
         #[arg(long, value_name = "all|LIST")]
         special: Option<String>,
-        /// Read one JSON string per stdin line; write one JSON array of ids per line.
-        #[arg(long, conflicts_with_all = ["texts", "files"])]
-        jsonl: bool,
-        /// One JSON object per input and line: {"input", "ids"}.
-        #[arg(long, conflicts_with = "jsonl")]
+        /// One JSON object per input and line: {"input", "ids"} (and
+        /// "record", the text's number in a JSON Lines file).
+        #[arg(long)]
         json: bool,
         #[command(flatten)]
         line_limit: LineLimit,
@@ -118,9 +117,13 @@ pub enum TokensCommand {
 #[derive(Debug, Args)]
 pub struct TextInputs {
     /// A text to read (repeatable), instead of files or stdin.
-    #[arg(short, long = "text", value_name = "TEXT")]
+    #[arg(short, long = "text", value_name = "TEXT", conflicts_with = "jsonl")]
     texts: Vec<String>,
-    /// Files to read (`-` or none, without --text: stdin).
+    #[command(flatten)]
+    format: TextFormatArgs,
+    /// Files and directories to read (directories walked in sorted order
+    /// for .txt, .text, .md, .rst, .jsonl and .ndjson files; `-` or none,
+    /// without --text: stdin).
     files: Vec<PathBuf>,
 }
 
@@ -216,12 +219,11 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             vocab,
             inputs,
             special,
-            jsonl,
             json,
             line_limit,
         } => {
             let tokenizer = vocab.tokenizer()?;
-            if jsonl {
+            if inputs.reads_json_lines_from_stdin() {
                 // The whole loop runs on a thread of the pool: a thread
                 // outside it would hand each batch to the pool and sleep
                 // until the batch is done (at one thread, a wake-up per
@@ -229,6 +231,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
                 crate::work::thread_pool(None)?.install(|| {
                     encode_jsonl(
                         &tokenizer,
+                        &inputs.format.format(),
                         std::io::stdin().lock(),
                         std::io::BufWriter::new(std::io::stdout().lock()),
                         line_limit.max_line_bytes,
@@ -281,7 +284,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
 
 /// An input's text: a `--text` argument, or a file memory-mapped when it
 /// is valid UTF-8, else converted lossily (invalid bytes become U+FFFD)
-/// with a warning.
+/// with a warning; or the texts of a JSON Lines file.
 struct Input {
     name: String,
     text: Text,
@@ -290,13 +293,28 @@ struct Input {
 enum Text {
     Mapped(MappedFile),
     Owned(String),
+    Records(Vec<String>),
 }
 
 impl Input {
-    fn read(path: &Path) -> Result<Input, Failure> {
+    fn read(path: &Path, format: &TextFormat) -> Result<Input, Failure> {
         let name = path.display().to_string();
-        if path == Path::new("-") {
-            return Ok(Input::from_bytes(name, read_stdin()?));
+        let stdin = path == Path::new("-");
+        if stdin || format.is_json_lines(path) {
+            let bytes = if stdin {
+                read_stdin()?
+            } else {
+                MappedFile::open_or_read(path)
+                    .map_err(|e| at(path, e))?
+                    .to_vec()
+            };
+            return match format.texts(path, &bytes)? {
+                Texts::Records(texts) => Ok(Input {
+                    name,
+                    text: Text::Records(texts),
+                }),
+                Texts::Plain(_) => Ok(Input::from_bytes(name, bytes)),
+            };
         }
         let mapped = MappedFile::open_or_read(path).map_err(|e| at(path, e))?;
         if std::str::from_utf8(&mapped).is_ok() {
@@ -324,11 +342,18 @@ impl Input {
         }
     }
 
-    fn text(&self) -> &str {
+    /// The input's texts: one, or a JSON Lines file's, in order.
+    fn texts(&self) -> Vec<&str> {
         match &self.text {
-            Text::Mapped(m) => std::str::from_utf8(m).expect("checked when read"),
-            Text::Owned(s) => s,
+            Text::Mapped(m) => vec![std::str::from_utf8(m).expect("checked when read")],
+            Text::Owned(s) => vec![s],
+            Text::Records(texts) => texts.iter().map(String::as_str).collect(),
         }
+    }
+
+    /// Whether the input is a JSON Lines file's texts.
+    fn is_records(&self) -> bool {
+        matches!(self.text, Text::Records(_))
     }
 }
 
@@ -344,12 +369,30 @@ impl TextInputs {
                 text: Text::Owned(text.clone()),
             })?;
         }
+        let format = self.format.format();
         let files = if self.files.is_empty() && self.texts.is_empty() {
             vec![PathBuf::from("-")]
         } else {
             self.files.clone()
         };
-        crate::failure::for_each_path(&files, |path, _| each(&Input::read(path)?))
+        crate::failure::for_each_path(&files, |path, _| {
+            if path == Path::new("-") {
+                return each(&Input::read(path, &format)?);
+            }
+            // A directory gives its text files; a file stands for itself.
+            let files = format
+                .text_files(std::slice::from_ref(&path.to_path_buf()))
+                .map_err(|e| at(path, e))?;
+            crate::failure::for_each_path(&files, |file, _| each(&Input::read(file, &format)?))
+        })
+    }
+
+    /// Whether the inputs are JSON Lines on standard input, encoded as a
+    /// stream (`tokens encode --jsonl`).
+    fn reads_json_lines_from_stdin(&self) -> bool {
+        self.format.jsonl
+            && self.texts.is_empty()
+            && (self.files.is_empty() || self.files == [PathBuf::from("-")])
     }
 }
 
@@ -370,17 +413,24 @@ fn encode(
         }
     };
     let result = inputs.for_each(|input| {
-        let ids = tokenizer
-            .encode(input.text(), allowed, Specials::None)
-            .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
-        if json {
-            write_json_line(
-                &mut out,
-                &serde_json::json!({"input": input.name, "ids": ids}),
-            )
-        } else {
-            write_json_line(&mut out, &ids)
+        for (index, text) in input.texts().into_iter().enumerate() {
+            let ids = tokenizer
+                .encode(text, allowed, Specials::None)
+                .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
+            if !json {
+                write_json_line(&mut out, &ids)?;
+            } else if input.is_records() {
+                let line =
+                    serde_json::json!({"input": input.name, "record": index + 1, "ids": ids});
+                write_json_line(&mut out, &line)?;
+            } else {
+                write_json_line(
+                    &mut out,
+                    &serde_json::json!({"input": input.name, "ids": ids}),
+                )?;
+            }
         }
+        Ok(())
     });
     flush(out)?;
     result
@@ -468,10 +518,14 @@ fn count_inputs(
 ) -> (Vec<InputCount>, Result<(), Failure>) {
     let mut counts = Vec::new();
     let result = inputs.for_each(|input| {
+        let mut tokens = 0;
+        for text in input.texts() {
+            tokens += tokenizer
+                .count_parallel(text)
+                .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
+        }
         counts.push(InputCount {
-            tokens: tokenizer
-                .count_parallel(input.text())
-                .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?,
+            tokens,
             input: input.name.clone(),
         });
         Ok(())

@@ -161,7 +161,7 @@ fn embed_matches_the_golden_embeddings_and_streams_jsonl() {
         3
     );
     let err = fails(&["embed", "--model", s(&model), "--jsonl"], "not json\n");
-    assert!(err.contains("line 1: not a JSON string"), "{err}");
+    assert!(err.contains("stdin line 1: not JSON: "), "{err}");
     let err = fails(
         &["embed", "--model", s(&dir.path().join("missing.embd")), "x"],
         "",

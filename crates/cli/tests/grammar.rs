@@ -192,7 +192,13 @@ fn directories_say_what_they_are_not() {
     let err = fails(&["embed", "-m", s(&empty), "x"], "");
     assert!(err.contains("neither a SAEV dataset"), "{err}");
     let err = fails(&["search", "-m", &m, "-q", "x", s(&empty)], "");
-    assert!(err.contains("is a directory; search reads"), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: no text files (.txt, .text, .md, .rst, .jsonl, .ndjson) under {}",
+            empty.display()
+        )
+    );
     let tensors = dir.path().join("t.safetensors");
     ok(&["convert", &m, s(&tensors)], "");
     let err = fails(

@@ -1,4 +1,6 @@
 //! Semantic search over the lines of text files: every non-empty line
+//! (or, in JSON Lines files, every line's text, as
+//! [`TextFormat`](modelbin_format::io::texts::TextFormat) reads it)
 //! embedded once, then ranked by cosine similarity to each query. An index
 //! can be saved (a safetensors file: the embeddings, the lines' text and
 //! where each comes from, and the model and files it was built from) and
@@ -14,7 +16,8 @@
 //! let embedder = Embedder::open("all-MiniLM-L6-v2.embd")?;
 //! let files = ["notes.txt".into()];
 //! let model = "all-MiniLM-L6-v2.embd".as_ref();
-//! let index = LineIndex::build(&embedder, model, &files, DEFAULT_MAX_LINE_BYTES)?;
+//! let format = Default::default();
+//! let index = LineIndex::build(&embedder, model, &files, &format, DEFAULT_MAX_LINE_BYTES)?;
 //! index.save("notes.index.safetensors".as_ref())?;
 //! for hit in index.search(&embedder, "where did I park", 3)? {
 //!     println!("{:.3} {}:{} {}", hit.score, hit.path.display(), hit.line, hit.text);
@@ -23,11 +26,13 @@
 //! # }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
+use modelbin_format::io::texts::TextFormat;
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
 use crate::bert::{Embedder, cosine};
@@ -57,6 +62,9 @@ pub struct LineIndex {
 struct Source {
     model: String,
     files: Vec<(PathBuf, String)>,
+    /// The field JSON Lines files were read by, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    json_field: Option<String>,
 }
 
 /// One line found by [`LineIndex::search`].
@@ -74,18 +82,22 @@ pub struct SearchHit<'a> {
 
 impl LineIndex {
     /// Embeds every non-empty line of `files` with `embedder`, the model
-    /// read from `model` (whose hash the index keeps). Each file is read
-    /// once, as [`MappedFile::open`] reads inputs (regular files only); a
-    /// line longer than `max_line_bytes` is [`modelbin_format::Error::LineTooLong`].
+    /// read from `model` (whose hash the index keeps); the lines of JSON
+    /// Lines files (as `format` tells them) are read as their texts. Each
+    /// file is read once, as [`MappedFile::open`] reads inputs (regular
+    /// files only); a line longer than `max_line_bytes` is
+    /// [`modelbin_format::Error::LineTooLong`].
     pub fn build(
         embedder: &Embedder,
         model: &Path,
         files: &[PathBuf],
+        format: &TextFormat,
         max_line_bytes: usize,
     ) -> Result<LineIndex> {
         let mut source = Source {
             model: crate::record::checkpoint_id(model)?,
             files: Vec::with_capacity(files.len()),
+            json_field: json_field(files, format),
         };
         let mut places = Vec::new();
         let (mut text, mut bounds) = (String::new(), vec![0u64]);
@@ -106,9 +118,17 @@ impl LineIndex {
                     }
                     .into());
                 }
+                let line = if format.is_json_lines(path) {
+                    match format.line_text(path, number as u64 + 1, line.as_bytes())? {
+                        Some(record) => Cow::Owned(record),
+                        None => continue,
+                    }
+                } else {
+                    Cow::Borrowed(line)
+                };
                 if !line.trim().is_empty() {
                     places.push((file as u32, number as u32 + 1));
-                    text.push_str(line);
+                    text.push_str(&line);
                     bounds.push(text.len() as u64);
                 }
             }
@@ -143,8 +163,8 @@ impl LineIndex {
 
     /// Whether the index was built from the model at `model` and from
     /// `files` as they are now (same paths, same contents).
-    pub fn is_current(&self, model: &Path, files: &[PathBuf]) -> Result<bool> {
-        Ok(Source::of(model, files)? == self.source)
+    pub fn is_current(&self, model: &Path, files: &[PathBuf], format: &TextFormat) -> Result<bool> {
+        Ok(Source::of(model, files, format)? == self.source)
     }
 
     /// Whether the index was built with the model at `model` (so that its
@@ -308,8 +328,8 @@ impl LineIndex {
 
 impl Source {
     /// The model's hash and each file's path and SHA-256.
-    fn of(model: &Path, files: &[PathBuf]) -> Result<Source> {
-        let files = files
+    fn of(model: &Path, paths: &[PathBuf], format: &TextFormat) -> Result<Source> {
+        let files = paths
             .iter()
             .map(|path| {
                 let bytes = MappedFile::open(path)?;
@@ -319,6 +339,15 @@ impl Source {
         Ok(Source {
             model: crate::record::checkpoint_id(model)?,
             files,
+            json_field: json_field(paths, format),
         })
     }
+}
+
+/// The field JSON Lines files among `files` are read by, if there are any.
+fn json_field(files: &[PathBuf], format: &TextFormat) -> Option<String> {
+    files
+        .iter()
+        .any(|path| format.is_json_lines(path))
+        .then(|| format.field().to_owned())
 }

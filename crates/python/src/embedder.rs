@@ -102,19 +102,25 @@ pub struct NativeLineIndex {
 
 #[pymethods]
 impl NativeLineIndex {
-    /// Embeds the non-empty lines of `files` with `embedder`, the model at
-    /// `model`.
+    /// Embeds the non-empty lines of `files` (directories walked for text
+    /// files) with `embedder`, the model at `model`; JSON Lines files give
+    /// their texts.
     #[staticmethod]
+    #[pyo3(signature = (embedder, model, files, *, jsonl=false, field=None))]
     fn build(
         py: Python<'_>,
         embedder: &NativeEmbedder,
         model: PathBuf,
         files: Vec<PathBuf>,
+        jsonl: bool,
+        field: Option<String>,
     ) -> PyResult<Self> {
+        let format = modelbin_format::io::texts::TextFormat { jsonl, field };
         let index = py
             .detach(|| {
                 let max_line = modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
-                LineIndex::build(&embedder.embedder, &model, &files, max_line)
+                let files = format.text_files(&files)?;
+                LineIndex::build(&embedder.embedder, &model, &files, &format, max_line)
             })
             .map_err(infer_error)?;
         Ok(NativeLineIndex { index })

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use modelbin_format::io::texts::TextFormat;
 use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
 use pyo3::prelude::*;
 
@@ -14,7 +15,7 @@ use crate::sae::with_progress;
 /// the summary `acts record --json` prints, as JSON text. `progress(done, total)` is called with tokens after each round;
 /// Ctrl-C between rounds raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
-#[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, progress))]
+#[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, jsonl=false, field=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn acts_record(
     py: Python<'_>,
@@ -25,6 +26,8 @@ pub fn acts_record(
     tokens_per_text: Option<usize>,
     cls: bool,
     max_patches_per_shard: u64,
+    jsonl: bool,
+    field: Option<String>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let settings = RecordSettings {
@@ -32,6 +35,7 @@ pub fn acts_record(
         tokens_per_text,
         cls,
         max_patches_per_shard,
+        text_format: TextFormat { jsonl, field },
     };
     let recording = py
         .detach(|| Recording::start(&model, &files, settings, &out))

@@ -189,6 +189,18 @@ def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
     assert again.summary["vectors"] == ours.summary["vectors"]
     assert tree(tmp_path / "ours") == before
 
+    # JSON Lines read by the one rule: an object's field, in both faces.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"body": f"row {i}: a few words of text"}) + "\n"
+                            for i in range(8)))
+    by_field = modelbin.acts.record(model, [rows], out=tmp_path / "rows-py", field="body",
+                                    tokens_per_text=8, progress=False)
+    run(cli, "acts", "record", "-m", model, "--field", "body", "--tokens-per-text", "8",
+        "-o", tmp_path / "rows-cli", rows)
+    assert tree(tmp_path / "rows-py") == tree(tmp_path / "rows-cli")
+    assert json.loads((pathlib.Path(by_field) / "metadata.json").read_text())["data"]["files"][0][
+        "json_lines"] == {"field": "body", "texts": 8}
+
     # The command line is a debug build here: a short text keeps BERT quick.
     short = tmp_path / "short.txt"
     short.write_text("The residual stream of a small model, recorded window by window. " * 3)

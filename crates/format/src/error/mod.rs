@@ -62,6 +62,17 @@ pub enum Error {
         /// The cap, in bytes (the line break not counted).
         max: u64,
     },
+    /// A line of a JSON Lines text input is not a JSON string nor an
+    /// object holding the text field as a string.
+    #[error("{path} line {line}: {reason}")]
+    BadJsonLine {
+        /// The file.
+        path: PathBuf,
+        /// The line's number (1-based).
+        line: u64,
+        /// What the line holds instead.
+        reason: String,
+    },
     /// A JSON document holds more values than its documented cap.
     #[error("{what} holds up to {values} JSON values, over the limit of {limit}")]
     TooManyJsonValues {
@@ -203,6 +214,7 @@ impl Error {
             | Error::NotRegularFile { path, .. }
             | Error::FileTooLarge { path, .. }
             | Error::LineTooLong { path, .. }
+            | Error::BadJsonLine { path, .. }
             | Error::OutputIsInput { output: path, .. }
             | Error::NotADirectoryOutput { path, .. }
             | Error::UnknownFormat { path } => Some(path),

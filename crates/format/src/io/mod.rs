@@ -1,7 +1,9 @@
 //! Plumbing every format shares, and the only code that touches the file
 //! system: what may be opened as an input ([`source`]), how outputs are
 //! written ([`output`], atomically), bounds-checked byte reading
-//! ([`bytes`]), text lines ([`lines`]), `.npy` output ([`npy`]), checksums
+//! ([`bytes`]), text lines ([`lines`]), the one rule for reading texts
+//! from files ([`texts`]) and for walking input directories ([`walk`]),
+//! `.npy` output ([`npy`]), checksums
 //! ([`checksum`]), and the process limits a run is checked against before it
 //! starts ([`memory`], [`threads`]). [`rng`] is the deterministic generator
 //! behind every seeded result.
@@ -19,5 +21,7 @@ pub mod npy;
 pub mod output;
 pub mod rng;
 pub mod source;
+pub mod texts;
 pub mod threads;
+pub mod walk;
 pub(crate) mod write;

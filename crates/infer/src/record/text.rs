@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use modelbin_format::Format;
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
+use modelbin_format::io::texts::{TextFormat, Texts};
 use modelbin_format::saev::Metadata;
 use rayon::prelude::*;
 
@@ -32,6 +33,8 @@ pub struct RecordSettings {
     pub cls: bool,
     /// The budget of vectors per shard.
     pub max_patches_per_shard: u64,
+    /// How the text files are read (plain or JSON Lines, and which field).
+    pub text_format: TextFormat,
 }
 
 impl Default for RecordSettings {
@@ -43,6 +46,7 @@ impl Default for RecordSettings {
             tokens_per_text: None,
             cls: false,
             max_patches_per_shard: 2_400_000,
+            text_format: TextFormat::default(),
         }
     }
 }
@@ -86,7 +90,8 @@ impl TextSource {
         if window > longest {
             return Err(RecordError::WindowTooLong { window, longest }.into());
         }
-        let (mut ids, described) = model.read_files(files)?;
+        let files = settings.text_format.text_files(files)?;
+        let (mut ids, described) = model.read_files(&files, &settings.text_format)?;
         let n_imgs = ids.len() / window;
         if n_imgs == 0 {
             return Err(RecordError::TooFewTokens {
@@ -257,7 +262,7 @@ impl RecordedModel {
         }
     }
 
-    /// The token ids of a file's text.
+    /// The token ids of a text.
     fn tokenize(&self, path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
         match self {
             RecordedModel::Tllm(_) => Ok(bytes.iter().map(|&b| u32::from(b)).collect()),
@@ -270,19 +275,39 @@ impl RecordedModel {
         }
     }
 
-    /// The token ids of `files`, concatenated in order, and how the
-    /// dataset's metadata describes each file (path, size, SHA-256). A
-    /// regular file is mapped; a stream is read under its cap
-    /// ([`MappedFile::open_or_read`]).
-    fn read_files(&self, files: &[PathBuf]) -> Result<(Vec<u32>, Vec<serde_json::Value>)> {
+    /// The token ids of `files`' texts, concatenated in order, and how the
+    /// dataset's metadata describes each file (path, size, SHA-256, and
+    /// for JSON Lines the field and the number of texts). A regular file is
+    /// mapped; a stream is read under its cap
+    /// ([`MappedFile::open_or_read`]). The texts of a JSON Lines file each
+    /// end with a line break for a byte-level model, as the lines of a
+    /// plain file do; WordPiece ids need no separator.
+    fn read_files(
+        &self,
+        files: &[PathBuf],
+        format: &TextFormat,
+    ) -> Result<(Vec<u32>, Vec<serde_json::Value>)> {
         let mut ids = Vec::new();
         let mut described = Vec::new();
         for path in files {
             let bytes = MappedFile::open_or_read(path)?;
-            described.push(serde_json::json!({
+            let mut description = serde_json::json!({
                 "path": path, "bytes": bytes.len(), "sha256": hex(&sha256(&bytes)),
-            }));
-            ids.extend(self.tokenize(path, &bytes)?);
+            });
+            match format.texts(path, &bytes)? {
+                Texts::Plain(text) => ids.extend(self.tokenize(path, text)?),
+                Texts::Records(texts) => {
+                    description["json_lines"] =
+                        serde_json::json!({"field": format.field(), "texts": texts.len()});
+                    for text in &texts {
+                        ids.extend(self.tokenize(path, text.as_bytes())?);
+                        if matches!(self, RecordedModel::Tllm(_)) {
+                            ids.push(u32::from(b'\n'));
+                        }
+                    }
+                }
+            }
+            described.push(description);
         }
         Ok((ids, described))
     }

@@ -37,7 +37,8 @@ def record(model: "str | os.PathLike[str]",
            out: "str | os.PathLike[str]", layers: Sequence[int] = (-1,),
            tokens_per_text: Optional[int] = None, cls: bool = False,
            max_patches_per_shard: int = 2_400_000, strict: bool = False,
-           int8: bool = False, progress: Optional[bool] = None) -> Recorded:
+           int8: bool = False, jsonl: bool = False, field: str = "text",
+           progress: Optional[bool] = None) -> Recorded:
     """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
     the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
     does with the same arguments; returns its path, whose ``summary`` is
@@ -46,7 +47,11 @@ def record(model: "str | os.PathLike[str]",
     Over text ``files`` (concatenated in order and cut into windows of
     ``tokens_per_text`` tokens, default the model's context), ``model`` is a
     byte-level TLLM file or a BERT model (an EMBD file or a Hugging Face
-    model directory); ``cls`` also keeps a BERT window's CLS row.
+    model directory); ``cls`` also keeps a BERT window's CLS row. A
+    directory gives its .txt, .text, .md, .rst, .jsonl and .ndjson files in
+    sorted order. JSON Lines files (``jsonl``, or named ``*.jsonl`` /
+    ``*.ndjson``) give one text per line: a JSON string, or an object's
+    ``field``.
 
     Over ``images`` (image files, and directories walked in sorted order for
     .jpg, .jpeg and .png files), ``model`` is a vision transformer's Hugging
@@ -82,7 +87,7 @@ def record(model: "str | os.PathLike[str]",
         report = _native.acts_record(
             os.fspath(model), [os.fspath(f) for f in files], os.fspath(out),
             layers=list(layers), tokens_per_text=tokens_per_text, cls=cls,
-            max_patches_per_shard=max_patches_per_shard,
+            max_patches_per_shard=max_patches_per_shard, jsonl=jsonl, field=field,
             progress=step if bar is not None else None)
     finally:
         if bar is not None:

@@ -214,10 +214,16 @@ class LineIndex:
 
     @classmethod
     def build(cls, embedder: SentenceEmbedder,
-              files: "Sequence[str | os.PathLike[str]]") -> "LineIndex":
-        """Embeds every non-empty line of ``files`` with ``embedder``."""
+              files: "Sequence[str | os.PathLike[str]]", *, jsonl: bool = False,
+              field: str = "text") -> "LineIndex":
+        """Embeds every non-empty line of ``files`` with ``embedder``.
+        Directories give their .txt, .text, .md, .rst, .jsonl and .ndjson
+        files in sorted order; the lines of JSON Lines files (``jsonl``, or
+        named ``*.jsonl`` / ``*.ndjson``) are read as their text: a JSON
+        string, or an object's ``field``."""
         return cls(_native.NativeLineIndex.build(embedder._native, embedder._path,
-                                                 [os.fspath(f) for f in files]))
+                                                 [os.fspath(f) for f in files],
+                                                 jsonl=jsonl, field=field))
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "LineIndex":

@@ -1,6 +1,6 @@
-//! Encoding a stream of JSON lines: one JSON string per input line in,
-//! one JSON array of token ids per output line out (`modelbin tokens
-//! encode --jsonl`).
+//! Encoding a stream of JSON lines: one JSON string (or an object holding
+//! the text in a field) per input line in, one JSON array of token ids per
+//! output line out (`modelbin tokens encode --jsonl`).
 //!
 //! Input is read in batches of whole lines, sized to the pool's threads;
 //! each batch is cut into runs of lines of at least 16 KiB (or to its end)
@@ -14,7 +14,10 @@
 use std::io::{self, BufRead, Write};
 use std::ops::Range;
 
+use std::path::Path;
+
 use modelbin_format::io::lines::{Line, push_json_ids, push_json_string, read_line};
+use modelbin_format::io::texts::TextFormat;
 use rayon::prelude::*;
 
 use crate::Tokenizer;
@@ -46,6 +49,10 @@ pub enum JsonlError {
         /// What the JSON parser said (its positions are on the line alone).
         reason: serde_json::Error,
     },
+    /// A line holding an object without the text field as a string, or
+    /// another JSON value.
+    #[error("{0}")]
+    NoText(#[source] modelbin_format::Error),
     /// A text the tokenizer refuses.
     #[error("line {line}: {error}")]
     Encode {
@@ -87,11 +94,14 @@ fn batch_bytes() -> usize {
     }
 }
 
-/// Encodes every line of `input`, writing the ids to `out`. Stops at the
-/// first line that is not a JSON string of UTF-8 text, or is longer than
-/// `max_line` bytes, after writing the lines before it.
+/// Encodes every line of `input`, writing the ids to `out`. A line is a
+/// JSON string, or an object whose `format.field()` is one, as
+/// [`TextFormat::line_text`] reads it. Stops at the first line that is
+/// neither, or is longer than `max_line` bytes, after writing the lines
+/// before it.
 pub fn encode_jsonl(
     tokenizer: &Tokenizer,
+    format: &TextFormat,
     mut input: impl BufRead,
     mut out: impl Write,
     max_line: usize,
@@ -112,7 +122,7 @@ pub fn encode_jsonl(
         let runs = &mut runs[..run_lines.len()];
         runs.par_iter_mut()
             .zip(run_lines)
-            .for_each(|(run, lines)| run.encode(&batch, tokenizer, lines));
+            .for_each(|(run, lines)| run.encode(&batch, tokenizer, format, lines));
         for run in runs {
             out.write_all(&run.json).map_err(write_error)?;
             if let Some(failure) = run.failure.take() {
@@ -215,15 +225,34 @@ struct Run {
 impl Run {
     /// Parses, encodes and serialises the batch's `lines`, up to the first
     /// that is not a JSON string of UTF-8 text.
-    fn encode(&mut self, batch: &Batch, tokenizer: &Tokenizer, lines: Range<usize>) {
+    fn encode(
+        &mut self,
+        batch: &Batch,
+        tokenizer: &Tokenizer,
+        format: &TextFormat,
+        lines: Range<usize>,
+    ) {
         let first_index = lines.start;
         self.texts.clear();
         self.text_ends.clear();
         self.failure = None;
         for index in lines {
-            if let Err(e) = push_json_string(batch.line(index), &mut self.texts) {
-                self.failure = Some(batch.not_a_string(index, e));
-                break;
+            let line = batch.line(index);
+            if let Err(e) = push_json_string(line, &mut self.texts) {
+                // Objects take the slower, general reading; a string
+                // (the common line) is parsed in place.
+                if line.first() != Some(&b'{') {
+                    self.failure = Some(batch.not_a_string(index, e));
+                    break;
+                }
+                let number = (batch.first_line + index + 1) as u64;
+                match format.line_text(Path::new("stdin"), number, line) {
+                    Ok(text) => self.texts.push_str(&text.unwrap_or_default()),
+                    Err(e) => {
+                        self.failure = Some(JsonlError::NoText(e));
+                        break;
+                    }
+                }
             }
             self.text_ends.push(self.texts.len());
         }
@@ -296,6 +325,7 @@ mod tests {
         let result = on_threads(threads, || {
             encode_jsonl(
                 tokenizer,
+                &TextFormat::default(),
                 input,
                 &mut out,
                 modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES,
@@ -329,6 +359,24 @@ mod tests {
 
     /// A bad line in the second batch: the lines before it are written and
     /// the error names it by its number in the whole input.
+    #[test]
+    fn objects_give_their_text_field_and_an_object_without_it_stops() {
+        let input = b"{\"id\":1,\"text\":\"one\"}\n\"two\"\n{\"id\":3}\n\"four\"\n";
+        let (out, result) = encode(1, input);
+        assert_eq!(out, expected(&["one".into(), "two".into()]));
+        match result {
+            Err(JsonlError::NoText(modelbin_format::Error::BadJsonLine {
+                line, reason, ..
+            })) => {
+                assert_eq!(
+                    (line, reason.as_str()),
+                    (3, "the object has no \"text\" field")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn output_stops_at_the_first_bad_line() {
         let (texts, input) = many_lines();
