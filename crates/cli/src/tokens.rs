@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use modelbin_format::io::source::{self, MappedFile};
 use modelbin_format::io::texts::{TextFormat, Texts};
-use modelbin_tokenize::cost::{
-    ChatMessage, CostEstimate, PriceTable, count_chat, encoding_for_model,
-};
+use modelbin_tokenize::cost::chat::{Chat, ChatRules};
+use modelbin_tokenize::cost::{CostEstimate, PriceTable, encoding_for_model};
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
@@ -64,8 +63,9 @@ pub enum TokensCommand {
         vocab: VocabChoice,
         #[command(flatten)]
         inputs: TextInputs,
-        /// Also count a chat (a JSON array of OpenAI messages), with
-        /// OpenAI's per-message overhead, as `tokens cost --messages` does.
+        /// Also count a chat (a JSON array of OpenAI messages, or a request
+        /// body with its tools), by OpenAI's rules for -m's model (gpt-4o's
+        /// without one), as `tokens cost --messages` does.
         #[arg(long, value_name = "FILE.json")]
         messages: Option<PathBuf>,
         /// Print JSON.
@@ -94,8 +94,9 @@ pub enum TokensCommand {
         /// model tiktoken does not map.
         #[arg(long, verbatim_doc_comment)]
         prices: Option<PathBuf>,
-        /// A chat conversation (JSON array of {role, content, name?}) to count
-        /// with OpenAI's per-message overhead.
+        /// A chat to count: a JSON array of OpenAI messages (text, image
+        /// parts, tool calls and tool replies), or a request body {"model",
+        /// "messages", "tools"}; counted by OpenAI's rules (docs/cli.md).
         #[arg(long)]
         messages: Option<PathBuf>,
         /// Print JSON.
@@ -137,7 +138,7 @@ pub struct VocabChoice {
     encoding: Option<&'static str>,
     /// Model whose encoding to use (e.g. gpt-4o, gpt-4).
     #[arg(short, long, conflicts_with = "vocab", value_parser = parse_model)]
-    model: Option<&'static str>,
+    model: Option<ModelName>,
     /// A vocabulary file: BPE2, or tiktoken's `.tiktoken` (converted in
     /// memory, so `modelbin convert` it to `.bpe2` once when it is used
     /// often).
@@ -159,15 +160,26 @@ fn parse_encoding(name: &str) -> Result<&'static str, String> {
     }
 }
 
-/// A model name; its value is the model's encoding: tiktoken's mapping, or
-/// the bundled price table's (which matches names in any case), so that
-/// `count -m` knows every model `cost -m` does.
-fn parse_model(model: &str) -> Result<&'static str, String> {
-    encoding_for_model(model).or_else(|_| {
+/// A model named by `-m`, with its encoding.
+#[derive(Debug, Clone)]
+struct ModelName {
+    name: String,
+    encoding: &'static str,
+}
+
+/// A model name and its encoding: tiktoken's mapping, or the bundled price
+/// table's (which matches names in any case), so that `count -m` knows
+/// every model `cost -m` does.
+fn parse_model(model: &str) -> Result<ModelName, String> {
+    let encoding = encoding_for_model(model).or_else(|_| {
         PriceTable::bundled()
             .pricing(model)
             .map(|pricing| pricing.encoding)
             .map_err(|e| format!("{e} (`modelbin tokens models` lists the known ones)"))
+    })?;
+    Ok(ModelName {
+        name: model.to_owned(),
+        encoding,
     })
 }
 
@@ -189,7 +201,12 @@ impl VocabChoice {
                 .map(|t| TokenizerRef::Owned(Box::new(t)))
                 .map_err(|e| at(path, e));
         }
-        let name = self.model.or(self.encoding).unwrap_or(DEFAULT_ENCODING);
+        let name = self
+            .model
+            .as_ref()
+            .map(|m| m.encoding)
+            .or(self.encoding)
+            .unwrap_or(DEFAULT_ENCODING);
         Tokenizer::embedded(name)
             .map(TokenizerRef::Embedded)
             .map_err(invalid)
@@ -258,7 +275,13 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             inputs,
             messages,
             json,
-        } => count(&*vocab.tokenizer()?, &inputs, messages.as_deref(), json),
+        } => count(
+            &*vocab.tokenizer()?,
+            vocab.model.as_ref().map(|m| m.name.as_str()),
+            &inputs,
+            messages.as_deref(),
+            json,
+        ),
         TokensCommand::Cost {
             model,
             inputs,
@@ -533,19 +556,31 @@ fn count_inputs(
     (counts, result)
 }
 
-/// The tokens of the chat in `path` (a JSON array of messages), with
-/// OpenAI's per-message overhead.
-fn count_messages(tokenizer: &Tokenizer, path: &Path) -> Result<usize, Failure> {
+/// The tokens of the chat in `path` (a JSON array of messages, or a
+/// request body with its tools), by the rules of `model` (gpt-4o's without
+/// one, unless the body names one); what was assumed is warned on stderr.
+fn count_messages(
+    tokenizer: &Tokenizer,
+    path: &Path,
+    model: Option<&str>,
+) -> Result<usize, Failure> {
     let text = modelbin_format::io::source::read_capped_text(path, "a chat conversation", 64 << 20)
         .map_err(|e| at(path, e))?;
-    let conversation: Vec<ChatMessage> = serde_json::from_str(&text).map_err(|e| {
-        Failure::Invalid(format!(
-            "{}: not a JSON array of chat messages: {e}",
-            path.display()
-        ))
-    })?;
-    count_chat(tokenizer, &conversation).map_err(|e| at(path, e))
+    let chat = Chat::parse(&text).map_err(|e| at(path, e))?;
+    let model = model
+        .or(chat.model.as_deref())
+        .unwrap_or(DEFAULT_CHAT_MODEL);
+    let count = chat
+        .count(tokenizer, &ChatRules::for_model(model))
+        .map_err(|e| at(path, e))?;
+    for warning in &count.warnings {
+        crate::stdout::errln!("warning: {}: {warning}", path.display());
+    }
+    Ok(count.total())
 }
+
+/// The model whose chat rules count a chat that names none.
+const DEFAULT_CHAT_MODEL: &str = "gpt-4o";
 
 /// Whether the texts are read besides a chat: when given, or when there is
 /// no chat (then stdin is read).
@@ -555,6 +590,7 @@ fn reads_texts(inputs: &TextInputs, messages: Option<&Path>) -> bool {
 
 fn count(
     tokenizer: &Tokenizer,
+    model: Option<&str>,
     inputs: &TextInputs,
     messages: Option<&Path>,
     json: bool,
@@ -562,7 +598,7 @@ fn count(
     let mut counts = Vec::new();
     if let Some(path) = messages {
         counts.push(InputCount {
-            tokens: count_messages(tokenizer, path)?,
+            tokens: count_messages(tokenizer, path, model)?,
             input: path.display().to_string(),
         });
     }
@@ -637,7 +673,7 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
     let tokenizer = Tokenizer::embedded(pricing.encoding).map_err(invalid)?;
     let mut input_tokens = 0;
     if let Some(path) = request.messages {
-        input_tokens += count_messages(tokenizer, path)?;
+        input_tokens += count_messages(tokenizer, path, Some(model))?;
     }
     if reads_texts(inputs, request.messages) {
         let (counts, result) = count_inputs(tokenizer, inputs);

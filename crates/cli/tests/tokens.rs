@@ -507,3 +507,59 @@ fn unknown_vocabularies_need_a_pattern() {
     );
     assert!(err.contains("invalid pre-tokenizer pattern"), "{err}");
 }
+
+#[test]
+fn a_request_body_with_tools_tool_calls_and_images_is_counted_and_assumptions_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("request.json");
+    let chat = r#"{"model": "gpt-4o", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "What is in this picture, and the weather?"},
+                                     {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"}}}}}]}"#;
+    std::fs::write(&body, chat).unwrap();
+    let out = modelbin(
+        &[
+            "tokens",
+            "cost",
+            "-m",
+            "gpt-4o",
+            "--messages",
+            body.to_str().unwrap(),
+            "--json",
+        ],
+        "",
+    );
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokenizer = modelbin_tokenize::Tokenizer::embedded("o200k_base").unwrap();
+    let parsed = modelbin_tokenize::cost::chat::Chat::parse(chat).unwrap();
+    let expected = parsed
+        .count(
+            tokenizer,
+            &modelbin_tokenize::cost::chat::ChatRules::for_model("gpt-4o"),
+        )
+        .unwrap();
+    // The image of unknown size counts as 1024 x 1024 at high detail: 765.
+    assert_eq!(expected.images, 765);
+    assert!(expected.tools > 0 && expected.tool_calls > 0);
+    assert_eq!(json["input_tokens"], expected.total());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("the size of image https://example.com/a.png is unknown")
+            && stderr.contains("counted as 1024x1024 at detail \"auto\": 765 tokens"),
+        "{stderr}"
+    );
+    std::fs::write(&body, r#"{"messages": "hi"}"#).unwrap();
+    let err = fails(
+        &["tokens", "count", "--messages", body.to_str().unwrap()],
+        "",
+    );
+    assert!(
+        err.contains("not a chat (a JSON array of messages"),
+        "{err}"
+    );
+}

@@ -401,6 +401,29 @@ pub fn cost(
     })
 }
 
+/// The tokens of a chat (`messages_json`: a JSON array of OpenAI messages,
+/// or a request body with its tools), counted with `encoding` by `model`'s
+/// rules: the parts and the warnings of `ChatCount`, and `total` (JSON text).
+#[pyfunction]
+pub fn count_chat(
+    py: Python<'_>,
+    messages_json: &str,
+    model: &str,
+    encoding: &str,
+) -> PyResult<String> {
+    use modelbin_tokenize::cost::chat::{Chat, ChatRules};
+    py.detach(|| {
+        let tokenizer = modelbin_tokenize::Tokenizer::embedded(encoding).map_err(tokenize_error)?;
+        let chat = Chat::parse(messages_json).map_err(tokenize_error)?;
+        let count = chat
+            .count(tokenizer, &ChatRules::for_model(model))
+            .map_err(tokenize_error)?;
+        let mut json = serde_json::to_value(&count).expect("a count serializes");
+        json["total"] = count.total().into();
+        Ok(json.to_string())
+    })
+}
+
 /// The input of [`cost`]: a token count or a text to count.
 #[derive(FromPyObject)]
 pub enum CostInput {

@@ -49,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tllm::tllm_train, m)?)?;
     m.add_function(wrap_pyfunction!(convert::convert, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::cost, m)?)?;
+    m.add_function(wrap_pyfunction!(encoding::count_chat, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::encoding_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::encoding_names, m)?)?;
     m.add_function(wrap_pyfunction!(encoding::clear_piece_cache, m)?)?;

@@ -75,6 +75,40 @@ def test_cost_is_the_commands_json(tmp_path, cli):
                                                  "unit": "per 1M tokens", "models": {}})
 
 
+def test_chats_with_tools_and_images_are_counted_and_priced_as_the_command(tmp_path, cli):
+    chat = {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "look", "arguments": "{\"zoom\": 2}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a cat"}],
+        "tools": [{"type": "function", "function": {
+            "name": "look", "description": "Look closer.", "parameters": {
+                "type": "object", "properties": {"zoom": {"type": "number",
+                                                          "description": "Zoom"}}}}}]}
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(chat))
+    theirs = json.loads(run(cli, "tokens", "cost", "-m", "gpt-4o", "--messages", path, "--json"))
+    with pytest.warns(UserWarning, match="counted as 1024x1024"):
+        assert modelbin.cost("gpt-4o", chat) == theirs
+    # The tools' tokens add to the messages' (an empty chat is the 3 tokens
+    # that prime the reply).
+    with pytest.warns(UserWarning, match="size of image"):
+        without_tools = modelbin.cost("gpt-4o", messages=chat["messages"])["input_tokens"]
+    tools = modelbin.count_messages({"messages": [], "tools": chat["tools"]}) - 3
+    assert without_tools + tools == theirs["input_tokens"]
+    with pytest.warns(UserWarning):
+        assert modelbin.count_messages(chat) == theirs["input_tokens"]
+    low = [{"role": "user", "content": [{"type": "image_url", "image_url": {
+        "url": "https://example.com/a.png", "detail": "low"}}]}]
+    encoding = modelbin.get_encoding("o200k_base")
+    assert modelbin.count_messages(low) == 3 + encoding.count("user") + 85 + 3
+    with pytest.raises(ValueError, match="not a chat"):
+        modelbin.count_messages({"messages": "hi"})
+
+
 @pytest.mark.parametrize("architecture", ["topk", "batchtopk", "relu"])
 def test_sae_training_is_bit_identical_to_the_command(tmp_path, cli, architecture):
     data = sine_dataset(tmp_path / "acts")

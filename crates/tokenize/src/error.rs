@@ -98,6 +98,9 @@ pub enum Error {
         /// Output tokens.
         output_tokens: u64,
     },
+    /// A chat conversation that is not OpenAI's shape.
+    #[error("not a chat (a JSON array of messages, or a request body with \"messages\"): {0}")]
+    BadChat(String),
     /// A price table that does not parse.
     #[error("invalid price table: {0}")]
     BadPriceTable(String),

@@ -30,7 +30,7 @@ pub struct Writer {
 #[derive(Debug)]
 pub enum Start {
     /// The dataset is not there yet: write it.
-    New(Writer),
+    New(Box<Writer>),
     /// The same dataset (same metadata, so the same hash) is already
     /// complete at this path: there is nothing to write.
     Existing(PathBuf),
@@ -43,7 +43,7 @@ impl Writer {
     /// an interrupted run is replaced.
     pub fn create(root: impl AsRef<Path>, metadata: Metadata) -> Result<Writer> {
         match Writer::start(root, metadata)? {
-            Start::New(writer) => Ok(writer),
+            Start::New(writer) => Ok(*writer),
             Start::Existing(path) => Err(Error::Saev(SaevError::DatasetExists {
                 path,
                 reason: "this dataset is already written (same metadata hash); nothing to do",
@@ -76,7 +76,7 @@ impl Writer {
             std::fs::remove_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
         }
         std::fs::create_dir_all(&partial).map_err(|e| Error::io(&partial, e))?;
-        Ok(Start::New(Writer {
+        Ok(Start::New(Box::new(Writer {
             metadata,
             partial,
             target,
@@ -85,7 +85,7 @@ impl Writer {
             imgs_in_shard: 0,
             written: 0,
             renamed: false,
-        }))
+        })))
     }
 
     /// The metadata being written.

@@ -75,7 +75,7 @@ impl Output {
         match Writer::start(root, metadata.clone())? {
             Start::New(mut writer) => {
                 beside(&mut writer)?;
-                Ok(Output::New(writer))
+                Ok(Output::New(*writer))
             }
             Start::Existing(path) => Ok(Output::Existing { path, metadata }),
         }

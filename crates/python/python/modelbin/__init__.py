@@ -19,7 +19,7 @@
   :class:`modelbin.vision.ImageProcessor`.
 - Any file: :func:`verify` and :func:`inspect`; :func:`convert` between
   formats.
-- Pricing: :func:`cost`.
+- Pricing: :func:`cost`, and :func:`count_messages` for chats.
 - Workflows, through the same engine as the command line:
   :func:`modelbin.acts.record`, :func:`modelbin.sae.train`,
   :func:`modelbin.sae.evaluate`.
@@ -30,7 +30,7 @@ page cache.
 """
 
 from . import acts, numpy, sae, saev, torch, vision
-from ._files import convert, cost, inspect, verify
+from ._files import convert, cost, count_messages, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
 from .embeddings import LineIndex, SentenceEmbedder, quantize_embeddings
@@ -55,6 +55,7 @@ __all__ = [
     "clear_piece_cache",
     "convert",
     "cost",
+    "count_messages",
     "encoding_for_model",
     "get_encoding",
     "inspect",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Union
+import warnings
+from typing import Any, Dict, List, Optional, Union
 
 
 def verify(path: "str | os.PathLike[str]") -> None:
@@ -46,23 +47,66 @@ def convert(src: "str | os.PathLike[str]", dst: "str | os.PathLike[str]", *,
     return json.loads(report)
 
 
-def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
-         cached_tokens: int = 0,
-         prices: "Optional[str | os.PathLike[str] | Dict[str, Any]]" = None
-         ) -> Dict[str, Any]:
-    """What sending ``input_tokens`` (a count, or a text counted with the
-    model's encoding) to ``model`` and getting ``output_tokens`` back costs:
-    the dict ``modelbin tokens cost --json`` prints (``model``, ``priced_as``,
-    ``encoding``, token counts, ``input_cost``, ``output_cost``,
-    ``total_cost``, ``currency``, ``prices_as_of``). ``prices`` is a price
-    table (a file, or a dict of the same shape) whose entries add to the
-    bundled ones; a table in another currency replaces them. ``KeyError`` for a
-    model no table prices; ``ValueError`` for cached tokens without a cached
-    price or output tokens without an output price."""
-    from . import _native
+#: A chat: a list of OpenAI messages, or a request body with ``messages``.
+Chat = Union[List[Dict[str, Any]], Dict[str, Any]]
 
-    if isinstance(prices, dict):
-        return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens,
-                                       prices_json=json.dumps(prices)))
-    return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens,
-                                   None if prices is None else os.fspath(prices)))
+
+def count_messages(messages: Chat, model: str = "gpt-4o", *,
+                   encoding: Optional[str] = None) -> int:
+    """The input tokens of a chat as OpenAI's Chat Completions API takes it:
+    a list of messages (text and image parts, ``tool_calls`` with
+    ``"content": None``, ``role: "tool"`` replies), or a request body with
+    ``messages`` and ``tools``. Counted with ``model``'s encoding (or
+    ``encoding``) by OpenAI's rules, as ``modelbin tokens count --messages``
+    does: the cookbook's per-message overhead and tool-definition rule, tool
+    calls' names and arguments, and the tile rule for images. What had to be
+    assumed (an image whose size is unknown) is warned as a
+    ``UserWarning``, never counted as 0."""
+    from . import _native
+    from .encoding import encoding_name_for_model
+
+    name = encoding if encoding is not None else encoding_name_for_model(model)
+    report = json.loads(_native.count_chat(json.dumps(messages), model, name))
+    for warning in report["warnings"]:
+        warnings.warn(warning, stacklevel=2)
+    return int(report["total"])
+
+
+def cost(model: str, input_tokens: "Union[int, str, Chat]" = 0, output_tokens: int = 0,
+         cached_tokens: int = 0,
+         prices: "Optional[str | os.PathLike[str] | Dict[str, Any]]" = None, *,
+         messages: Optional[Chat] = None) -> Dict[str, Any]:
+    """What sending ``input_tokens`` (a count, a text counted with the
+    model's encoding, or a chat) to ``model`` and getting ``output_tokens``
+    back costs: the dict ``modelbin tokens cost --json`` prints (``model``,
+    ``priced_as``, ``encoding``, token counts, ``input_cost``,
+    ``output_cost``, ``total_cost``, ``currency``, ``prices_as_of``). A chat
+    (``messages``, or a list of messages or request body given as
+    ``input_tokens``) is counted as :func:`count_messages` counts it, with the
+    priced model's encoding, and added. ``prices`` is a price table (a file,
+    or a dict of the same shape) whose entries add to the bundled ones; a
+    table in another currency replaces them. ``KeyError`` for a model no
+    table prices; ``ValueError`` for cached tokens without a cached price or
+    output tokens without an output price."""
+    from . import _native
+    from .encoding import get_encoding
+
+    if isinstance(input_tokens, (list, dict)):
+        if messages is not None:
+            raise TypeError("give the chat once: as input_tokens or as messages=")
+        input_tokens, messages = 0, input_tokens
+    table: Dict[str, Any] = ({"prices_json": json.dumps(prices)} if isinstance(prices, dict)
+                             else {"prices": None if prices is None else os.fspath(prices)})
+    if messages is not None:
+        # The priced model's encoding (a price table may name one for a
+        # model tiktoken does not map) counts the chat.
+        encoding = json.loads(_native.cost(model, 0, 0, 0, **table))["encoding"]
+        report = json.loads(_native.count_chat(json.dumps(messages), model, encoding))
+        for warning in report["warnings"]:
+            warnings.warn(warning, stacklevel=2)
+        chat_tokens = int(report["total"])
+        if isinstance(input_tokens, str):
+            chat_tokens += get_encoding(encoding).count(input_tokens)
+            input_tokens = 0
+        input_tokens = int(input_tokens) + chat_tokens
+    return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens, **table))

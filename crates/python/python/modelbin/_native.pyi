@@ -161,6 +161,7 @@ def convert(src: str, dst: str, *, to: Optional[str], dtype: Optional[str],
 def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
          cached_tokens: int = 0, prices: Optional[str] = None,
          prices_json: Optional[str] = None) -> str: ...
+def count_chat(messages_json: str, model: str, encoding: str) -> str: ...
 def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
                 tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
                 jsonl: bool = ..., field: Optional[str] = ...,

@@ -1,10 +1,12 @@
-//! Models, their encodings and prices, and chat-message token counting.
+//! Models, their encodings and prices; [`chat`] counts chat requests.
+
+pub mod chat;
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::{Error, Result, Tokenizer};
+use crate::{Error, Result};
 
 /// Model names → encoding, exactly as tiktoken 0.14.0's `model.py` maps them.
 const MODEL_TO_ENCODING: [(&str, &str); 45] = [
@@ -159,7 +161,7 @@ const PARSED_UNIT: &str = "per 1M tokens";
 const TABLE_SHAPE: &str = r#"expected {"as_of": "YYYY-MM-DD", "currency": "USD", "unit": "per 1M tokens", "models": {"NAME": {"input": 2.5, "cached_input": 1.25, "output": 10.0, "encoding": "o200k_base"}}}"#;
 
 /// The price table bundled with modelbin.
-pub const BUNDLED_PRICES: &str = include_str!("../data/prices.json");
+pub const BUNDLED_PRICES: &str = include_str!("../../data/prices.json");
 
 impl PriceTable {
     /// The bundled table.
@@ -490,72 +492,6 @@ pub fn cached_cost(price: &ModelPrice, cached: u64) -> Option<f64> {
     price.cached_input.map(|rate| cached as f64 * rate / 1e6)
 }
 
-/// One chat message: role, content, optional name.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ChatMessage {
-    /// `system`, `user`, `assistant`, ...
-    pub role: String,
-    /// The text, or a list of content parts of which the text parts count.
-    pub content: Content,
-    /// An optional participant name.
-    #[serde(default)]
-    pub name: Option<String>,
-}
-
-/// Message content.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Content {
-    /// Plain text.
-    Text(String),
-    /// Content parts; those of type `text` are counted.
-    Parts(Vec<ContentPart>),
-}
-
-/// One content part.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ContentPart {
-    /// The part's type (`text`, `image_url`, ...).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The text of a `text` part.
-    #[serde(default)]
-    pub text: Option<String>,
-}
-
-/// Tokens every message costs beyond its fields, and a name adds.
-const TOKENS_PER_MESSAGE: usize = 3;
-const TOKENS_PER_NAME: usize = 1;
-/// Tokens that prime the assistant's reply.
-const REPLY_PRIMING: usize = 3;
-
-/// Input tokens of a chat conversation with OpenAI's per-message overhead
-/// (3 per message, 1 per name, 3 to prime the reply), as OpenAI's cookbook
-/// counts them for the gpt-3.5-turbo, gpt-4 and gpt-4o families.
-pub fn count_chat(tokenizer: &Tokenizer, messages: &[ChatMessage]) -> crate::Result<usize> {
-    let text_tokens = |m: &ChatMessage| -> crate::Result<usize> {
-        let content = match &m.content {
-            Content::Text(text) => tokenizer.count(text)?,
-            Content::Parts(parts) => parts
-                .iter()
-                .filter(|p| p.kind == "text")
-                .filter_map(|p| p.text.as_deref())
-                .map(|t| tokenizer.count(t))
-                .sum::<crate::Result<usize>>()?,
-        };
-        let name = match m.name.as_deref() {
-            Some(name) => tokenizer.count(name)? + TOKENS_PER_NAME,
-            None => 0,
-        };
-        Ok(TOKENS_PER_MESSAGE + tokenizer.count(&m.role)? + content + name)
-    };
-    Ok(messages
-        .iter()
-        .map(text_tokens)
-        .sum::<crate::Result<usize>>()?
-        + REPLY_PRIMING)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -800,21 +736,5 @@ mod tests {
         let day = days_from_civil(&bundled.as_of).unwrap();
         assert_eq!(bundled.age_in_days(day + 90), Some(90));
         assert_eq!(days_from_civil("2025-13-01"), None);
-    }
-
-    #[test]
-    fn chat_overhead_matches_the_cookbook() {
-        // The cookbook's rule, spelled out on a small conversation: 3 per
-        // message, role and content tokens, name tokens + 1, and 3 at the end.
-        let t = Tokenizer::embedded("cl100k_base").unwrap();
-        let messages: Vec<ChatMessage> = serde_json::from_str(
-            r#"[{"role": "system", "content": "hi"}, {"role": "user", "name": "bob", "content": [{"type": "text", "text": "hello world"}, {"type": "image_url"}]}]"#,
-        )
-        .unwrap();
-        let count = |text| t.count(text).unwrap();
-        let expected = (3 + count("system") + count("hi"))
-            + (3 + count("user") + count("hello world") + count("bob") + 1)
-            + 3;
-        assert_eq!(count_chat(t, &messages).unwrap(), expected);
     }
 }
