@@ -1,10 +1,11 @@
-//! Bidirectional scaled dot-product attention over packed sequences, and
-//! the row-parallel helpers the encoders (BERT, the vision transformers)
-//! share around it.
+//! Scaled dot-product attention over packed sequences, bidirectional (the
+//! encoders: BERT, the vision transformers) and causal with a KV cache and
+//! grouped-query heads (the decoder language models), and the
+//! row-parallel helpers the models share around it.
 
 use rayon::prelude::*;
 
-use crate::nn::kernels::{gemm_strided, layer_norm, shifted_exp};
+use crate::nn::kernels::{gemm_strided, layer_norm, rms_norm, shifted_exp};
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task, at most.
@@ -30,6 +31,15 @@ pub(crate) fn layer_norm_rows(
     out.par_chunks_mut(dim * rows)
         .zip(input.par_chunks(dim * rows))
         .for_each(|(out, input)| layer_norm(input, weight, bias, out, dim, eps));
+}
+
+/// RMSNorm of each `dim`-wide row of `input` into `out`, rows spread over
+/// the rayon pool.
+pub(crate) fn rms_norm_rows(input: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
+    let rows = rows_per_task(input.len() / dim);
+    out.par_chunks_mut(dim * rows)
+        .zip(input.par_chunks(dim * rows))
+        .for_each(|(out, input)| rms_norm(input, weight, out, dim, eps));
 }
 
 /// `a += b`, element-wise, spread over the rayon pool.
@@ -191,6 +201,145 @@ fn attention_in_blocks(
     for (task, out) in tasks.iter().zip(outputs) {
         for (r, values) in out.chunks_exact(d).enumerate() {
             let at = (task.start + task.first + r) * h + task.head * d;
+            context[at..at + d].copy_from_slice(values);
+        }
+    }
+}
+
+/// Rows of a matrix in a larger buffer: row `r` starts at
+/// `values[r · stride]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Strided<'a> {
+    /// The buffer, from the first row's first value.
+    pub values: &'a [f32],
+    /// Values from one row to the next.
+    pub stride: usize,
+}
+
+/// One sequence of [`causal_attention`]: `len` new queries, the rows
+/// from `queries` on of `q` and of the context; its keys and values are
+/// the rows from `keys` on, the `past` cached ones first, then one per
+/// new query. Query `i` sees keys `0..=past + i`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CausalSpan {
+    /// The first query's row.
+    pub queries: usize,
+    /// New queries.
+    pub len: usize,
+    /// The first key's (and value's) row.
+    pub keys: usize,
+    /// Keys before the first query's own.
+    pub past: usize,
+}
+
+/// The heads of a causal attention: `heads` query heads and `kv_heads`
+/// key/value heads (query head `h` reads key/value head
+/// `h / (heads / kv_heads)`, transformers' `repeat_kv`), each `dim`
+/// wide; scores are scaled by `scale` before the softmax.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heads {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Width of a head.
+    pub dim: usize,
+    /// The scores' scale.
+    pub scale: f32,
+}
+
+/// Causal scaled dot-product attention of every sequence and head: the
+/// context rows (`heads · dim` wide, at the queries' rows) written to
+/// `context`. Queries are taken in blocks ([`MAX_SCORES_PER_TASK`]); each
+/// query's scores run over the keys it sees only.
+pub(crate) fn causal_attention(
+    spans: &[CausalSpan],
+    (q, k, v): (Strided<'_>, Strided<'_>, Strided<'_>),
+    heads: Heads,
+    context: &mut [f32],
+) {
+    let Heads {
+        heads: nh,
+        kv_heads,
+        dim: d,
+        scale,
+    } = heads;
+    let group = nh / kv_heads;
+    let width = nh * d;
+    let (qs, ks, vs) = (q.stride, k.stride, v.stride);
+    // Every row the products address lies inside its buffer.
+    let holds = |m: Strided<'_>, first: usize, rows: usize, columns: usize| {
+        rows == 0 || m.values.len() >= (first + rows - 1) * m.stride + columns
+    };
+    for s in spans {
+        assert!(
+            holds(q, s.queries, s.len, width)
+                && holds(k, s.keys, s.past + s.len, kv_heads * d)
+                && holds(v, s.keys, s.past + s.len, kv_heads * d)
+                && context.len() >= (s.queries + s.len) * width,
+            "attention span outside its buffers"
+        );
+    }
+    let tasks: Vec<(CausalSpan, usize, usize, usize)> = spans
+        .iter()
+        .flat_map(|&span| {
+            let block = queries_per_block(span.past + span.len, MAX_SCORES_PER_TASK);
+            (0..nh).flat_map(move |head| {
+                (0..span.len)
+                    .step_by(block)
+                    .map(move |first| (span, head, first, block.min(span.len - first)))
+            })
+        })
+        .collect();
+    let outputs: Vec<Vec<f32>> = tasks
+        .par_iter()
+        .map(|&(span, head, first, rows)| {
+            let kv_head = head / group;
+            let seen = span.past + first + rows;
+            let queries = &q.values[(span.queries + first) * qs + head * d..];
+            let keys = &k.values[span.keys * ks + kv_head * d..];
+            let values = &v.values[span.keys * vs + kv_head * d..];
+            let mut scores = vec![0.0f32; rows * seen];
+            // SAFETY: the queries are `rows` rows of `d` columns at their
+            // stride, keys and values `seen` rows of `d` columns at theirs,
+            // inside the buffers (asserted above); `scores` is rows × seen.
+            unsafe {
+                gemm_strided(
+                    (rows, d, seen),
+                    (queries, [qs, 1]),
+                    (keys, [1, ks]),
+                    (&mut scores, seen),
+                    false,
+                );
+            }
+            let mut sums = Vec::with_capacity(rows);
+            for (r, row) in scores.chunks_exact_mut(seen).enumerate() {
+                let visible = span.past + first + r + 1;
+                sums.push(shifted_exp(&mut row[..visible], scale));
+                row[visible..].fill(0.0);
+            }
+            let mut out = vec![0.0f32; rows * d];
+            // SAFETY: `scores` is rows × seen, values is seen × d at its
+            // stride, `out` is rows × d.
+            unsafe {
+                gemm_strided(
+                    (rows, seen, d),
+                    (&scores, [seen, 1]),
+                    (values, [vs, 1]),
+                    (&mut out, d),
+                    false,
+                );
+            }
+            for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
+                let inverse = 1.0 / sum;
+                row.iter_mut().for_each(|v| *v *= inverse);
+            }
+            out
+        })
+        .collect();
+    for (&(span, head, first, _), out) in tasks.iter().zip(outputs) {
+        for (r, values) in out.chunks_exact(d).enumerate() {
+            let at = (span.queries + first + r) * width + head * d;
             context[at..at + d].copy_from_slice(values);
         }
     }
