@@ -233,3 +233,60 @@ impl Sharded {
         self.shards.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Index> {
+        parse_index(json.as_bytes(), Path::new("i.json"))
+    }
+
+    #[test]
+    fn an_index_maps_names_to_plain_shard_names() {
+        let index = parse(
+            r#"{"metadata": {"total_size": 8}, "weight_map": {"b": "2.safetensors", "a": "1.safetensors"}}"#,
+        )
+        .unwrap();
+        let names: Vec<_> = index.weight_map.iter().collect();
+        assert_eq!(
+            names,
+            [
+                (&"a".to_owned(), &"1.safetensors".to_owned()),
+                (&"b".to_owned(), &"2.safetensors".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_indexes_are_refused() {
+        let shard = |r: Result<Index>| match r {
+            Err(Error::Shard(e)) => e,
+            other => panic!("{other:?}"),
+        };
+        for bad in [
+            "",
+            "[]",
+            "{}",
+            r#"{"weight_map": {}}"#,
+            r#"{"weight_map": {"a": 1}}"#,
+            r#"{"weight_map": {"a": "x"}"#,
+        ] {
+            assert!(
+                matches!(shard(parse(bad)), ShardError::BadIndex { .. }),
+                "{bad}"
+            );
+        }
+        for name in ["../x", "/etc/passwd", "", "..", "a\\\\b"] {
+            let json = format!(r#"{{"weight_map": {{"t": "{name}"}}}}"#);
+            assert!(
+                matches!(shard(parse(&json)), ShardError::BadShardName { .. }),
+                "{name}"
+            );
+        }
+        assert!(matches!(
+            shard(parse(r#"{"weight_map": {"t": "a", "t": "a"}}"#)),
+            ShardError::NamedTwice { .. }
+        ));
+    }
+}
