@@ -52,13 +52,13 @@ fn values(n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Writes `shapes` (F32) as the safetensors file `path`; `bytes` may
+/// What may replace a tensor's data: given its name and element count,
+/// its dtype and bytes instead of the F32 values.
+type Replace = dyn Fn(&str, usize) -> Option<(DType, Vec<u8>)>;
+
+/// Writes `shapes` (F32) as the safetensors file `path`; `replace` may
 /// replace a tensor's data and dtype.
-fn write_tensors(
-    path: &Path,
-    shapes: &[(String, Vec<usize>)],
-    replace: &dyn Fn(&str, usize) -> Option<(DType, Vec<u8>)>,
-) {
+fn write_tensors(path: &Path, shapes: &[(String, Vec<usize>)], replace: &Replace) {
     let data: Vec<(DType, Vec<u8>)> = shapes
         .iter()
         .map(|(name, shape)| {
@@ -293,7 +293,7 @@ fn tensors_of_the_wrong_shape_dtype_or_value_are_named() {
         }
         other => panic!("{other:?}"),
     }
-    let rewrite = |replace: &dyn Fn(&str, usize) -> Option<(DType, Vec<u8>)>| {
+    let rewrite = |replace: &Replace| {
         let dir = model_dir(&llama_config(), &llama_tensors());
         write_tensors(
             &dir.path().join("model.safetensors"),
@@ -302,9 +302,9 @@ fn tensors_of_the_wrong_shape_dtype_or_value_are_named() {
         );
         LanguageModel::open(dir.path())
     };
-    let ints = rewrite(&|name, n| (name == q).then(|| (DType::I32, vec![0; 4 * n])));
+    let ints = rewrite(&move |name, n| (name == q).then(|| (DType::I32, vec![0; 4 * n])));
     assert!(matches!(model_error(ints), ModelError::WrongDtype { name, .. } if name == q));
-    let nan = rewrite(&|name, n| {
+    let nan = rewrite(&move |name, n| {
         (name == q).then(|| {
             let mut bytes = values(n);
             bytes[12..16].copy_from_slice(&f32::NAN.to_le_bytes());

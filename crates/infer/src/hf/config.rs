@@ -52,17 +52,26 @@ impl Raw<u64> {
     /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
     /// from 1 to [`MAX_COUNT`].
     pub(crate) fn count(&self, key: &str, default: u64) -> Result<usize> {
+        self.count_up_to(key, default, MAX_COUNT)
+    }
+
+    /// The count, `default` when the key is missing.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
+    /// from 1 to `max`.
+    pub(crate) fn count_up_to(&self, key: &str, default: u64, max: u64) -> Result<usize> {
         if self.json.is_null() {
             return Ok(default as usize);
         }
         self.value
-            .filter(|n| (1..=MAX_COUNT).contains(n))
+            .filter(|n| (1..=max).contains(n))
             .map(|n| n as usize)
             .ok_or_else(|| {
                 invalid(
                     key,
                     &self.json,
-                    &format!("expected an integer from 1 to {MAX_COUNT}"),
+                    &format!("expected an integer from 1 to {max}"),
                 )
             })
     }

@@ -228,26 +228,6 @@ fn token_id(key: &str, json: &Value) -> Result<u32> {
         .ok_or_else(|| invalid(key, json, "expected a token id"))
 }
 
-impl Raw<u64> {
-    /// The count, `default` when the key is missing, else an integer from
-    /// 1 to `max`.
-    fn count_up_to(&self, key: &str, default: u64, max: u64) -> Result<usize> {
-        if self.json.is_null() {
-            return Ok(default as usize);
-        }
-        self.value
-            .filter(|n| (1..=max).contains(n))
-            .map(|n| n as usize)
-            .ok_or_else(|| {
-                invalid(
-                    key,
-                    &self.json,
-                    &format!("expected an integer from 1 to {max}"),
-                )
-            })
-    }
-}
-
 impl RawConfig {
     /// The configuration, with transformers' defaults for the keys left
     /// out, once the rules hold.
@@ -354,7 +334,7 @@ impl RawConfig {
                 let kv_heads = self
                     .num_key_value_heads
                     .count("num_key_value_heads", heads as u64)?;
-                if heads % kv_heads != 0 {
+                if !heads.is_multiple_of(kv_heads) {
                     return Err(LmError::KvHeadsDoNotDivide { heads, kv_heads }.into());
                 }
                 let head_dim = if self.head_dim.json.is_null() {
@@ -509,7 +489,7 @@ impl RawConfig {
 
 /// `hidden / heads`, when the heads divide it.
 fn divided(hidden: usize, heads: usize) -> Result<usize> {
-    if hidden % heads != 0 {
+    if !hidden.is_multiple_of(heads) {
         return Err(LmError::HeadsDoNotDivide { hidden, heads }.into());
     }
     Ok(hidden / heads)
@@ -621,7 +601,7 @@ fn rope(
     }
     // transformers' int(head_size * partial_rotary_factor).
     let dims = (head_dim as f64 * fraction) as usize;
-    if dims < 2 || dims % 2 != 0 {
+    if dims < 2 || !dims.is_multiple_of(2) {
         return Err(LmError::BadRope {
             key: "partial_rotary_factor",
             reason: format!(

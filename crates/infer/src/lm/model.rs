@@ -16,6 +16,12 @@ use crate::nn::attention::{CausalSpan, check_forward_memory};
 use crate::nn::int8::Int8Kernel;
 use crate::{Error, LmError, Result};
 
+/// A session's keys and values, per layer (`[position, kv_heads · head_dim]`).
+pub(crate) struct KvCache<'a> {
+    pub keys: &'a mut [Vec<f32>],
+    pub values: &'a mut [Vec<f32>],
+}
+
 /// How to load a model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -163,22 +169,19 @@ impl LanguageModel {
         x: &mut [f32],
         rows: &Rows<'_>,
         last: usize,
-        cache: Option<(&mut [Vec<f32>], &mut [Vec<f32>])>,
+        cache: Option<KvCache<'_>>,
         hook: &mut dyn FnMut(usize, Site, &mut [f32]),
     ) {
         let n = x.len() / self.config.hidden;
         let mut scratch = Scratch::new(n, &self.config);
-        let (mut keys, mut values) = match cache {
-            Some((k, v)) => (Some(k), Some(v)),
-            None => (None, None),
-        };
+        let mut cache = cache;
         for (layer, block) in self.blocks.iter().enumerate().take(last + 1) {
-            let kv = match (&mut keys, &mut values) {
-                (Some(k), Some(v)) => Keys::Cached {
-                    keys: &mut k[layer],
-                    values: &mut v[layer],
+            let kv = match &mut cache {
+                Some(cache) => Keys::Cached {
+                    keys: &mut cache.keys[layer],
+                    values: &mut cache.values[layer],
                 },
-                _ => Keys::Fresh,
+                None => Keys::Fresh,
             };
             block.forward(
                 layer,
@@ -231,7 +234,7 @@ impl LanguageModel {
         site: Site,
     ) -> Result<Vec<Vec<f32>>> {
         let c = &self.config;
-        if window == 0 || ids.len() % window != 0 {
+        if window == 0 || !ids.len().is_multiple_of(window) {
             return Err(LmError::NotWholeWindows {
                 ids: ids.len(),
                 window,

@@ -3,7 +3,7 @@
 //! earlier ones (stored after the rotary embedding, as transformers does).
 
 use crate::lm::block::Rows;
-use crate::lm::model::LanguageModel;
+use crate::lm::model::{KvCache, LanguageModel};
 use crate::lm::site::Site;
 use crate::nn::attention::CausalSpan;
 use crate::{Error, Result};
@@ -96,7 +96,10 @@ impl<'m> Session<'m> {
             &mut x,
             &rows,
             last,
-            Some((&mut self.keys, &mut self.values)),
+            Some(KvCache {
+                keys: &mut self.keys,
+                values: &mut self.values,
+            }),
             hook,
         );
         self.len = end;

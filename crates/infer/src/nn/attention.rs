@@ -157,44 +157,17 @@ fn attention_in_blocks(
                  rows,
              }| {
                 let k = &qkv[start * 3 * h + h + head * d..];
-                let v = &k[h..];
-                let q = &qkv[(start + first) * 3 * h + head * d..];
-                let mut scores = vec![0.0f32; rows * len];
-                // SAFETY: q addresses `rows` rows and k, v `len` rows of `d`
-                // columns with row stride 3h inside this sequence's rows of
-                // `qkv`; `scores` is rows × len.
-                unsafe {
-                    gemm_strided(
-                        (rows, d, len),
-                        (q, [3 * h, 1]),
-                        (k, [1, 3 * h]),
-                        (&mut scores, len),
-                        false,
-                    );
-                }
-                // Softmax's division waits for the output rows, which are
-                // d wide where the scores are len wide.
-                let sums: Vec<f32> = scores
-                    .chunks_exact_mut(len)
-                    .map(|row| shifted_exp(row, scale))
-                    .collect();
-                let mut out = vec![0.0f32; rows * d];
-                // SAFETY: `scores` is rows × len, v is len × d with row stride
-                // 3h inside `qkv`, `out` is rows × d.
-                unsafe {
-                    gemm_strided(
-                        (rows, len, d),
-                        (&scores, [len, 1]),
-                        (v, [3 * h, 1]),
-                        (&mut out, d),
-                        false,
-                    );
-                }
-                for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
-                    let inverse = 1.0 / sum;
-                    row.iter_mut().for_each(|v| *v *= inverse);
-                }
-                out
+                let rows_of = |values| Strided {
+                    values,
+                    stride: 3 * h,
+                };
+                let q = rows_of(&qkv[(start + first) * 3 * h + head * d..]);
+                attend(
+                    (q, rows_of(k), rows_of(&k[h..])),
+                    (rows, len, d),
+                    scale,
+                    |_| len,
+                )
             },
         )
         .collect();
@@ -204,6 +177,62 @@ fn attention_in_blocks(
             context[at..at + d].copy_from_slice(values);
         }
     }
+}
+
+/// `softmax(scale · q · kᵀ) · v` for `rows` query rows against `seen`
+/// keys and values (each row `d` wide at its matrix's stride), query `r`
+/// seeing the first `visible(r)` keys only: `[rows, d]`.
+fn attend(
+    (q, k, v): (Strided<'_>, Strided<'_>, Strided<'_>),
+    (rows, seen, d): (usize, usize, usize),
+    scale: f32,
+    visible: impl Fn(usize) -> usize,
+) -> Vec<f32> {
+    let holds =
+        |m: Strided<'_>, count: usize| count == 0 || m.values.len() >= (count - 1) * m.stride + d;
+    assert!(holds(q, rows) && holds(k, seen) && holds(v, seen));
+    let mut scores = vec![0.0f32; rows * seen];
+    // SAFETY: q addresses `rows` rows and k `seen` rows of `d` columns at
+    // their strides, inside their slices (asserted above); `scores` is
+    // rows × seen.
+    unsafe {
+        gemm_strided(
+            (rows, d, seen),
+            (q.values, [q.stride, 1]),
+            (k.values, [1, k.stride]),
+            (&mut scores, seen),
+            false,
+        );
+    }
+    // Softmax's division waits for the output rows, which are d wide
+    // where the scores are `seen` wide; the keys a query does not see
+    // weigh nothing.
+    let sums: Vec<f32> = scores
+        .chunks_exact_mut(seen)
+        .enumerate()
+        .map(|(r, row)| {
+            let (seen_by_r, hidden) = row.split_at_mut(visible(r));
+            hidden.fill(0.0);
+            shifted_exp(seen_by_r, scale)
+        })
+        .collect();
+    let mut out = vec![0.0f32; rows * d];
+    // SAFETY: `scores` is rows × seen, v is seen × d at its stride inside
+    // its slice (asserted above), `out` is rows × d.
+    unsafe {
+        gemm_strided(
+            (rows, seen, d),
+            (&scores, [seen, 1]),
+            (v.values, [v.stride, 1]),
+            (&mut out, d),
+            false,
+        );
+    }
+    for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
+        let inverse = 1.0 / sum;
+        row.iter_mut().for_each(|v| *v *= inverse);
+    }
+    out
 }
 
 /// Rows of a matrix in a larger buffer: row `r` starts at
@@ -252,9 +281,9 @@ pub(crate) struct Heads {
 /// context rows (`heads · dim` wide, at the queries' rows) written to
 /// `context`. Queries are taken in blocks ([`MAX_SCORES_PER_TASK`]); each
 /// query's scores run over the keys it sees only.
-pub(crate) fn causal_attention(
+pub(crate) fn causal_attention<'a>(
     spans: &[CausalSpan],
-    (q, k, v): (Strided<'_>, Strided<'_>, Strided<'_>),
+    (q, k, v): (Strided<'a>, Strided<'a>, Strided<'a>),
     heads: Heads,
     context: &mut [f32],
 ) {
@@ -266,20 +295,11 @@ pub(crate) fn causal_attention(
     } = heads;
     let group = nh / kv_heads;
     let width = nh * d;
-    let (qs, ks, vs) = (q.stride, k.stride, v.stride);
-    // Every row the products address lies inside its buffer.
-    let holds = |m: Strided<'_>, first: usize, rows: usize, columns: usize| {
-        rows == 0 || m.values.len() >= (first + rows - 1) * m.stride + columns
+    // The rows of `m` from `row` on, from column `column`.
+    let from = |m: Strided<'a>, row: usize, column: usize| Strided {
+        values: &m.values[row * m.stride + column..],
+        stride: m.stride,
     };
-    for s in spans {
-        assert!(
-            holds(q, s.queries, s.len, width)
-                && holds(k, s.keys, s.past + s.len, kv_heads * d)
-                && holds(v, s.keys, s.past + s.len, kv_heads * d)
-                && context.len() >= (s.queries + s.len) * width,
-            "attention span outside its buffers"
-        );
-    }
     let tasks: Vec<(CausalSpan, usize, usize, usize)> = spans
         .iter()
         .flat_map(|&span| {
@@ -296,45 +316,13 @@ pub(crate) fn causal_attention(
         .map(|&(span, head, first, rows)| {
             let kv_head = head / group;
             let seen = span.past + first + rows;
-            let queries = &q.values[(span.queries + first) * qs + head * d..];
-            let keys = &k.values[span.keys * ks + kv_head * d..];
-            let values = &v.values[span.keys * vs + kv_head * d..];
-            let mut scores = vec![0.0f32; rows * seen];
-            // SAFETY: the queries are `rows` rows of `d` columns at their
-            // stride, keys and values `seen` rows of `d` columns at theirs,
-            // inside the buffers (asserted above); `scores` is rows × seen.
-            unsafe {
-                gemm_strided(
-                    (rows, d, seen),
-                    (queries, [qs, 1]),
-                    (keys, [1, ks]),
-                    (&mut scores, seen),
-                    false,
-                );
-            }
-            let mut sums = Vec::with_capacity(rows);
-            for (r, row) in scores.chunks_exact_mut(seen).enumerate() {
-                let visible = span.past + first + r + 1;
-                sums.push(shifted_exp(&mut row[..visible], scale));
-                row[visible..].fill(0.0);
-            }
-            let mut out = vec![0.0f32; rows * d];
-            // SAFETY: `scores` is rows × seen, values is seen × d at its
-            // stride, `out` is rows × d.
-            unsafe {
-                gemm_strided(
-                    (rows, seen, d),
-                    (&scores, [seen, 1]),
-                    (values, [vs, 1]),
-                    (&mut out, d),
-                    false,
-                );
-            }
-            for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
-                let inverse = 1.0 / sum;
-                row.iter_mut().for_each(|v| *v *= inverse);
-            }
-            out
+            let matrices = (
+                from(q, span.queries + first, head * d),
+                from(k, span.keys, kv_head * d),
+                from(v, span.keys, kv_head * d),
+            );
+            let past = span.past + first;
+            attend(matrices, (rows, seen, d), scale, |r| past + r + 1)
         })
         .collect();
     for (&(span, head, first, _), out) in tasks.iter().zip(outputs) {
