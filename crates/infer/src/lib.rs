@@ -11,6 +11,9 @@
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
 //! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
 //! images, decoded and resized as Hugging Face's image processors do.
+//! [`lm`] runs decoder language models (GPT-2, Pythia, Llama, Qwen2) from
+//! Hugging Face directories: logits, the residual stream at SAELens's hook
+//! points, a KV cache and generation.
 //!
 //! The kernels under every model run the instruction sets [`Kernels`]
 //! names: by default the fastest this CPU has, or what [`set_kernels`] set
@@ -47,6 +50,9 @@
 
 pub mod bert;
 mod error;
+pub mod generation;
+mod hf;
+pub mod lm;
 mod nn;
 pub mod record;
 pub mod sae;
@@ -57,7 +63,7 @@ pub mod vit;
 
 pub use bert::{Embedder, cosine};
 pub use error::{
-    Error, ImageError, RecordError, Result, SaeError, SettingDifference, TrainingError,
+    Error, ImageError, LmError, RecordError, Result, SaeError, SettingDifference, TrainingError,
 };
 
 /// A run of a known number of steps that its caller drives one step at a

@@ -171,6 +171,9 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// The rules of a sharded safetensors checkpoint (its index and shards).
+    #[error(transparent)]
+    Shard(#[from] crate::safetensors::ShardError),
     /// Rules of the binary layout shared by the readers (sizes, offsets, headers, dtypes, names).
     #[error(transparent)]
     Layout(#[from] LayoutError),

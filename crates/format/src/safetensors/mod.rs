@@ -10,18 +10,24 @@
 //! | `read.rs` | the strict JSON-header parser |
 //! | `write.rs` | [`serialize`], [`write_file`]: the header encoder and atomic writes |
 //! | `summary.rs` | [`SafeTensors::summary`] for `inspect` |
+//! | `sharded.rs` | [`sharded::Sharded`]: a checkpoint split over shards by `model.safetensors.index.json` |
+//! | `error.rs` | [`ShardError`]: the rules of a sharded checkpoint |
 //!
-//! safetensors has no rules of its own beyond the binary-layout rules every
-//! tensor format shares, so it has no error enum: its errors are
-//! [`LayoutError`](crate::LayoutError)s.
+//! A safetensors file has no rules of its own beyond the binary-layout
+//! rules every tensor format shares: its errors are
+//! [`LayoutError`](crate::LayoutError)s. Only a sharded checkpoint, whose
+//! index ties files together, has an enum ([`ShardError`]).
 
+mod error;
 mod read;
+pub mod sharded;
 mod summary;
 mod write;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use error::ShardError;
 pub use write::{serialize, write_file};
 
 use crate::Result;

@@ -1,10 +1,11 @@
-//! Bidirectional scaled dot-product attention over packed sequences, and
-//! the row-parallel helpers the encoders (BERT, the vision transformers)
-//! share around it.
+//! Scaled dot-product attention over packed sequences, bidirectional (the
+//! encoders: BERT, the vision transformers) and causal with a KV cache and
+//! grouped-query heads (the decoder language models), and the
+//! row-parallel helpers the models share around it.
 
 use rayon::prelude::*;
 
-use crate::nn::kernels::{gemm_strided, layer_norm, shifted_exp};
+use crate::nn::kernels::{gemm_strided, layer_norm, rms_norm, shifted_exp};
 use crate::{Error, Result};
 
 /// Rows of an element-wise pass handed to one rayon task, at most.
@@ -30,6 +31,15 @@ pub(crate) fn layer_norm_rows(
     out.par_chunks_mut(dim * rows)
         .zip(input.par_chunks(dim * rows))
         .for_each(|(out, input)| layer_norm(input, weight, bias, out, dim, eps));
+}
+
+/// RMSNorm of each `dim`-wide row of `input` into `out`, rows spread over
+/// the rayon pool.
+pub(crate) fn rms_norm_rows(input: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
+    let rows = rows_per_task(input.len() / dim);
+    out.par_chunks_mut(dim * rows)
+        .zip(input.par_chunks(dim * rows))
+        .for_each(|(out, input)| rms_norm(input, weight, out, dim, eps));
 }
 
 /// `a += b`, element-wise, spread over the rayon pool.
@@ -147,50 +157,177 @@ fn attention_in_blocks(
                  rows,
              }| {
                 let k = &qkv[start * 3 * h + h + head * d..];
-                let v = &k[h..];
-                let q = &qkv[(start + first) * 3 * h + head * d..];
-                let mut scores = vec![0.0f32; rows * len];
-                // SAFETY: q addresses `rows` rows and k, v `len` rows of `d`
-                // columns with row stride 3h inside this sequence's rows of
-                // `qkv`; `scores` is rows × len.
-                unsafe {
-                    gemm_strided(
-                        (rows, d, len),
-                        (q, [3 * h, 1]),
-                        (k, [1, 3 * h]),
-                        (&mut scores, len),
-                        false,
-                    );
-                }
-                // Softmax's division waits for the output rows, which are
-                // d wide where the scores are len wide.
-                let sums: Vec<f32> = scores
-                    .chunks_exact_mut(len)
-                    .map(|row| shifted_exp(row, scale))
-                    .collect();
-                let mut out = vec![0.0f32; rows * d];
-                // SAFETY: `scores` is rows × len, v is len × d with row stride
-                // 3h inside `qkv`, `out` is rows × d.
-                unsafe {
-                    gemm_strided(
-                        (rows, len, d),
-                        (&scores, [len, 1]),
-                        (v, [3 * h, 1]),
-                        (&mut out, d),
-                        false,
-                    );
-                }
-                for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
-                    let inverse = 1.0 / sum;
-                    row.iter_mut().for_each(|v| *v *= inverse);
-                }
-                out
+                let rows_of = |values| Strided {
+                    values,
+                    stride: 3 * h,
+                };
+                let q = rows_of(&qkv[(start + first) * 3 * h + head * d..]);
+                attend(
+                    (q, rows_of(k), rows_of(&k[h..])),
+                    (rows, len, d),
+                    scale,
+                    |_| len,
+                )
             },
         )
         .collect();
     for (task, out) in tasks.iter().zip(outputs) {
         for (r, values) in out.chunks_exact(d).enumerate() {
             let at = (task.start + task.first + r) * h + task.head * d;
+            context[at..at + d].copy_from_slice(values);
+        }
+    }
+}
+
+/// `softmax(scale · q · kᵀ) · v` for `rows` query rows against `seen`
+/// keys and values (each row `d` wide at its matrix's stride), query `r`
+/// seeing the first `visible(r)` keys only: `[rows, d]`.
+fn attend(
+    (q, k, v): (Strided<'_>, Strided<'_>, Strided<'_>),
+    (rows, seen, d): (usize, usize, usize),
+    scale: f32,
+    visible: impl Fn(usize) -> usize,
+) -> Vec<f32> {
+    let holds =
+        |m: Strided<'_>, count: usize| count == 0 || m.values.len() >= (count - 1) * m.stride + d;
+    assert!(holds(q, rows) && holds(k, seen) && holds(v, seen));
+    let mut scores = vec![0.0f32; rows * seen];
+    // SAFETY: q addresses `rows` rows and k `seen` rows of `d` columns at
+    // their strides, inside their slices (asserted above); `scores` is
+    // rows × seen.
+    unsafe {
+        gemm_strided(
+            (rows, d, seen),
+            (q.values, [q.stride, 1]),
+            (k.values, [1, k.stride]),
+            (&mut scores, seen),
+            false,
+        );
+    }
+    // Softmax's division waits for the output rows, which are d wide
+    // where the scores are `seen` wide; the keys a query does not see
+    // weigh nothing.
+    let sums: Vec<f32> = scores
+        .chunks_exact_mut(seen)
+        .enumerate()
+        .map(|(r, row)| {
+            let (seen_by_r, hidden) = row.split_at_mut(visible(r));
+            hidden.fill(0.0);
+            shifted_exp(seen_by_r, scale)
+        })
+        .collect();
+    let mut out = vec![0.0f32; rows * d];
+    // SAFETY: `scores` is rows × seen, v is seen × d at its stride inside
+    // its slice (asserted above), `out` is rows × d.
+    unsafe {
+        gemm_strided(
+            (rows, seen, d),
+            (&scores, [seen, 1]),
+            (v.values, [v.stride, 1]),
+            (&mut out, d),
+            false,
+        );
+    }
+    for (row, sum) in out.chunks_exact_mut(d).zip(sums) {
+        let inverse = 1.0 / sum;
+        row.iter_mut().for_each(|v| *v *= inverse);
+    }
+    out
+}
+
+/// Rows of a matrix in a larger buffer: row `r` starts at
+/// `values[r · stride]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Strided<'a> {
+    /// The buffer, from the first row's first value.
+    pub values: &'a [f32],
+    /// Values from one row to the next.
+    pub stride: usize,
+}
+
+/// One sequence of [`causal_attention`]: `len` new queries, the rows
+/// from `queries` on of `q` and of the context; its keys and values are
+/// the rows from `keys` on, the `past` cached ones first, then one per
+/// new query. Query `i` sees keys `0..=past + i`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CausalSpan {
+    /// The first query's row.
+    pub queries: usize,
+    /// New queries.
+    pub len: usize,
+    /// The first key's (and value's) row.
+    pub keys: usize,
+    /// Keys before the first query's own.
+    pub past: usize,
+}
+
+/// The heads of a causal attention: `heads` query heads and `kv_heads`
+/// key/value heads (query head `h` reads key/value head
+/// `h / (heads / kv_heads)`, transformers' `repeat_kv`), each `dim`
+/// wide; scores are scaled by `scale` before the softmax.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heads {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Width of a head.
+    pub dim: usize,
+    /// The scores' scale.
+    pub scale: f32,
+}
+
+/// Causal scaled dot-product attention of every sequence and head: the
+/// context rows (`heads · dim` wide, at the queries' rows) written to
+/// `context`. Queries are taken in blocks ([`MAX_SCORES_PER_TASK`]); each
+/// query's scores run over the keys it sees only.
+pub(crate) fn causal_attention<'a>(
+    spans: &[CausalSpan],
+    (q, k, v): (Strided<'a>, Strided<'a>, Strided<'a>),
+    heads: Heads,
+    context: &mut [f32],
+) {
+    let Heads {
+        heads: nh,
+        kv_heads,
+        dim: d,
+        scale,
+    } = heads;
+    let group = nh / kv_heads;
+    let width = nh * d;
+    // The rows of `m` from `row` on, from column `column`.
+    let from = |m: Strided<'a>, row: usize, column: usize| Strided {
+        values: &m.values[row * m.stride + column..],
+        stride: m.stride,
+    };
+    let tasks: Vec<(CausalSpan, usize, usize, usize)> = spans
+        .iter()
+        .flat_map(|&span| {
+            let block = queries_per_block(span.past + span.len, MAX_SCORES_PER_TASK);
+            (0..nh).flat_map(move |head| {
+                (0..span.len)
+                    .step_by(block)
+                    .map(move |first| (span, head, first, block.min(span.len - first)))
+            })
+        })
+        .collect();
+    let outputs: Vec<Vec<f32>> = tasks
+        .par_iter()
+        .map(|&(span, head, first, rows)| {
+            let kv_head = head / group;
+            let seen = span.past + first + rows;
+            let matrices = (
+                from(q, span.queries + first, head * d),
+                from(k, span.keys, kv_head * d),
+                from(v, span.keys, kv_head * d),
+            );
+            let past = span.past + first;
+            attend(matrices, (rows, seen, d), scale, |r| past + r + 1)
+        })
+        .collect();
+    for (&(span, head, first, _), out) in tasks.iter().zip(outputs) {
+        for (r, values) in out.chunks_exact(d).enumerate() {
+            let at = (span.queries + first + r) * width + head * d;
             context[at..at + d].copy_from_slice(values);
         }
     }

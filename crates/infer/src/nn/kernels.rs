@@ -1,5 +1,5 @@
 //! Numeric kernels: matrix products (the gemm crate, runtime-dispatched SIMD), LayerNorm,
-//! GELU (tanh, exact erf and CLIP's sigmoid forms), softmax.
+//! RMSNorm, GELU (tanh, exact erf and CLIP's sigmoid forms), SiLU, ReLU, softmax.
 
 /// `c[m, n] (+)= a[m, k] · b[k, n]`, all row-major; `accumulate` adds to `c`.
 pub fn matmul(
@@ -396,6 +396,35 @@ pub fn quick_gelu(x: &mut [f32]) {
         for v in x.iter_mut() {
             let u = *v;
             *v = u / (1.0 + exp::<Madd>(-QUICK_GELU_SCALE * u));
+        }
+    });
+}
+
+/// SiLU (`x · σ(x)`, transformers' `silu` / `swish`), in place.
+pub fn silu(x: &mut [f32]) {
+    simd_dispatch!((x: &mut [f32]) {
+        for v in x.iter_mut() {
+            let u = *v;
+            *v = u / (1.0 + exp::<Madd>(-u));
+        }
+    });
+}
+
+/// ReLU, in place.
+pub fn relu(x: &mut [f32]) {
+    x.iter_mut().for_each(|v| *v = v.max(0.0));
+}
+
+/// RMSNorm of each `dim`-wide row of `x` into `out`, as Llama's:
+/// `weight · x / √(mean(x²) + eps)`, no bias.
+pub fn rms_norm(x: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
+    simd_dispatch!((x: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
+        for (row, dst) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+            let mean = lane_sum(row, |v| v * v) / dim as f32;
+            let inv = 1.0 / (mean + eps).sqrt();
+            for ((d, &v), &w) in dst.iter_mut().zip(row).zip(weight) {
+                *d = w * (v * inv);
+            }
         }
     });
 }

@@ -19,10 +19,51 @@ use crate::nn::kernels::{gelu_tanh, layer_norm, matmul, softmax};
 use crate::rng::Rng;
 use crate::{Error, Result};
 
-mod sampling;
 pub mod train;
 
-pub use sampling::{Generation, Sampling, argmax, generate};
+use crate::generation::{Decoder, DecoderSession, generate_with};
+pub use crate::generation::{Generation, Sampling, argmax};
+
+/// Generates up to `max_tokens` after `prompt` with the KV cache, stopping
+/// early at `stop`. Past the model's context (max_seq_len tokens) the window
+/// slides: each further token is predicted from the last max_seq_len tokens,
+/// recomputed from scratch (positions restart at 0 in the window), so long
+/// generations cost one full forward pass per token once the window is
+/// full. A prompt longer than the context keeps its last max_seq_len
+/// tokens. `on_token` sees each id.
+pub fn generate(
+    model: &Model,
+    prompt: &[u32],
+    max_tokens: usize,
+    sampling: Sampling,
+    stop: Option<u32>,
+    on_token: impl FnMut(u32),
+) -> Result<Generation> {
+    let stop: Vec<u32> = stop.into_iter().collect();
+    generate_with(model, prompt, max_tokens, sampling, &stop, on_token)
+}
+
+impl Decoder for Model {
+    type Session<'a> = Session<'a>;
+
+    fn context(&self) -> usize {
+        self.config.max_seq_len as usize
+    }
+
+    fn start(&self) -> Session<'_> {
+        self.session()
+    }
+}
+
+impl DecoderSession for Session<'_> {
+    fn cached(&self) -> usize {
+        self.len
+    }
+
+    fn extend_last(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
+        self.extend(ids, false)
+    }
+}
 
 /// One block's weights, indexed by [`LayerTensor`].
 type Layer = PerLayerTensor<Vec<f32>>;

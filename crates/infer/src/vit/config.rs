@@ -3,17 +3,12 @@
 
 use std::path::Path;
 
-use modelbin_format::ModelError;
 use modelbin_format::io::source::{self, JsonCaps};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Result;
-
-/// The largest count (width, layers, image side...) a configuration may
-/// give: far above any real model, low enough that products of a few of
-/// them cannot overflow.
-const MAX_COUNT: u64 = 1 << 16;
+use crate::hf::config::{MAX_COUNT, Raw, invalid};
 
 /// A family of vision transformers, by the name saev's `vit_family` gives
 /// it.
@@ -78,83 +73,6 @@ pub(crate) struct VitConfig {
     /// Whether position embeddings are resized with antialiasing
     /// (transformers' DINOv2 with registers), not plain bicubic (DINOv2).
     pub antialiased_positions: bool,
-}
-
-/// `config.json {key}` = `value` is not usable, because `reason`.
-pub(crate) fn invalid(key: &str, value: &Value, reason: &str) -> crate::Error {
-    modelbin_format::Error::Model(ModelError::InvalidMetadata {
-        key: format!("config.json {key}"),
-        value: value.to_string(),
-        reason: reason.into(),
-    })
-    .into()
-}
-
-/// One key of `config.json` as read: its JSON (`null` when the key is
-/// missing), kept to name it in errors, and the same as a `T` when it is
-/// one. A value of another type is not an error here: [`RawConfig::validate`]
-/// refuses it where transformers would, and passes over it where the key
-/// does not matter.
-#[derive(Debug, Clone, Default)]
-struct Raw<T> {
-    json: Value,
-    value: Option<T>,
-}
-
-impl<'de, T: serde::de::DeserializeOwned> serde::Deserialize<'de> for Raw<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let json = Value::deserialize(deserializer)?;
-        let value = match json {
-            Value::Null => None,
-            ref json => T::deserialize(json).ok(),
-        };
-        Ok(Raw { json, value })
-    }
-}
-
-impl Raw<u64> {
-    /// The count, `default` when the key is missing.
-    ///
-    /// # Errors
-    /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
-    /// from 1 to [`MAX_COUNT`].
-    fn count(&self, key: &str, default: u64) -> Result<usize> {
-        if self.json.is_null() {
-            return Ok(default as usize);
-        }
-        self.value
-            .filter(|n| (1..=MAX_COUNT).contains(n))
-            .map(|n| n as usize)
-            .ok_or_else(|| {
-                invalid(
-                    key,
-                    &self.json,
-                    &format!("expected an integer from 1 to {MAX_COUNT}"),
-                )
-            })
-    }
-}
-
-impl Raw<f64> {
-    /// The number, `default` when the key is missing.
-    ///
-    /// # Errors
-    /// [`ModelError::InvalidMetadata`] naming `key` with `reason` unless it
-    /// is a number that `accept` takes.
-    fn number(
-        &self,
-        key: &str,
-        default: f64,
-        accept: fn(f64) -> bool,
-        reason: &str,
-    ) -> Result<f64> {
-        if self.json.is_null() {
-            return Ok(default);
-        }
-        self.value
-            .filter(|&v| accept(v))
-            .ok_or_else(|| invalid(key, &self.json, reason))
-    }
 }
 
 /// The keys of a vision tower's configuration, as transformers names them

@@ -38,7 +38,6 @@ mod interpolate;
 mod model;
 pub mod preprocess;
 pub mod resample;
-mod weights;
 
 pub use config::Family;
 pub use image_files::image_files;

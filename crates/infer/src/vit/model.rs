@@ -6,6 +6,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::hf::weights::Weights;
 use crate::nn::attention::{
     add_in_place, attention, check_forward_memory, layer_norm_rows, rows_per_task,
 };
@@ -14,7 +15,6 @@ use crate::nn::kernels::{gelu_erf, gelu_tanh, quick_gelu};
 use crate::nn::linear::LinearWeights;
 use crate::vit::config::{Activation, Family, VitConfig};
 use crate::vit::interpolate::resize_grid;
-use crate::vit::weights::Weights;
 use crate::{Error, Result};
 
 /// A LayerNorm's weight and bias.

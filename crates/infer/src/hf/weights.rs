@@ -1,27 +1,41 @@
-//! The vision tower's tensors in a `model.safetensors`, checked against the
-//! shapes its configuration implies and widened to f32.
+//! A model directory's tensors (`model.safetensors`, or the shards of
+//! `model.safetensors.index.json`), checked against the shapes the
+//! configuration implies and widened to f32.
 
 use std::path::Path;
 
-use modelbin_format::io::source::MappedFile;
-use modelbin_format::safetensors::{self, SafeTensors};
-use modelbin_format::{DType, ModelError, TensorStore};
+use modelbin_format::safetensors::sharded::Sharded;
+use modelbin_format::{DType, ModelError, TensorView};
 
 use crate::Result;
 
-/// A model directory's `model.safetensors`, with the prefix of the vision
-/// tower's names.
+/// A model directory's checkpoint, with a prefix of the names taken (the
+/// vision tower's inside a CLIP model, GPT-2's `transformer.`).
 pub(crate) struct Weights {
-    file: SafeTensors<MappedFile>,
-    prefix: &'static str,
+    file: Sharded,
+    prefix: String,
 }
 
 impl Weights {
-    /// Opens `dir/model.safetensors`; tensor names are taken under
+    /// Opens `dir/model.safetensors`, or the shards of
+    /// `dir/model.safetensors.index.json`; tensor names are taken under
     /// `prefix`.
-    pub(crate) fn open(dir: &Path, prefix: &'static str) -> Result<Weights> {
-        let file = safetensors::open(dir.join("model.safetensors"))?;
-        Ok(Weights { file, prefix })
+    pub(crate) fn open(dir: &Path, prefix: &str) -> Result<Weights> {
+        let file = Sharded::open_dir(dir)?;
+        Ok(Weights {
+            file,
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// Takes the names under `prefix` from now on.
+    pub(crate) fn set_prefix(&mut self, prefix: &str) {
+        self.prefix = prefix.to_owned();
+    }
+
+    /// The tensor `name` (under the prefix), if the checkpoint has it.
+    pub(crate) fn view(&self, name: &str) -> Option<TensorView<'_>> {
+        self.file.get(&format!("{}{name}", self.prefix))
     }
 
     /// The float tensor `name` (under the prefix) as f32, if the file has

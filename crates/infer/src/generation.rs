@@ -1,9 +1,11 @@
-//! Picking tokens from logits (greedy, temperature, top-k, top-p) and
-//! generation with the KV cache.
+//! Picking tokens from logits (greedy, temperature, top-k, top-p) and the
+//! generation loop with a KV cache, shared by every model that decodes
+//! (the TLLM transformer, the decoder language models): a model takes
+//! part through [`Decoder`], a session that extends by ids and returns the
+//! last position's logits.
 
 use std::time::Instant;
 
-use super::Model;
 use crate::nn::kernels::softmax;
 use crate::rng::Rng;
 use crate::{Error, Result};
@@ -115,31 +117,53 @@ pub struct Generation {
     pub tokens_per_second: f64,
 }
 
-/// Generates up to `max_tokens` after `prompt` with the KV cache, stopping
-/// early at `stop`. Past the model's context (max_seq_len tokens) the window
-/// slides: each further token is predicted from the last max_seq_len tokens,
-/// recomputed from scratch (positions restart at 0 in the window), so long
+/// A model that decodes one sequence with a KV cache.
+pub trait Decoder {
+    /// A sequence's state.
+    type Session<'a>: DecoderSession
+    where
+        Self: 'a;
+
+    /// The most tokens a session holds (the model's context).
+    fn context(&self) -> usize;
+
+    /// A session with an empty cache.
+    fn start(&self) -> Self::Session<'_>;
+}
+
+/// A sequence being decoded.
+pub trait DecoderSession {
+    /// Tokens in the cache.
+    fn cached(&self) -> usize;
+
+    /// Runs `ids` after the cached tokens; the logits of the last one.
+    fn extend_last(&mut self, ids: &[u32]) -> Result<Vec<f32>>;
+}
+
+/// Generates up to `max_tokens` after `prompt` with the KV cache of
+/// `model`, stopping early at any id of `stop` (which is kept as the last
+/// generated id). Past the model's context the window slides: each
+/// further token is predicted from the last `context` tokens, recomputed
+/// from scratch (positions restart at 0 in the window), so long
 /// generations cost one full forward pass per token once the window is
-/// full. A prompt longer than the context keeps its last max_seq_len
+/// full. A prompt longer than the context keeps its last `context`
 /// tokens. `on_token` sees each id.
-pub fn generate(
-    model: &Model,
+pub fn generate_with<D: Decoder + ?Sized>(
+    model: &D,
     prompt: &[u32],
     max_tokens: usize,
     sampling: Sampling,
-    stop: Option<u32>,
+    stop: &[u32],
     mut on_token: impl FnMut(u32),
 ) -> Result<Generation> {
     sampling.validate()?;
     let started = Instant::now();
-    let mut session = model.session();
-    // A prompt longer than the context keeps its last max_seq_len tokens.
-    let kept = prompt
-        .len()
-        .saturating_sub(model.config.max_seq_len as usize);
-    let mut logits = session.extend(&prompt[kept..], false)?;
+    let window = model.context();
+    let mut session = model.start();
+    // A prompt longer than the context keeps its last tokens.
+    let kept = prompt.len().saturating_sub(window);
+    let mut logits = session.extend_last(&prompt[kept..])?;
     let mut rng = Rng::new(sampling.seed);
-    let window = model.config.max_seq_len as usize;
     let mut context = prompt.to_vec();
     let mut ids = Vec::new();
     let mut stopped = "max_tokens";
@@ -148,18 +172,18 @@ pub fn generate(
         ids.push(id);
         context.push(id);
         on_token(id);
-        if Some(id) == stop {
+        if stop.contains(&id) {
             stopped = "stop_id";
             break;
         }
         if ids.len() == max_tokens {
             break;
         }
-        logits = if session.len() < window {
-            session.extend(&[id], false)?
+        logits = if session.cached() < window {
+            session.extend_last(&[id])?
         } else {
-            session = model.session();
-            session.extend(&context[context.len() - window..], false)?
+            session = model.start();
+            session.extend_last(&context[context.len() - window..])?
         };
     }
     let seconds = started.elapsed().as_secs_f64();

@@ -1,0 +1,56 @@
+//! Decoder language models from Hugging Face model directories: GPT-2
+//! (`gpt2`), GPT-NeoX / Pythia (`gpt_neox`), Llama (`llama`: TinyLlama,
+//! SmolLM, Llama 3.x) and Qwen2 (`qwen2`), by `config.json`'s
+//! `model_type`, with weights in `model.safetensors` or shards
+//! (`model.safetensors.index.json`), F32, F16 or BF16 (widened to f32).
+//!
+//! [`LanguageModel::activations`] gives the residual stream at a
+//! [`Site`] (SAELens's hook points) of some layers over whole windows of
+//! tokens, all windows through each linear layer as one tall matrix: what
+//! recording runs. [`LanguageModel::logits`] gives logits; a [`Session`]
+//! decodes with a KV cache (and lets a hook read or replace the rows at
+//! any site), and [`generate`] samples from it with the sampler the TLLM
+//! model shares ([`crate::generation`]). Results equal transformers' in
+//! f32 (checked against it on random models of every family).
+//!
+//! | file | job |
+//! |---|---|
+//! | `config.rs` | `config.json`: raw keys per family, defaults, validation |
+//! | `weights.rs` | each family's tensor names and layouts, to one block's |
+//! | `rope.rs` | rotary embeddings (default, linear, llama3) |
+//! | `block.rs` | the decoder block and its family variants |
+//! | `model.rs` | loading, the batched pass, logits |
+//! | `session.rs` | one sequence with a KV cache, hooks at the sites |
+//! | `generate.rs` | generation over the shared sampler |
+//! | `site.rs` | the hook points |
+//!
+//! ```no_run
+//! # fn main() -> Result<(), modelbin_infer::Error> {
+//! use modelbin_infer::generation::Sampling;
+//! use modelbin_infer::lm::{LanguageModel, Site, generate};
+//!
+//! let model = LanguageModel::open("gpt2".as_ref())?;
+//! let ids = [464u32, 3290, 318, 257];
+//! let logits = model.logits(&ids)?; // [4, vocab]
+//! let rows = model.activations(&ids, 4, &[6], Site::ResidPost)?;
+//! assert_eq!(rows[0].len(), 4 * model.config().hidden);
+//! let stop = model.config().eos_token_ids.clone();
+//! let out = generate(&model, &ids, 20, Sampling::default(), &stop, |_| {})?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod block;
+mod config;
+mod generate;
+mod model;
+mod rope;
+mod session;
+mod site;
+mod weights;
+
+pub use config::{Family, LmConfig};
+pub use generate::generate;
+pub use model::{LanguageModel, LoadOptions};
+pub use session::Session;
+pub use site::Site;
