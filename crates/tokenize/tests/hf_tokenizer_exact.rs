@@ -160,3 +160,22 @@ fn bos_eos_and_vocab_size() {
         assert!(t.token_bytes(t.vocab_size()).is_none());
     }
 }
+
+/// A directory with a tokenizer_config.json: the ids equal transformers'
+/// `AutoTokenizer`'s (which drops `add_bos_token` when tokenizer.json is
+/// there), and BOS is the config's `bos_token`.
+#[test]
+fn directory_with_config_matches_auto_tokenizer() {
+    let (dir, expected) = generated();
+    let tokenizer = HfTokenizer::open_dir(&dir.join("gpt2_config")).unwrap();
+    let texts = expected["texts"].as_array().unwrap();
+    for (i, text) in texts.iter().enumerate() {
+        let text = text.as_str().unwrap();
+        let want = ids(&expected["auto"]["ids"][i]);
+        assert_eq!(tokenizer.encode(text, true).unwrap(), want, "{text:?}");
+    }
+    let bos = expected["auto"]["bos"].as_u64().unwrap() as u32;
+    assert_eq!(tokenizer.bos_id(), Some(bos));
+    assert_eq!(tokenizer.eos_id(), Some(bos));
+    assert!(!tokenizer.adds_bos());
+}

@@ -146,9 +146,9 @@ impl AddedTokens {
 
     /// Splits `text` into added tokens and normalized text segments, and
     /// gives each to `each` in order.
-    pub fn split<'t>(
+    pub fn split(
         &self,
-        text: &'t str,
+        text: &str,
         normalizer: Normalizer,
         extract: Extract,
         each: &mut impl FnMut(Segment<'_>) -> crate::Result<()>,

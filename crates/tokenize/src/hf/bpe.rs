@@ -279,7 +279,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, &(x, y))| {
-                    let pick = |v: u32| if i > 0 && v % 2 == 0 { 1000 + (v % i as u32) } else { v };
+                    let pick = |v: u32| if i > 0 && v.is_multiple_of(2) { 1000 + (v % i as u32) } else { v };
                     (pick(x), pick(y), 1000 + i as u32)
                 })
                 .collect();

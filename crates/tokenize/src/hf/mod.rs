@@ -19,11 +19,14 @@
 //! post-processor puts its special ids around the text's when
 //! `add_special_tokens` is true (`post`).
 //!
-//! [`HfTokenizer::open_dir`] also reads `tokenizer_config.json`, as
-//! transformers' `AutoTokenizer` does: its `bos_token`/`eos_token` name
-//! BOS and EOS, and when it sets `add_bos_token` or `add_eos_token` (or the
-//! file has no post-processor) the post-processor becomes `[bos] $A [eos]`
-//! from those flags.
+//! [`HfTokenizer::open_dir`] also reads `tokenizer_config.json` for its
+//! `bos_token` and `eos_token` (see [`HfTokenizer::bos_id`]). Its
+//! `add_bos_token`/`add_eos_token` change no ids: transformers 5.24 drops
+//! them when a `tokenizer.json` is there (`tokenization_utils_base.py`,
+//! `from_pretrained`), and `AutoTokenizer` with the generic backend then
+//! encodes exactly as `tokenizer.json` says (checked by the tests).
+//! Model-specific tokenizer classes that rebuild the tokenizer from its
+//! vocabulary are not followed.
 //!
 //! Files are read whole through `modelbin_format::io::source` (regular
 //! files only, at most [`MAX_FILE_BYTES`]); counts, ids and regexes have
@@ -171,12 +174,6 @@ impl HfTokenizer {
             name.as_ref().and_then(|n| tokenizer.id_of(n.text()))
         };
         let (config_bos, config_eos) = (name_id(&config.bos_token), name_id(&config.eos_token));
-        let no_post = raw.post_processor.as_ref().is_none_or(|v| v.is_null());
-        if config.add_bos_token.is_some() || config.add_eos_token.is_some() || no_post {
-            let bos = config_bos.filter(|_| config.add_bos_token == Some(true));
-            let eos = config_eos.filter(|_| config.add_eos_token == Some(true));
-            tokenizer.post = Some(Post::bos_eos(bos, eos));
-        }
         tokenizer.leading = match (&tokenizer.post, &tokenizer.engine) {
             (Some(post), _) => post.leading(),
             (None, Engine::Hf(hf)) => {

@@ -122,16 +122,6 @@ impl Post {
         }
     }
 
-    /// A template `[bos] $A [eos]`, as transformers builds from
-    /// `tokenizer_config.json`'s `add_bos_token`/`add_eos_token`.
-    pub fn bos_eos(bos: Option<u32>, eos: Option<u32>) -> Post {
-        let mut step = vec![];
-        step.extend(bos.map(|id| Piece::Ids(vec![id])));
-        step.push(Piece::Text);
-        step.extend(eos.map(|id| Piece::Ids(vec![id])));
-        Post { steps: vec![step] }
-    }
-
     /// `ids` with the post-processor's special ids around them.
     pub fn apply(&self, mut ids: Vec<u32>) -> Vec<u32> {
         for step in &self.steps {

@@ -11,8 +11,9 @@
 //!   segment that does not start with one.
 //! * `Sequence[Split(Regex, Isolated), ByteLevel(use_regex: false,
 //!   add_prefix_space: false)]`: every match and every gap between
-//!   matches is a pre-token. The regex runs through `fancy-regex`, as in
-//!   the `tokenizers` crate.
+//!   matches is a pre-token. Llama 3's and Qwen2's regexes run on built-in
+//!   scanners ([`Pattern::Llama3`], [`Pattern::Qwen2`]); any other through
+//!   `fancy-regex`, as in the `tokenizers` crate.
 //!
 //! The byte-level mapping is a bijection, so the pre-tokens are merged as
 //! the text's own bytes. Normalizers: none, or `NFC`. Any other shape is
@@ -78,6 +79,9 @@ pub(crate) enum PreTokenizer {
         /// Put a space before a segment that does not start with one.
         add_prefix_space: bool,
     },
+    /// `Split(Regex, Isolated)` then `ByteLevel` without a regex, with a
+    /// built-in scanner (Llama 3's and Qwen2's regexes: no gaps).
+    Scanner(Pattern),
     /// `Split(Regex, Isolated)` then `ByteLevel` without a regex.
     Split(Box<fancy_regex::Regex>),
 }
@@ -118,7 +122,13 @@ impl PreTokenizer {
                         let Some(regex) = isolated_regex(split) else {
                             return Ok(None);
                         };
-                        Ok(Some(PreTokenizer::Split(Box::new(compile(regex)?))))
+                        let compiled = compile(regex)?;
+                        Ok(Some(match Pattern::from_regex(regex) {
+                            Ok(p @ (Pattern::Llama3 | Pattern::Qwen2 | Pattern::Gpt2)) => {
+                                PreTokenizer::Scanner(p)
+                            }
+                            _ => PreTokenizer::Split(Box::new(compiled)),
+                        }))
                     }
                     _ => Ok(None),
                 }
@@ -139,6 +149,10 @@ impl PreTokenizer {
                 };
                 let bytes = text.as_bytes();
                 Pattern::Gpt2.split(&text, |a, b| each(&bytes[a..b]))
+            }
+            PreTokenizer::Scanner(pattern) => {
+                let bytes = segment.as_bytes();
+                pattern.split(segment, |a, b| each(&bytes[a..b]))
             }
             PreTokenizer::Split(regex) => {
                 let bytes = segment.as_bytes();

@@ -353,15 +353,9 @@ impl RawTokenName {
     }
 }
 
-/// The fields of `tokenizer_config.json` that change ids.
+/// The fields of `tokenizer_config.json` modelbin reads.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct RawConfig {
-    /// Present: transformers rebuilds the post-processor from the flags.
-    #[serde(default)]
-    pub add_bos_token: Option<bool>,
-    /// Present: as `add_bos_token`.
-    #[serde(default)]
-    pub add_eos_token: Option<bool>,
     /// The BOS token.
     #[serde(default)]
     pub bos_token: Option<RawTokenName>,

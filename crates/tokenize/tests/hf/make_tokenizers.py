@@ -240,6 +240,20 @@ def main():
             entry["ordinary"].append(ordinary.encode(text, add_special_tokens=False).ids)
             entry["decoded"].append(t.decode(ids, skip_special_tokens=False))
         expected["tokenizers"][name] = entry
+    # A directory with a tokenizer_config.json, read by transformers'
+    # AutoTokenizer: its add_bos_token is dropped when tokenizer.json is there.
+    from transformers import AutoTokenizer
+
+    config_dir = os.path.join(out, "gpt2_config")
+    os.makedirs(config_dir, exist_ok=True)
+    with open(os.path.join(config_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        f.write(files["gpt2"])
+    with open(os.path.join(config_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": {"__type": "AddedToken", "content": "<|endoftext|>", "lstrip": False,
+                   "rstrip": False, "normalized": False, "single_word": False, "special": True},
+                   "eos_token": "<|endoftext|>", "add_bos_token": True}, f)
+    auto = AutoTokenizer.from_pretrained(config_dir)
+    expected["auto"] = {"ids": [auto(text)["input_ids"] for text in all_texts], "bos": auto.bos_token_id}
     with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
         json.dump(expected, f)
 
