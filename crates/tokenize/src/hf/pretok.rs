@@ -26,7 +26,7 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 use crate::hf::error::HfTokenizerError as E;
 use crate::hf::raw::{MAX_REGEX_BYTES, type_of};
-use crate::pretokenize::Pattern;
+use crate::pretokenize::{Pattern, regex_matches};
 
 /// fancy-regex's backtracking steps allowed per match (its default).
 const BACKTRACK_LIMIT: usize = crate::error::BACKTRACK_LIMIT;
@@ -155,21 +155,19 @@ impl PreTokenizer {
                 pattern.split(segment, |a, b| each(&bytes[a..b]))
             }
             PreTokenizer::Split(regex) => {
+                // As `tokenizers` splits: every gap and every match is a
+                // piece (an empty match only ends a gap).
                 let bytes = segment.as_bytes();
                 let mut gap_from = 0;
-                for found in regex.find_iter(segment) {
-                    let found = found.map_err(|e| crate::Error::PatternFailed {
-                        offset: gap_from,
-                        reason: e.to_string(),
-                    })?;
-                    if gap_from < found.start() {
-                        each(&bytes[gap_from..found.start()]);
+                regex_matches(regex, segment, |start, end| {
+                    if gap_from < start {
+                        each(&bytes[gap_from..start]);
                     }
-                    if found.start() < found.end() {
-                        each(&bytes[found.start()..found.end()]);
+                    if start < end {
+                        each(&bytes[start..end]);
                     }
-                    gap_from = found.end();
-                }
+                    gap_from = end;
+                })?;
                 if gap_from < bytes.len() {
                     each(&bytes[gap_from..]);
                 }

@@ -122,23 +122,35 @@ impl Pattern {
 }
 
 /// The matches of a custom pattern. An empty match makes no piece (it
-/// holds no bytes to encode). A match that exceeds fancy-regex's backtrack
-/// limit is an error: the pieces after it would be missing.
+/// holds no bytes to encode).
 fn split_custom(
     regex: &fancy_regex::Regex,
     text: &str,
     sink: &mut impl PieceSink,
 ) -> crate::Result<()> {
+    regex_matches(regex, text, |start, end| {
+        if start < end {
+            sink.piece(start, end);
+        }
+    })
+}
+
+/// Calls `found` with the range of every match of `regex` in `text`, empty
+/// ones included, in order. A match that exceeds fancy-regex's backtrack
+/// limit is an error: the matches after it would be missing.
+pub(crate) fn regex_matches(
+    regex: &fancy_regex::Regex,
+    text: &str,
+    mut found: impl FnMut(usize, usize),
+) -> crate::Result<()> {
     let mut searched_to = 0;
-    for found in regex.find_iter(text) {
-        let found = found.map_err(|e| crate::Error::PatternFailed {
+    for m in regex.find_iter(text) {
+        let m = m.map_err(|e| crate::Error::PatternFailed {
             offset: searched_to,
             reason: e.to_string(),
         })?;
-        if found.start() < found.end() {
-            sink.piece(found.start(), found.end());
-        }
-        searched_to = found.end();
+        found(m.start(), m.end());
+        searched_to = m.end();
     }
     Ok(())
 }
