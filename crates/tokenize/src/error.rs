@@ -107,6 +107,9 @@ pub enum Error {
     /// A token id outside the vocabulary.
     #[error("token id {0} is not in the vocabulary")]
     UnknownToken(u32),
+    /// A Hugging Face `tokenizer.json` that cannot be used.
+    #[error(transparent)]
+    HfTokenizer(#[from] crate::hf::HfTokenizerError),
     /// A WordPiece vocabulary that cannot be used.
     #[error("invalid WordPiece vocabulary: {0}")]
     InvalidWordPiece(String),

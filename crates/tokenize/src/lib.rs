@@ -39,6 +39,7 @@ mod bpe;
 pub mod cost;
 mod embedded;
 mod error;
+pub mod hf;
 mod index;
 mod layout;
 mod parallel;
@@ -48,6 +49,7 @@ mod vocab;
 pub mod wordpiece;
 
 pub use error::{Error, Result};
+pub use hf::{HfTokenizer, HfTokenizerError, hf_byte_char};
 pub use modelbin_format::embd::SpecialTokens;
 pub use pretokenize::Pattern;
 pub use tokenizer::{Specials, Tokenizer, clear_piece_cache};

@@ -2,7 +2,8 @@
 //! as hand-written scanners that run in linear time (no backtracking, no
 //! regex stack) and give exactly the regexes' matches. The regexes are
 //! tiktoken's (`openai_public.py`): [`CL100K_REGEX`], [`O200K_REGEX`] and
-//! [`GPT2_REGEX`].
+//! [`GPT2_REGEX`]; and the `Split` regexes of Hugging Face's Llama 3 and
+//! Qwen2 `tokenizer.json` files: [`LLAMA3_REGEX`] and [`QWEN2_REGEX`].
 //!
 //! Every character starts some alternative of the built-in patterns, so the
 //! pieces tile the text. A custom pattern runs through `fancy-regex`, like
@@ -23,6 +24,15 @@ pub const O200K_REGEX: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}
 pub const GPT2_REGEX: &str =
     r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
 
+/// The `Split` regex of Llama 3's `tokenizer.json` (transformers'
+/// `TikTokenConverter`). Not tiktoken's current cl100k_base regex: that one
+/// takes a whitespace run at the end of the text whole (`\s++$`), where
+/// this one ends a run at its last newline (`\s*[\r\n]+`), as o200k does.
+pub const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// The `Split` regex of Qwen2's `tokenizer.json`: Llama 3's with single
+/// digits (`\p{N}`).
+pub const QWEN2_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
 /// A pre-tokenizer pattern.
 #[derive(Debug, Clone)]
 pub enum Pattern {
@@ -32,6 +42,10 @@ pub enum Pattern {
     O200k,
     /// The GPT-2 pattern of gpt2, r50k_base, p50k_base and p50k_edit.
     Gpt2,
+    /// Llama 3's `tokenizer.json` pattern ([`LLAMA3_REGEX`]).
+    Llama3,
+    /// Qwen2's `tokenizer.json` pattern ([`QWEN2_REGEX`]).
+    Qwen2,
     /// Any other regex (fancy-regex syntax, as tiktoken uses).
     Custom(Box<fancy_regex::Regex>),
 }
@@ -62,6 +76,8 @@ impl Pattern {
             CL100K_REGEX => Ok(Pattern::Cl100k),
             O200K_REGEX => Ok(Pattern::O200k),
             GPT2_REGEX => Ok(Pattern::Gpt2),
+            LLAMA3_REGEX => Ok(Pattern::Llama3),
+            QWEN2_REGEX => Ok(Pattern::Qwen2),
             _ => Pattern::custom(regex),
         }
     }
@@ -72,6 +88,8 @@ impl Pattern {
             Pattern::Cl100k => CL100K_REGEX,
             Pattern::O200k => O200K_REGEX,
             Pattern::Gpt2 => GPT2_REGEX,
+            Pattern::Llama3 => LLAMA3_REGEX,
+            Pattern::Qwen2 => QWEN2_REGEX,
             Pattern::Custom(regex) => regex.as_str(),
         }
     }
@@ -95,6 +113,8 @@ impl Pattern {
             Pattern::Cl100k => split_with(text, cl100k, &mut sink),
             Pattern::O200k => split_with(text, o200k, &mut sink),
             Pattern::Gpt2 => split_with(text, gpt2, &mut sink),
+            Pattern::Llama3 => split_with(text, llama3::<3>, &mut sink),
+            Pattern::Qwen2 => split_with(text, llama3::<1>, &mut sink),
             Pattern::Custom(regex) => return split_custom(regex, text, &mut sink),
         }
         Ok(())
@@ -102,23 +122,35 @@ impl Pattern {
 }
 
 /// The matches of a custom pattern. An empty match makes no piece (it
-/// holds no bytes to encode). A match that exceeds fancy-regex's backtrack
-/// limit is an error: the pieces after it would be missing.
+/// holds no bytes to encode).
 fn split_custom(
     regex: &fancy_regex::Regex,
     text: &str,
     sink: &mut impl PieceSink,
 ) -> crate::Result<()> {
+    regex_matches(regex, text, |start, end| {
+        if start < end {
+            sink.piece(start, end);
+        }
+    })
+}
+
+/// Calls `found` with the range of every match of `regex` in `text`, empty
+/// ones included, in order. A match that exceeds fancy-regex's backtrack
+/// limit is an error: the matches after it would be missing.
+pub(crate) fn regex_matches(
+    regex: &fancy_regex::Regex,
+    text: &str,
+    mut found: impl FnMut(usize, usize),
+) -> crate::Result<()> {
     let mut searched_to = 0;
-    for found in regex.find_iter(text) {
-        let found = found.map_err(|e| crate::Error::PatternFailed {
+    for m in regex.find_iter(text) {
+        let m = m.map_err(|e| crate::Error::PatternFailed {
             offset: searched_to,
             reason: e.to_string(),
         })?;
-        if found.start() < found.end() {
-            sink.piece(found.start(), found.end());
-        }
-        searched_to = found.end();
+        found(m.start(), m.end());
+        searched_to = m.end();
     }
     Ok(())
 }
@@ -279,6 +311,35 @@ fn cl100k(text: &str, i: usize) -> usize {
 
 /// One piece of cl100k_base, by the general scanner.
 fn cl100k_general(text: &str, i: usize) -> usize {
+    cl100k_like::<3>(
+        text,
+        i,
+        SpaceRules {
+            end_first: true,
+            newline: true,
+        },
+    )
+}
+
+/// One piece of Llama 3's pattern (`DIGITS` = 3) or Qwen2's (1): cl100k's
+/// alternatives but for the whitespace, which ends as o200k's does.
+#[inline(always)]
+fn llama3<const DIGITS: usize>(text: &str, i: usize) -> usize {
+    cl100k_ascii_word(text.as_bytes(), i).unwrap_or_else(|| {
+        cl100k_like::<DIGITS>(
+            text,
+            i,
+            SpaceRules {
+                end_first: false,
+                newline: true,
+            },
+        )
+    })
+}
+
+/// The general scanner of cl100k_base's alternatives, with up to `DIGITS`
+/// numbers in a piece and the given whitespace rules.
+fn cl100k_like<const DIGITS: usize>(text: &str, i: usize, rules: SpaceRules) -> usize {
     let (c, n) = char_at(text, i).expect("i is inside the text");
     let k = class(c);
     if c == '\''
@@ -296,19 +357,16 @@ fn cl100k_general(text: &str, i: usize) -> usize {
         return run(text, i + n + n2, LETTER);
     }
     if k & NUMBER != 0 {
-        return up_to_three_numbers(text, i + n);
+        return if DIGITS == 1 {
+            i + n
+        } else {
+            up_to_three_numbers(text, i + n)
+        };
     }
     if let Some(end) = punctuation(text, i, c, k) {
         return run_bytes(text, end, b"\r\n");
     }
-    whitespace(
-        text,
-        i,
-        SpaceRules {
-            end_first: true,
-            newline: true,
-        },
-    )
+    whitespace(text, i, rules)
 }
 
 /// Where the letters of an ASCII word at `i` would start: at `i` when it
@@ -541,6 +599,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The Llama 3 and Qwen2 scanners split as their regexes do
+        /// (fancy-regex): on letters, digits, apostrophes, punctuation and
+        /// runs of Unicode whitespace with and without newlines.
+        #[test]
+        fn llama3_and_qwen2_scanners_equal_their_regexes(
+            text in "( |  |\t|\r|\n|\r\n|\u{a0}|\u{3000}|\u{85}|'|'s|'T|'ll|'VE|ſ|\\.|!|\\?\n|[0-9]{1,5}|[a-z]{1,6}|[A-Z]{1,3}|é|中|😀|²|\u{301}){0,30}"
+        ) {
+            for (pattern, regex) in [(Pattern::Llama3, LLAMA3_REGEX), (Pattern::Qwen2, QWEN2_REGEX)] {
+                let custom = Pattern::custom(regex).unwrap();
+                proptest::prop_assert_eq!(pieces(&pattern, &text), pieces(&custom, &text), "{}", regex);
+            }
+        }
+    }
+
+    #[test]
+    fn llama3_examples() {
+        let p = Pattern::from_regex(LLAMA3_REGEX).unwrap();
+        assert!(matches!(p, Pattern::Llama3));
+        assert_eq!(pieces(&p, "a\n  "), ["a", "\n", "  "]);
+        assert_eq!(pieces(&p, "x  \n\n  "), ["x", "  \n\n", "  "]);
+        assert_eq!(pieces(&p, "12345 I'M"), ["123", "45", " I", "'M"]);
+        let q = Pattern::from_regex(QWEN2_REGEX).unwrap();
+        assert_eq!(pieces(&q, "x12 3"), ["x", "1", "2", " ", "3"]);
+        assert_eq!(pieces(&Pattern::Cl100k, "a\n  "), ["a", "\n  "]);
     }
 
     #[test]
