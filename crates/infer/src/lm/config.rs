@@ -11,7 +11,7 @@ use modelbin_format::io::source::{self, JsonCaps};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::hf::config::{MAX_COUNT, Raw, invalid};
+use crate::hf::config::{Raw, invalid};
 use crate::{LmError, Result};
 
 /// The largest vocabulary or context a configuration may give (Llama 3
@@ -404,13 +404,6 @@ impl RawConfig {
                 .collect::<Result<_>>()?,
             id => vec![token_id("eos_token_id", id)?],
         };
-        if config.layers > MAX_COUNT as usize {
-            return Err(invalid(
-                "num_hidden_layers",
-                &Value::Null,
-                "too many layers",
-            ));
-        }
         Ok(LmConfig {
             bos_token_id,
             eos_token_ids,

@@ -72,7 +72,9 @@ impl<'m> Session<'m> {
         } else {
             c.vocab_size
         };
-        let cached = 2 * (end * c.kv_heads * c.head_dim * c.layers);
+        let cached = [c.kv_heads, c.head_dim, c.layers, 2]
+            .iter()
+            .fold(end, |n, &f| n.saturating_mul(f));
         model.check_memory(ids.len(), extra.saturating_add(cached), || {
             format!("a forward pass over {} tokens after {start}", ids.len())
         })?;
