@@ -17,9 +17,11 @@ mod args;
 mod convert;
 mod embed;
 mod encode_jsonl;
+mod generating;
 mod failure;
 mod inspect;
 mod line_limit;
+mod lm;
 mod model_shape;
 mod printable;
 mod progress;
@@ -63,6 +65,10 @@ enum Command {
     /// TLLM language models: init, logits, generate, train.
     #[command(subcommand)]
     Tllm(tllm::TllmCommand),
+    /// Decoder language models from Hugging Face directories (GPT-2,
+    /// GPT-NeoX, Llama, Qwen2): logits, generate.
+    #[command(subcommand)]
+    Lm(lm::LmCommand),
     /// Sentence embeddings with an EMBD model: one JSON array per text, per line.
     Embed(embed::EmbedArgs),
     /// Cosine similarity of two texts' sentence embeddings.
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args),
         Command::Tokens(command) => tokens::run(command),
         Command::Tllm(command) => tllm::run(command),
+        Command::Lm(command) => lm::run(command),
         Command::Generate(args) => tllm::generate_command(&args),
         Command::InitTllm(args) => tllm::init(&args),
         Command::Embed(args) => embed::embed(&args),

@@ -1,17 +1,15 @@
 //! `modelbin tllm init|logits|generate` (`tllm train` is in `train.rs`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use modelbin_infer::tllm::{Model, Sampling, generate};
+use modelbin_infer::tllm::{Model, generate};
 
-use crate::args::{
-    IdList, OutputPath, flatten_ids, parse_ids, parse_non_negative, parse_probability,
-};
+use crate::args::{IdList, OutputPath, flatten_ids, parse_ids};
+use crate::generating::{Render, SamplingArgs, print_generation};
 use crate::failure::{Failure, at, invalid};
 use crate::model_shape::ModelShape;
-use crate::stdout::{json_text, outln, print_json, report_beside};
+use crate::stdout::{json_text, print_json, report_beside};
 
 /// Refuses to replace an existing file unless `force` (a usage error:
 /// exit 2 with the flag that allows it).
@@ -138,27 +136,11 @@ pub struct GenerateArgs {
     /// Prompt token ids: commas and/or spaces.
     #[arg(long, num_args = 1.., value_parser = parse_ids)]
     ids: Option<Vec<IdList>>,
-    /// Tokens to generate at most (past the context the window slides).
-    #[arg(long, default_value_t = 64)]
-    max_tokens: usize,
-    /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative, allow_negative_numbers = true)]
-    temperature: f32,
-    /// Sample among the k most likely tokens (k ≥ 1).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    top_k: Option<u64>,
-    /// Sample among the most likely tokens whose probability reaches p, in (0, 1].
-    #[arg(long, value_parser = parse_probability)]
-    top_p: Option<f32>,
-    /// Sampler seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// Stop after generating this id.
     #[arg(long)]
     stop: Option<u32>,
-    /// Print a JSON report (ids, text, why it stopped, speed) instead of streaming text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Byte-level rendering: ids below 256 are bytes; others print as `<|id|>`.
@@ -171,6 +153,27 @@ fn render(ids: &[u32]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// A TLLM model's ids as text: bytes for a byte-level model, else the ids.
+struct TllmRender {
+    bytes_level: bool,
+}
+
+impl Render for TllmRender {
+    fn next_piece(&mut self, ids: &[u32]) -> Vec<u8> {
+        let id = ids[ids.len() - 1];
+        if self.bytes_level {
+            render(&[id])
+        } else {
+            format!("{id} ").into_bytes()
+        }
+    }
+
+    fn text(&self, ids: &[u32]) -> Option<String> {
+        self.bytes_level
+            .then(|| String::from_utf8_lossy(&render(ids)).into_owned())
+    }
 }
 
 pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
@@ -187,74 +190,9 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
         // clap requires --ids when --prompt is absent.
         None => flatten_ids(args.ids.as_deref().unwrap_or_default()),
     };
-    let sampling = Sampling {
-        temperature: args.temperature,
-        top_k: args.top_k.map(|k| k as usize),
-        top_p: args.top_p,
-        seed: args.seed,
-    };
-    let stream = !args.json;
-    let mut stdout = std::io::stdout().lock();
-    let mut product = crate::printable::ProductText::for_stdout();
-    // The first failed write is kept and returned once generation ends;
-    // nothing more is written after it.
-    let mut write_failure = None;
-    let result = generate(
-        &model,
-        &prompt,
-        args.max_tokens,
-        sampling,
-        args.stop,
-        |id| {
-            if stream && write_failure.is_none() {
-                let piece = if bytes_level {
-                    render(&[id])
-                } else {
-                    format!("{id} ").into_bytes()
-                };
-                let written = product
-                    .write(&mut stdout, &piece)
-                    .and_then(|()| stdout.flush());
-                if let Err(e) = written {
-                    write_failure = Some(crate::stdout::write_error(e));
-                }
-            }
-        },
-    )
-    .map_err(invalid)?;
-    if stream
-        && write_failure.is_none()
-        && let Err(e) = product.finish(&mut stdout)
-    {
-        write_failure = Some(crate::stdout::write_error(e));
-    }
-    drop(stdout);
-    if let Some(failure) = write_failure {
-        return Err(failure);
-    }
-    if args.json {
-        #[derive(serde::Serialize)]
-        struct Report<'a> {
-            ids: &'a [u32],
-            text: Option<String>,
-            stopped: &'a str,
-            tokens_per_second: f64,
-        }
-        print_json(&Report {
-            ids: &result.ids,
-            text: bytes_level.then(|| String::from_utf8_lossy(&render(&result.ids)).into_owned()),
-            stopped: result.stopped,
-            tokens_per_second: result.tokens_per_second,
-        })?;
-    } else {
-        outln!()?;
-        crate::stdout::errln!(
-            "{} tokens in {:.3} s ({:.1} tokens/s), stopped: {}",
-            result.ids.len(),
-            result.seconds,
-            result.tokens_per_second,
-            result.stopped
-        );
-    }
-    Ok(())
+    let s = &args.sampling;
+    print_generation(s.json, &mut TllmRender { bytes_level }, |on_token| {
+        generate(&model, &prompt, s.max_tokens, s.sampling(), args.stop, on_token)
+            .map_err(invalid)
+    })
 }
