@@ -37,6 +37,19 @@ fn refusal(file: &Value) -> E {
     }
 }
 
+/// One tokenizer can be shared across threads.
+#[test]
+fn shared_across_threads() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    let t = load(&byte_level(&["ab"], json!(["a b"]))).unwrap();
+    send_sync(&t);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| assert_eq!(t.encode("ab", false).unwrap(), [256]));
+        }
+    });
+}
+
 #[test]
 fn a_plain_byte_level_file_loads() {
     let t = load(&byte_level(&["ab"], json!(["a b"]))).unwrap();
