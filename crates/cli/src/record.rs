@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use modelbin_infer::RecordError;
+use modelbin_infer::lm::Site;
 use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
 
 use crate::args::TextFormatArgs;
@@ -16,9 +17,11 @@ use crate::stdout::{outln, print_json};
 /// Arguments of `modelbin acts record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// The model: a byte-level TLLM file, or a BERT model (an EMBD file or a
-    /// Hugging Face model directory) for text; for --images, a vision
-    /// transformer's Hugging Face directory (DINOv2, CLIP, SigLIP, with its
+    /// The model: for text, a decoder language model's Hugging Face
+    /// directory (GPT-2, GPT-NeoX/Pythia, Llama, Qwen2, with its
+    /// tokenizer.json), a byte-level TLLM file, or a BERT model (an EMBD file
+    /// or a Hugging Face directory); for --images, a vision transformer's
+    /// Hugging Face directory (DINOv2, CLIP, SigLIP, with its
     /// preprocessor_config.json).
     #[arg(short, long)]
     model: PathBuf,
@@ -32,7 +35,8 @@ pub struct RecordArgs {
     )]
     layers: Vec<i64>,
     /// Tokens per window, one SAEV image each (default: the model's
-    /// context; for BERT its max_seq_length less the CLS and SEP tokens).
+    /// context; for BERT its max_seq_length less the CLS and SEP tokens; for
+    /// a language model 128, SAELens's context size, its BOS included).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "images")]
     tokens_per_text: Option<u64>,
     /// BERT: also record the CLS row of each window, as the CLS token (a
@@ -48,10 +52,20 @@ pub struct RecordArgs {
     /// skipping it with a warning.
     #[arg(long)]
     strict: bool,
-    /// Run a vision transformer's linear layers on int8 weights: faster,
-    /// activations about a percent from float32's.
+    /// Run a vision transformer's or a language model's linear layers on
+    /// int8 weights: faster, activations about a percent from float32's.
     #[arg(long)]
     int8: bool,
+    /// A language model: the hook point recorded, as SAELens names them
+    /// (blocks.L.hook_SITE): the block's output before any final norm
+    /// (resid_post), its input (resid_pre), or the attention's or MLP's
+    /// output (attn_out, mlp_out).
+    #[arg(long, default_value = "resid_post", value_parser = parse_site, conflicts_with = "images")]
+    site: Site,
+    /// A language model: do not start each window with the tokenizer's BOS
+    /// token (SAELens's prepend_bos, which also separates texts with it).
+    #[arg(long, conflicts_with = "images")]
+    no_bos: bool,
     /// Vectors per shard budget.
     #[arg(long, default_value_t = 2_400_000)]
     max_patches_per_shard: u64,
@@ -73,17 +87,19 @@ pub struct RecordArgs {
 /// Runs `modelbin acts record`.
 pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     let failure = |e| record_failure(e, &args.model);
-    if args.images.is_empty() && (args.strict || args.int8) {
-        let flag = if args.strict { "--strict" } else { "--int8" };
-        return Err(Failure::Usage(format!(
-            "{flag} applies to recordings of --images"
-        )));
+    if args.images.is_empty() && args.strict {
+        return Err(Failure::Usage(
+            "--strict applies to recordings of --images".into(),
+        ));
     }
     let mut recording = if args.images.is_empty() {
         let settings = RecordSettings {
             layers: args.layers.clone(),
             tokens_per_text: args.tokens_per_text.map(|t| t as usize),
             cls: args.cls,
+            site: args.site,
+            bos: !args.no_bos,
+            int8: args.int8,
             max_patches_per_shard: args.max_patches_per_shard,
             text_format: args.text_format.format(),
         };
@@ -175,7 +191,20 @@ fn record_failure(e: modelbin_infer::Error, model: &Path) -> Failure {
         return at(model, e);
     };
     match e {
-        RecordError::NoClsToken => Failure::Usage("--cls: a TLLM model has no [CLS] token".into()),
+        RecordError::NoClsToken => {
+            Failure::Usage("--cls: only a BERT model has a [CLS] token".into())
+        }
+        RecordError::LanguageModelSetting { setting } => Failure::Usage(format!(
+            "--{setting} applies to recordings of a decoder language model{}",
+            if setting == "int8" {
+                " or of --images"
+            } else {
+                ""
+            }
+        )),
+        RecordError::WindowTooShortForBos { window } => Failure::Usage(format!(
+            "--tokens-per-text {window}: a window starts with the BOS token, so it holds at least 2 tokens (or pass --no-bos)"
+        )),
         RecordError::NoSuchLayer { layer, blocks } => {
             Failure::Usage(format!("--layers {layer}: the model has {blocks} blocks"))
         }
@@ -188,4 +217,10 @@ fn record_failure(e: modelbin_infer::Error, model: &Path) -> Failure {
         )),
         e => Failure::Invalid(e.to_string()),
     }
+}
+
+/// A site by its name.
+fn parse_site(name: &str) -> Result<Site, String> {
+    name.parse()
+        .map_err(|e: modelbin_infer::Error| e.to_string())
 }

@@ -634,8 +634,25 @@ pub enum RecordError {
         format: modelbin_format::Format,
     },
     /// The CLS row asked of a model without one.
-    #[error("cls: a TLLM model has no [CLS] token")]
+    #[error("cls: only a BERT model has a [CLS] token")]
     NoClsToken,
+    /// A setting only a language model's recording takes, asked of
+    /// another model's.
+    #[error(
+        "{setting}: applies to recordings of a decoder language model (or of images, for int8)"
+    )]
+    LanguageModelSetting {
+        /// The setting (`int8`, `site`).
+        setting: &'static str,
+    },
+    /// A window too short to hold its BOS token and a token of text.
+    #[error(
+        "tokens_per_text {window}: a window starts with the BOS token, so it must hold at least 2 tokens (or turn the BOS off)"
+    )]
+    WindowTooShortForBos {
+        /// The window asked for.
+        window: usize,
+    },
     /// A layer the model does not have.
     #[error("layers {layer}: the model has {blocks} blocks")]
     NoSuchLayer {

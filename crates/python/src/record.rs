@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use modelbin_format::io::texts::TextFormat;
-use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording};
+use modelbin_infer::record::{ImageRecordSettings, RecordSettings, Recording, TextInputs};
 use pyo3::prelude::*;
 
 use crate::errors::infer_error;
@@ -15,7 +15,7 @@ use crate::sae::with_progress;
 /// the summary `acts record --json` prints, as JSON text. `progress(done, total)` is called with tokens after each round;
 /// Ctrl-C between rounds raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
-#[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, jsonl=false, field=None, progress=None))]
+#[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, jsonl=false, field=None, site="resid_post", bos=true, int8=false, texts=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn acts_record(
     py: Python<'_>,
@@ -28,17 +28,30 @@ pub fn acts_record(
     max_patches_per_shard: u64,
     jsonl: bool,
     field: Option<String>,
+    site: &str,
+    bos: bool,
+    int8: bool,
+    texts: Option<Vec<String>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let settings = RecordSettings {
         layers,
         tokens_per_text,
         cls,
+        site: site.parse().map_err(infer_error)?,
+        bos,
+        int8,
         max_patches_per_shard,
         text_format: TextFormat { jsonl, field },
     };
     let recording = py
-        .detach(|| Recording::start(&model, &files, settings, &out))
+        .detach(|| {
+            let inputs = match &texts {
+                Some(texts) => TextInputs::Texts(texts),
+                None => TextInputs::Files(&files),
+            };
+            Recording::start_text(&model, inputs, settings, &out)
+        })
         .map_err(infer_error)?;
     run(py, recording, progress)
 }

@@ -36,6 +36,26 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family.
+    pub const ALL: [Family; 4] = [Family::Gpt2, Family::GptNeox, Family::Llama, Family::Qwen2];
+
+    /// The family whose `model_type` is `model_type`.
+    pub fn from_model_type(model_type: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == model_type)
+    }
+
+    /// The family `dir/config.json` names by its `model_type`, if it is
+    /// one of these (nothing else is checked: [`LanguageModel::open`]
+    /// does). For faces that take either a language model or another
+    /// model's directory.
+    ///
+    /// [`LanguageModel::open`]: crate::lm::LanguageModel::open
+    pub fn of_dir(dir: &Path) -> Option<Family> {
+        let path = dir.join("config.json");
+        let json = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG).ok()?;
+        Family::from_model_type(json.get("model_type")?.as_str()?)
+    }
+
     /// The family's `model_type`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -233,12 +253,8 @@ impl RawConfig {
     /// out, once the rules hold.
     fn validate(self) -> Result<LmConfig> {
         let model_type = self.model_type.value.clone().unwrap_or_default();
-        let family = match model_type.as_str() {
-            "gpt2" => Family::Gpt2,
-            "gpt_neox" => Family::GptNeox,
-            "llama" => Family::Llama,
-            "qwen2" => Family::Qwen2,
-            _ => return Err(LmError::UnsupportedModelType { model_type }.into()),
+        let Some(family) = Family::from_model_type(&model_type) else {
+            return Err(LmError::UnsupportedModelType { model_type }.into());
         };
         let eps = |raw: &Raw<f64>, key: &str, default: f64| {
             raw.number(

@@ -27,6 +27,7 @@
 
 mod images;
 mod text;
+mod windows;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -37,7 +38,7 @@ use modelbin_format::saev::{Metadata, Start, Writer};
 use crate::{RecordError, Result};
 
 pub use images::{ImageRecordSettings, Skipped};
-pub use text::RecordSettings;
+pub use text::{DEFAULT_LM_WINDOW, RecordSettings, TextInputs};
 
 /// A recording between its checks and its finished dataset.
 pub struct Recording {
@@ -123,8 +124,18 @@ impl Recording {
         settings: RecordSettings,
         root: &Path,
     ) -> Result<Recording> {
+        Recording::start_text(model_path, TextInputs::Files(files), settings, root)
+    }
+
+    /// [`Recording::start`] over files or over texts in memory.
+    pub fn start_text(
+        model_path: &Path,
+        inputs: TextInputs<'_>,
+        settings: RecordSettings,
+        root: &Path,
+    ) -> Result<Recording> {
         let started = Instant::now();
-        let (source, output) = text::TextSource::start(model_path, files, settings, root)?;
+        let (source, output) = text::TextSource::start(model_path, inputs, settings, root)?;
         Ok(Recording {
             source: Source::Text(source),
             output,
@@ -305,13 +316,29 @@ fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
 
 /// How a recording names its model (`vit_ckpt`): `sha256:` and the first
 /// 16 hex digits of the model file's hash (for a directory, of its
-/// `model.safetensors`), hashed from the mapped file.
+/// `model.safetensors`; for a sharded one, of its index's and shards'
+/// hashes), hashed from the mapped files.
 pub fn checkpoint_id(model: &Path) -> Result<String> {
-    let file = if model.is_dir() {
-        model.join("model.safetensors")
+    use modelbin_format::io::source::MappedFile;
+    use modelbin_format::safetensors::sharded::{INDEX_FILE, SINGLE_FILE, parse_index};
+    let digest = if !model.is_dir() {
+        sha256(&MappedFile::open(model)?)
+    } else if model.join(SINGLE_FILE).exists() || !model.join(INDEX_FILE).exists() {
+        sha256(&MappedFile::open(model.join(SINGLE_FILE))?)
     } else {
-        model.to_path_buf()
+        // A sharded checkpoint: its index, then each shard's hash in the
+        // index's order (each file named once).
+        let index_path = model.join(INDEX_FILE);
+        let index_bytes = MappedFile::open(&index_path)?;
+        let index = parse_index(&index_bytes, &index_path)?;
+        let mut shards: Vec<&String> = index.weight_map.values().collect();
+        shards.sort();
+        shards.dedup();
+        let mut all = sha256(&index_bytes).to_vec();
+        for shard in shards {
+            all.extend_from_slice(&sha256(&MappedFile::open(model.join(shard))?));
+        }
+        sha256(&all)
     };
-    let bytes = modelbin_format::io::source::MappedFile::open(&file)?;
-    Ok(format!("sha256:{}", &hex(&sha256(&bytes))[..16]))
+    Ok(format!("sha256:{}", &hex(&digest)[..16]))
 }

@@ -20,7 +20,13 @@ pub(crate) const MIN_WINDOW_WITH_BOS: usize = 2;
 /// window (where SAELens would loop forever).
 pub(crate) fn saelens_windows(texts: &[Vec<u32>], window: usize, bos: Option<u32>) -> Vec<u32> {
     let mut windows = Vec::new();
-    if window < if bos.is_some() { MIN_WINDOW_WITH_BOS } else { 1 } {
+    if window
+        < if bos.is_some() {
+            MIN_WINDOW_WITH_BOS
+        } else {
+            1
+        }
+    {
         return windows;
     }
     // The window being filled: its first token's place in `windows`.

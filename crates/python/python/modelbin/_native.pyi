@@ -164,7 +164,8 @@ def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
 def count_chat(messages_json: str, model: str, encoding: str) -> str: ...
 def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
                 tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
-                jsonl: bool = ..., field: Optional[str] = ...,
+                jsonl: bool = ..., field: Optional[str] = ..., site: str = ...,
+                bos: bool = ..., int8: bool = ..., texts: Optional[List[str]] = ...,
                 progress: Optional[Callable[[int, int], None]] = ...) -> str: ...
 def acts_record_images(model: str, images: List[str], out: str, *, layers: List[int],
                        max_patches_per_shard: int, strict: bool, int8: bool,

@@ -38,6 +38,8 @@ def record(model: "str | os.PathLike[str]",
            tokens_per_text: Optional[int] = None, cls: bool = False,
            max_patches_per_shard: int = 2_400_000, strict: bool = False,
            int8: bool = False, jsonl: bool = False, field: str = "text",
+           site: str = "resid_post", bos: bool = True,
+           texts: Optional[Sequence[str]] = None,
            progress: Optional[bool] = None) -> Recorded:
     """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
     the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
@@ -46,8 +48,17 @@ def record(model: "str | os.PathLike[str]",
 
     Over text ``files`` (concatenated in order and cut into windows of
     ``tokens_per_text`` tokens, default the model's context), ``model`` is a
-    byte-level TLLM file or a BERT model (an EMBD file or a Hugging Face
-    model directory); ``cls`` also keeps a BERT window's CLS row. A
+    decoder language model's Hugging Face directory (GPT-2, GPT-NeoX,
+    Llama, Qwen2, with its tokenizer.json), a byte-level TLLM file or a BERT
+    model (an EMBD file or a Hugging Face model directory); ``cls`` also
+    keeps a BERT window's CLS row. ``texts`` (strings) may be given instead
+    of files: each is one text, as a JSON Lines file's line is. A language
+    model's windows (default 128 tokens) are cut as SAELens cuts them: each
+    starts with the tokenizer's BOS token, which also separates texts
+    (``bos=False`` turns both off); ``site`` is the hook point recorded
+    (``resid_post``, the block's output before any final norm, or
+    ``resid_pre``, ``attn_out``, ``mlp_out``), and ``int8`` runs its linear
+    layers on int8 weights. A
     directory gives its .txt, .text, .md, .rst, .jsonl and .ndjson files in
     sorted order. JSON Lines files (``jsonl``, or named ``*.jsonl`` /
     ``*.ndjson``) give one text per line: a JSON string, or an object's
@@ -75,8 +86,10 @@ def record(model: "str | os.PathLike[str]",
         return _record_images(model, images, out=out, layers=layers,
                               max_patches_per_shard=max_patches_per_shard,
                               strict=strict, int8=int8, show=show)
-    if not files:
-        raise ValueError("no files to record: give text files, or images=")
+    if texts is not None and files:
+        raise ValueError("give text files or texts=, not both")
+    if not files and texts is None:
+        raise ValueError("no files to record: give text files, texts=, or images=")
     bar = _progress.Bar("recording", 0, "tokens") if show else None
 
     def step(done: int, total: int) -> None:
@@ -88,6 +101,7 @@ def record(model: "str | os.PathLike[str]",
             os.fspath(model), [os.fspath(f) for f in files], os.fspath(out),
             layers=list(layers), tokens_per_text=tokens_per_text, cls=cls,
             max_patches_per_shard=max_patches_per_shard, jsonl=jsonl, field=field,
+            site=site, bos=bos, int8=int8, texts=None if texts is None else list(texts),
             progress=step if bar is not None else None)
     finally:
         if bar is not None:
