@@ -94,9 +94,7 @@ fn open_tokenizer(dir: &Path, required: bool) -> Result<Option<HfTokenizer>, Fai
     if !required && !dir.join("tokenizer.json").is_file() {
         return Ok(None);
     }
-    HfTokenizer::open_dir(dir)
-        .map(Some)
-        .map_err(|e| at(dir, e))
+    HfTokenizer::open_dir(dir).map(Some).map_err(|e| at(dir, e))
 }
 
 /// Runs `modelbin lm …`.

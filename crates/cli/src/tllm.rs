@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 use modelbin_infer::tllm::{Model, generate};
 
 use crate::args::{IdList, OutputPath, flatten_ids, parse_ids};
-use crate::generating::{Render, SamplingArgs, print_generation};
 use crate::failure::{Failure, at, invalid};
+use crate::generating::{Render, SamplingArgs, print_generation};
 use crate::model_shape::ModelShape;
 use crate::stdout::{json_text, print_json, report_beside};
 
@@ -192,7 +192,14 @@ pub fn generate_command(args: &GenerateArgs) -> Result<(), Failure> {
     };
     let s = &args.sampling;
     print_generation(s.json, &mut TllmRender { bytes_level }, |on_token| {
-        generate(&model, &prompt, s.max_tokens, s.sampling(), args.stop, on_token)
-            .map_err(invalid)
+        generate(
+            &model,
+            &prompt,
+            s.max_tokens,
+            s.sampling(),
+            args.stop,
+            on_token,
+        )
+        .map_err(invalid)
     })
 }
