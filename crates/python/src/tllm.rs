@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use modelbin_infer::tllm::{Model, Sampling, generate};
+use modelbin_infer::tllm::{Model, generate};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
 use crate::errors::infer_error;
+use crate::generating::SamplingArgs;
 
 /// A loaded TLLM model. Thread-safe; the GIL is released while it runs.
 #[pyclass(frozen, module = "modelbin._native")]
@@ -47,29 +48,18 @@ impl NativeTllm {
 
     /// Up to `max_tokens` ids after `prompt`, sampled as `Sampling` says
     /// (temperature 0: greedy); stops early at `stop` or a full context.
-    #[pyo3(signature = (prompt, max_tokens, temperature, top_k, top_p, seed, stop))]
-    #[allow(clippy::too_many_arguments)]
+    /// `sampling` is `(temperature, top_k, top_p, seed)`.
     fn generate(
         &self,
         py: Python<'_>,
         prompt: Vec<u32>,
         max_tokens: usize,
-        temperature: f32,
-        top_k: Option<usize>,
-        top_p: Option<f32>,
-        seed: u64,
+        sampling: SamplingArgs,
         stop: Option<u32>,
     ) -> PyResult<(Vec<u32>, &'static str)> {
-        let sampling = Sampling {
-            temperature,
-            top_k,
-            top_p,
-            seed,
-        };
-        let generation = py
-            .detach(|| generate(&self.model, &prompt, max_tokens, sampling, stop, |_| {}))
-            .map_err(infer_error)?;
-        Ok((generation.ids, generation.stopped))
+        crate::generating::run(py, sampling, |sampling| {
+            generate(&self.model, &prompt, max_tokens, sampling, stop, |_| {})
+        })
     }
 }
 

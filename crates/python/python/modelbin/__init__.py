@@ -14,6 +14,9 @@
 - SAEV activations for training loops: :mod:`modelbin.saev`; TopK sparse
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
+- Decoder language models from Hugging Face directories (GPT-2, Pythia,
+  Llama, Qwen2) and their ``tokenizer.json``: :class:`LanguageModel`,
+  :class:`modelbin.lm.Tokenizer`.
 - Vision transformers (DINOv2, CLIP, SigLIP), their hidden states and
   their inputs: :class:`modelbin.vision.VisionModel`,
   :class:`modelbin.vision.ImageProcessor`.
@@ -29,7 +32,7 @@ processes (multiprocessing, Ray); memory-mapped files are shared through the
 page cache.
 """
 
-from . import acts, numpy, sae, saev, torch, vision
+from . import acts, lm, numpy, sae, saev, torch, vision
 from ._files import convert, cost, count_messages, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
@@ -41,12 +44,14 @@ from .encoding import (
     get_encoding,
     list_encoding_names,
 )
+from .lm import LanguageModel
 from .models import TLLM
 from .tensors import safe_open
 
 __all__ = [
     "Encoding",
     "FormatError",
+    "LanguageModel",
     "LineIndex",
     "SafetensorError",
     "SentenceEmbedder",
@@ -61,6 +66,7 @@ __all__ = [
     "inspect",
     "list_encoding_names",
     "acts",
+    "lm",
     "numpy",
     "vision",
     "quantize_embeddings",

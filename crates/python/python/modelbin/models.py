@@ -86,6 +86,6 @@ class TLLM:
         if ids is None:
             data = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
             ids = list(data)
-        generated, _ = self._native.generate(list(ids), max_tokens, temperature, top_k, top_p,
-                                             seed, stop)
+        generated, _ = self._native.generate(list(ids), max_tokens,
+                                             (temperature, top_k, top_p, seed), stop)
         return generated
