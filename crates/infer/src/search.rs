@@ -1,6 +1,6 @@
 //! Semantic search over the lines of text files: every non-empty line
 //! (or, in JSON Lines files, every line's text, as
-//! [`TextFormat`](modelbin_format::io::texts::TextFormat) reads it)
+//! [`modelbin_format::io::texts::TextFormat`] reads it)
 //! embedded once, then ranked by cosine similarity to each query. An index
 //! can be saved (a safetensors file: the embeddings, the lines' text and
 //! where each comes from, and the model and files it was built from) and

@@ -69,10 +69,24 @@ impl TextFormat {
         self.field.as_deref().unwrap_or(DEFAULT_TEXT_FIELD)
     }
 
-    /// The text files `inputs` name: files as given (whatever their names),
-    /// directories walked for [`TEXT_EXTENSIONS`] ([`input_files`]).
+    /// The text files `inputs` name: anything not a directory as given
+    /// (whatever its name; a stream such as a FIFO is read under its cap by
+    /// the reader, and a missing file is reported by it), directories
+    /// walked for [`TEXT_EXTENSIONS`] ([`input_files`]: a FIFO found in one
+    /// is refused).
     pub fn text_files(&self, inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-        input_files(inputs, |path| has_extension(path, TEXT_EXTENSIONS))
+        let mut files = Vec::new();
+        for input in inputs {
+            if input.is_dir() {
+                let under = std::slice::from_ref(input);
+                files.extend(input_files(under, |path| {
+                    has_extension(path, TEXT_EXTENSIONS)
+                })?);
+            } else {
+                files.push(input.clone());
+            }
+        }
+        Ok(files)
     }
 
     /// The texts of `path`'s `bytes`.
