@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Recording a decoder language model end to end: `modelbin.acts.record`
+(tokenizing, SAELens's windows, the forward pass, the SAEV files written)
+against the loop an SAELens user runs with transformers (the Hugging Face
+tokenizer, SAELens's own `concat_and_batch_sequences`, batches of windows
+through the base model under `torch.inference_mode()`, a forward hook on
+the block copying its output out as numpy; nothing written to disk), in the
+same run, alternating, best of --repeats, on --threads threads.
+
+The model is random, in GPT-2 small's shape (12 layers, 768 wide, 12 heads,
+vocabulary 50257), saved by transformers (F32) with a byte-level BPE
+tokenizer trained by the tokenizers library on tests/data/opticks.txt; the
+texts are that file's non-empty lines. Model loading is not timed on
+transformers' side; modelbin's call opens the model each time (included).
+
+Usage (heavy venv, the package installed in it, as scripts/test.sh does):
+  $(scripts/heavy-venv.sh)/bin/python scripts/bench/lm_record.py
+"""
+
+import argparse
+import os
+import pathlib
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--windows", type=int, default=32)
+    parser.add_argument("--window", type=int, default=128)
+    parser.add_argument("--layer", type=int, default=11)
+    parser.add_argument("--batch", type=int, default=8, help="transformers' windows per batch")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    os.environ["RAYON_NUM_THREADS"] = str(args.threads)
+
+    import numpy as np
+    import torch
+    import transformers as tf
+    from sae_lens.tokenization_and_batching import concat_and_batch_sequences
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    import modelbin
+
+    torch.set_num_threads(args.threads)
+    texts = [line for line in (ROOT / "tests/data/opticks.txt").read_text().splitlines()
+             if line.strip()]
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    directory = tmp / "gpt2-small"
+    torch.manual_seed(0)
+    model = tf.GPT2LMHeadModel(tf.GPT2Config())
+    model.eval()
+    model.save_pretrained(directory)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=8000, special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tf.PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>",
+                               eos_token="<|endoftext|>").save_pretrained(directory)
+
+    # Enough texts for the windows asked (counted with the HF tokenizer).
+    hf = tf.AutoTokenizer.from_pretrained(directory)
+    needed, used, total = args.windows * args.window, [], 0
+    for text in texts:
+        used.append(text)
+        total += len(hf(text)["input_ids"]) + 1
+        if total > needed + args.window:
+            break
+
+    def theirs():
+        started = time.perf_counter()
+        tokenizer = tf.AutoTokenizer.from_pretrained(directory)
+        ids = (torch.tensor(tokenizer(t)["input_ids"], dtype=torch.long) for t in used)
+        windows = list(concat_and_batch_sequences(
+            ids, args.window, begin_batch_token_id=tokenizer.bos_token_id,
+            begin_sequence_token_id=None, sequence_separator_token_id=tokenizer.bos_token_id))
+        windows = torch.stack(windows[:args.windows])
+        rows = []
+        hook = model.transformer.h[args.layer].register_forward_hook(
+            lambda module, inputs, output: rows.append(
+                (output[0] if isinstance(output, tuple) else output).numpy().copy()))
+        with torch.inference_mode():
+            for start in range(0, len(windows), args.batch):
+                model.transformer(windows[start:start + args.batch])
+        hook.remove()
+        return time.perf_counter() - started, np.concatenate(rows), windows.numpy()
+
+    def ours(i):
+        started = time.perf_counter()
+        path = modelbin.acts.record(directory, texts=used, out=tmp / f"acts{i}",
+                                    layers=[args.layer], tokens_per_text=args.window,
+                                    progress=False)
+        return time.perf_counter() - started, path
+
+    best_theirs = best_ours = float("inf")
+    for i in range(args.repeats):
+        seconds, their_rows, their_windows = theirs()
+        best_theirs = min(best_theirs, seconds)
+        seconds, path = ours(i)
+        best_ours = min(best_ours, seconds)
+    kept = np.fromfile(pathlib.Path(path) / "tokens.bin", dtype="<u4").reshape(-1, args.window)
+    n = min(len(kept), len(their_windows))
+    assert (kept[:n] == their_windows[:n]).all(), "the windows differ"
+    dataset = modelbin.saev.Dataset(path, layer=args.layer, patches="image")
+    ours_first = np.stack([dataset.get(0, args.layer, t) for t in range(args.window)])
+    error = np.abs(ours_first - their_rows[0]).max() / np.abs(their_rows[0]).max()
+    tokens = args.windows * args.window
+    print(f"| windows of {args.window}, block {args.layer} resid_post, {tokens} tokens "
+          f"| transformers + SAELens batching {tokens / best_theirs:,.0f} tok/s "
+          f"| modelbin acts.record {tokens / best_ours:,.0f} tok/s "
+          f"({best_theirs / best_ours:.2f}x) | first window's max error {error:.1e} |")
+
+
+if __name__ == "__main__":
+    main()
