@@ -296,3 +296,21 @@ fn recorded_bert_activations_are_the_reference_hidden_states() {
         "{err}"
     );
 }
+
+/// A model directory of a decoder family modelbin does not run is refused
+/// naming its model_type, not read as a BERT model.
+#[test]
+fn an_unsupported_decoder_directory_is_refused_by_its_model_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("mistral");
+    std::fs::create_dir(&model).unwrap();
+    std::fs::write(model.join("config.json"), r#"{"model_type": "mistral"}"#).unwrap();
+    let text = dir.path().join("t.txt");
+    std::fs::write(&text, "words").unwrap();
+    let out = dir.path().join("acts");
+    let err = fails(
+        &["acts", "record", "-m", s(&model), "-o", s(&out), s(&text)],
+        "",
+    );
+    assert!(err.contains("mistral") && !err.contains("BERT"), "{err}");
+}

@@ -44,18 +44,6 @@ impl Family {
         Family::ALL.into_iter().find(|f| f.name() == model_type)
     }
 
-    /// The family `dir/config.json` names by its `model_type`, if it is
-    /// one of these (nothing else is checked: [`LanguageModel::open`]
-    /// does). For faces that take either a language model or another
-    /// model's directory.
-    ///
-    /// [`LanguageModel::open`]: crate::lm::LanguageModel::open
-    pub fn of_dir(dir: &Path) -> Option<Family> {
-        let path = dir.join("config.json");
-        let json = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG).ok()?;
-        Family::from_model_type(json.get("model_type")?.as_str()?)
-    }
-
     /// The family's `model_type`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -65,6 +53,17 @@ impl Family {
             Family::Qwen2 => "qwen2",
         }
     }
+}
+
+/// The `model_type` `dir/config.json` names, if it names one (nothing
+/// else is read or checked: [`LanguageModel::open`] does). For faces
+/// that take either a language model or another model's directory.
+///
+/// [`LanguageModel::open`]: crate::lm::LanguageModel::open
+pub fn model_type_of_dir(dir: &Path) -> Option<String> {
+    let path = dir.join("config.json");
+    let json = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG).ok()?;
+    Some(json.get("model_type")?.as_str()?.to_owned())
 }
 
 /// The activation of the MLP (of the gate, in a gated MLP).

@@ -49,7 +49,7 @@ mod session;
 mod site;
 mod weights;
 
-pub use config::{Family, LmConfig};
+pub use config::{Family, LmConfig, model_type_of_dir};
 pub use generate::generate;
 pub use model::{LanguageModel, LoadOptions};
 pub use session::Session;

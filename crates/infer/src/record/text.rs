@@ -23,7 +23,7 @@ use modelbin_tokenize::{HfTokenizer, hf_byte_char};
 use super::windows::{MIN_WINDOW_WITH_BOS, saelens_windows};
 use super::{Output, blocks_of, checkpoint_id};
 use crate::bert::Embedder;
-use crate::lm::{Family, LanguageModel, LoadOptions, Site};
+use crate::lm::{LanguageModel, LoadOptions, Site, model_type_of_dir};
 use crate::tllm::Model;
 use crate::{RecordError, Result};
 
@@ -285,7 +285,11 @@ struct RecordedLm {
 
 impl RecordedModel {
     fn open(path: &Path, settings: &RecordSettings) -> Result<RecordedModel> {
-        if path.is_dir() && Family::of_dir(path).is_some() {
+        // A directory is BERT's when its config.json says so (or says no
+        // model type); any other model type is a decoder's, and one this
+        // crate does not run is refused naming it.
+        let model_type = path.is_dir().then(|| model_type_of_dir(path)).flatten();
+        if model_type.is_some_and(|t| t != "bert") {
             let model = LanguageModel::open_with(path, LoadOptions::int8(settings.int8))?;
             let tokenizer = HfTokenizer::open_dir(path)?;
             let bos = tokenizer.bos_id().filter(|_| settings.bos);
