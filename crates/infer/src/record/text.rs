@@ -100,8 +100,9 @@ pub(super) struct TextSource {
 }
 
 impl TextSource {
-    /// Opens the model, reads and tokenizes `files` (concatenated in
-    /// order), checks the settings, and starts the dataset under `root`.
+    /// Opens the model, reads and tokenizes the texts of `inputs` (in
+    /// order), checks the settings, cuts the windows, and starts the
+    /// dataset under `root`.
     pub(super) fn start(
         model_path: &Path,
         inputs: TextInputs<'_>,
