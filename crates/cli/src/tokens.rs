@@ -322,24 +322,17 @@ enum Text {
 impl Input {
     fn read(path: &Path, format: &TextFormat) -> Result<Input, Failure> {
         let name = path.display().to_string();
-        let stdin = path == Path::new("-");
-        if stdin || format.is_json_lines(path) {
-            let bytes = if stdin {
-                read_stdin()?
-            } else {
-                MappedFile::open_or_read(path)
-                    .map_err(|e| at(path, e))?
-                    .to_vec()
-            };
+        if path == Path::new("-") {
+            let bytes = read_stdin()?;
             return match format.texts(path, &bytes)? {
-                Texts::Records(texts) => Ok(Input {
-                    name,
-                    text: Text::Records(texts),
-                }),
+                Texts::Records(texts) => Ok(Input::records(name, texts)),
                 Texts::Plain(_) => Ok(Input::from_bytes(name, bytes)),
             };
         }
         let mapped = MappedFile::open_or_read(path).map_err(|e| at(path, e))?;
+        if let Texts::Records(texts) = format.texts(path, &mapped)? {
+            return Ok(Input::records(name, texts));
+        }
         if std::str::from_utf8(&mapped).is_ok() {
             return Ok(Input {
                 name,
@@ -347,6 +340,13 @@ impl Input {
             });
         }
         Ok(Input::from_bytes(name, mapped.to_vec()))
+    }
+
+    fn records(name: String, texts: Vec<String>) -> Input {
+        Input {
+            name,
+            text: Text::Records(texts),
+        }
     }
 
     fn from_bytes(name: String, bytes: Vec<u8>) -> Input {

@@ -81,8 +81,8 @@ def record(model: "str | os.PathLike[str]",
     behind."""
     show = _progress.wanted(progress)
     if images is not None:
-        if files:
-            raise ValueError("give text files or images, not both")
+        if files or texts is not None:
+            raise ValueError("give text files, texts= or images=, one of them")
         return _record_images(model, images, out=out, layers=layers,
                               max_patches_per_shard=max_patches_per_shard,
                               strict=strict, int8=int8, show=show)
