@@ -114,3 +114,67 @@ def test_encode_options_are_sentence_transformers(exported):
     similarities = ours.similarity(reference, reference)
     np.testing.assert_allclose(similarities, theirs.similarity(reference, reference).numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("prompts, default", [
+    ({}, None),
+    ({"query": "query: ", "passage": "passage: ", "corpus": "corpus: "}, None),
+    ({"document": "doc: ", "classify": "label: "}, "classify"),
+])
+def test_query_and_document_encoding_pick_prompts_as_sentence_transformers(
+        exported, prompts, default):
+    embd, directory = exported["f32"]
+    ours = modelbin.SentenceEmbedder(embd, prompts=prompts, default_prompt_name=default)
+    theirs = SentenceTransformer(str(directory), device="cpu", prompts=prompts,
+                                 default_prompt_name=default)
+    texts = SENTENCES[:12]
+    for method in ("encode_query", "encode_document"):
+        mine, other = getattr(ours, method)(texts), getattr(theirs, method)(texts)
+        assert min_cosine(mine, other) >= 0.99999, method
+        # The prompt chosen is the one sentence-transformers chooses: the
+        # vectors differ from those of any other prompt far more than by
+        # the engines' rounding.
+        for name in [None, *prompts]:
+            with_name = theirs.encode(texts, prompt_name=name) if name else \
+                theirs.encode(texts, prompt="")
+            if not np.allclose(with_name, other, atol=1e-4):
+                assert min_cosine(mine, with_name) < 0.9999, (method, name)
+    one = ours.encode_query("a single query")
+    assert one.shape == (ours.get_sentence_embedding_dimension(),)
+
+
+def test_similarities_and_semantic_search_equal_sentence_transformers(exported):
+    from sentence_transformers import util
+
+    embd, directory = exported["f32"]
+    ours = modelbin.SentenceEmbedder(embd)
+    theirs = SentenceTransformer(str(directory), device="cpu")
+    corpus = ours.encode_document(SENTENCES)
+    queries = ours.encode_query(["a sentence about weather", "numbers and code",
+                                 "Ünïcödé characters"])
+    np.testing.assert_allclose(ours.similarity_pairwise(corpus[:3], queries),
+                               theirs.similarity_pairwise(corpus[:3], queries).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.similarity(queries, corpus),
+                               theirs.similarity(queries, corpus).numpy(), rtol=1e-5, atol=1e-6)
+    # Random embeddings too: no ties, several queries, top_k past the
+    # corpus, a single vector as the query, torch tensors as inputs.
+    rng = np.random.default_rng(0)
+    cases = [(queries, corpus, 5), (queries[0], corpus, 3),
+             (rng.standard_normal((7, 32), dtype=np.float32),
+              rng.standard_normal((500, 32), dtype=np.float32), 10),
+             (rng.standard_normal((2, 8), dtype=np.float32),
+              rng.standard_normal((4, 8), dtype=np.float32), 9)]
+    for query, documents, top_k in cases:
+        mine = modelbin.util.semantic_search(query, documents, top_k=top_k)
+        other = util.semantic_search(torch.from_numpy(np.asarray(query)),
+                                     torch.from_numpy(documents), top_k=top_k)
+        assert [[hit["corpus_id"] for hit in hits] for hits in mine] == \
+            [[hit["corpus_id"] for hit in hits] for hits in other]
+        for hits, their_hits in zip(mine, other):
+            np.testing.assert_allclose([h["score"] for h in hits],
+                                       [h["score"] for h in their_hits], rtol=1e-5, atol=1e-6)
+    assert modelbin.util.semantic_search(torch.from_numpy(queries), torch.from_numpy(corpus)) == \
+        modelbin.util.semantic_search(queries, corpus)
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        modelbin.util.semantic_search(queries, corpus, top_k=0)

@@ -6,7 +6,8 @@
 - Sentence embeddings, as ``sentence-transformers``: :class:`SentenceEmbedder`,
   :func:`quantize_embeddings`; ``convert(..., to="sentence-transformers")``
   writes a model back as a sentence-transformers directory; search by
-  meaning over text files: :class:`LineIndex`.
+  meaning over text files: :class:`LineIndex`; over embeddings:
+  :func:`modelbin.util.semantic_search`.
 - Tensor files, as ``safetensors``: :mod:`modelbin.numpy`,
   :mod:`modelbin.torch` and :func:`safe_open`, over BinTensors,
   safetensors, EMBD and TLLM; :class:`SafetensorError`, :class:`TensorSpec`,
@@ -32,7 +33,7 @@ processes (multiprocessing, Ray); memory-mapped files are shared through the
 page cache.
 """
 
-from . import acts, lm, numpy, sae, saev, torch, vision
+from . import acts, lm, numpy, sae, saev, torch, util, vision
 from ._files import convert, cost, count_messages, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
@@ -68,7 +69,6 @@ __all__ = [
     "acts",
     "lm",
     "numpy",
-    "vision",
     "quantize_embeddings",
     "sae",
     "saev",
@@ -76,6 +76,7 @@ __all__ = [
     "serialize",
     "serialize_file",
     "torch",
+    "util",
     "verify",
     "vision",
 ]

@@ -70,6 +70,19 @@ def quantize_embeddings(embeddings: Any, precision: str, *,
     return signs
 
 
+def normalized_rows(embeddings: Any) -> np.ndarray:
+    """``embeddings`` (numpy, a CPU torch tensor or nested lists; one
+    vector or rows of them) as float32 rows of unit length, as
+    sentence-transformers' ``normalize_embeddings`` makes them (a row's
+    norm is at least 1e-12)."""
+    if hasattr(embeddings, "detach"):
+        embeddings = embeddings.detach().cpu().numpy()
+    rows = np.atleast_2d(np.asarray(embeddings, dtype=np.float32))
+    if rows.ndim != 2:
+        raise ValueError(f"embeddings must be one vector or rows of them, not shape {rows.shape}")
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
 class SentenceEmbedder:
     """A BERT sentence encoder from an ``.embd`` file or a Hugging Face /
     sentence-transformers model directory; its embeddings equal
@@ -84,9 +97,15 @@ class SentenceEmbedder:
         self._path = os.fspath(model_name_or_path)
         self._native = _native.NativeEmbedder(self._path)
         saved = _saved_prompts(self._path)
-        #: Named prompts for ``encode(prompt_name=...)``: the model
-        #: directory's (``config_sentence_transformers.json``), then these.
-        self.prompts: Dict[str, str] = {**saved.get("prompts", {}), **(prompts or {})}
+        #: Named prompts for ``encode(prompt_name=...)``, merged as
+        #: sentence-transformers merges them: ``"query"`` and ``"document"``
+        #: (empty unless set), these, then the model directory's
+        #: (``config_sentence_transformers.json``) where these set none.
+        self.prompts: Dict[str, str] = {"query": None, "document": None, **(prompts or {})}
+        for name, text in saved.get("prompts", {}).items():
+            if self.prompts.get(name) is None:
+                self.prompts[name] = text
+        self.prompts = {name: text or "" for name, text in self.prompts.items()}
         #: The prompt ``encode`` uses when given none.
         self.default_prompt_name: Optional[str] = (
             default_prompt_name or saved.get("default_prompt_name"))
@@ -154,6 +173,29 @@ class SentenceEmbedder:
             return out[0]
         return out if convert_to_numpy else list(out)
 
+    def encode_query(self, sentences: Union[str, Sequence[str]],
+                     prompt_name: Optional[str] = None, prompt: Optional[str] = None,
+                     **kwargs: Any) -> Any:
+        """``encode`` for search queries, as sentence-transformers 6's:
+        given neither ``prompt_name`` nor ``prompt``, the model's
+        ``"query"`` prompt when it has one. Other arguments are
+        ``encode``'s."""
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def encode_document(self, sentences: Union[str, Sequence[str]],
+                        prompt_name: Optional[str] = None, prompt: Optional[str] = None,
+                        **kwargs: Any) -> Any:
+        """``encode`` for the documents searched, as sentence-transformers
+        6's: given neither ``prompt_name`` nor ``prompt``, the first of the
+        model's ``"document"``, ``"passage"`` and ``"corpus"`` prompts it
+        has. Other arguments are ``encode``'s."""
+        if prompt_name is None and prompt is None:
+            prompt_name = next((name for name in ("document", "passage", "corpus")
+                                if name in self.prompts), None)
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
     def _prompt(self, prompt_name: Optional[str], prompt: Optional[str]) -> str:
         if prompt is not None:
             return prompt
@@ -178,14 +220,20 @@ class SentenceEmbedder:
         dim = self.get_sentence_embedding_dimension()
         return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
 
-    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Cosine similarities of every row of ``a`` with every row of ``b``
-        (sentence-transformers' default ``similarity_fn_name``)."""
-        a = np.atleast_2d(np.asarray(a, dtype=np.float32))
-        b = np.atleast_2d(np.asarray(b, dtype=np.float32))
-        a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-        b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-        return a @ b.T
+    def similarity(self, a: Any, b: Any) -> np.ndarray:
+        """Cosine similarities of every row of ``a`` with every row of ``b``,
+        ``[len(a), len(b)]`` (sentence-transformers' default
+        ``similarity_fn_name``), as numpy float32."""
+        return normalized_rows(a) @ normalized_rows(b).T
+
+    def similarity_pairwise(self, a: Any, b: Any) -> np.ndarray:
+        """Cosine similarity of each row of ``a`` with the same row of
+        ``b``, ``[len(a)]`` (sentence-transformers'
+        ``similarity_pairwise``), as numpy float32."""
+        a, b = normalized_rows(a), normalized_rows(b)
+        if a.shape != b.shape:
+            raise ValueError(f"pairs need arrays of one shape, not {a.shape} and {b.shape}")
+        return np.einsum("ij,ij->i", a, b)
 
     def tokenize(self, texts: Sequence[str]) -> Dict[str, np.ndarray]:
         """Model inputs: ``input_ids`` and ``attention_mask``, int64, padded
@@ -217,10 +265,11 @@ class LineIndex:
               files: "Sequence[str | os.PathLike[str]]", *, jsonl: bool = False,
               field: str = "text") -> "LineIndex":
         """Embeds every non-empty line of ``files`` with ``embedder``.
-        Directories give their .txt, .text, .md, .rst, .jsonl and .ndjson
-        files in sorted order; the lines of JSON Lines files (``jsonl``, or
-        named ``*.jsonl`` / ``*.ndjson``) are read as their text: a JSON
-        string, or an object's ``field``."""
+        Directories give their .txt, .text, .md, .rst, .jsonl, .ndjson and
+        .parquet files in sorted order; the lines of JSON Lines files
+        (``jsonl``, or named ``*.jsonl`` / ``*.ndjson``) are read as their
+        text: a JSON string, or an object's ``field``; the rows of Parquet
+        files as their string column ``field``."""
         return cls(_native.NativeLineIndex.build(embedder._native, embedder._path,
                                                  [os.fspath(f) for f in files],
                                                  jsonl=jsonl, field=field))
