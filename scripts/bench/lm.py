@@ -17,7 +17,9 @@ Generation: greedy, batch 1, NEW tokens after a PROMPT-token prompt:
 
 Both sides on --threads threads (`torch.set_num_threads`,
 `RAYON_NUM_THREADS`), alternating, best of --repeats. Model loading is not
-timed. Prints a Markdown table.
+timed. Prints a Markdown table, then memory's read rate (lm_bench
+bandwidth) and the ceiling it puts on generation at batch 1, which reads
+every f32 weight once per token.
 
 Usage (heavy venv, after `cargo build --release -p modelbin-infer --example lm_bench`):
   flock /tmp/modelbin-cpu.lock $(scripts/heavy-venv.sh)/bin/python scripts/bench/lm.py
@@ -138,9 +140,18 @@ def main():
               f"({best['hf_generate'] / best['mb_generate_f32']:.2f}×) | "
               f"{gen(best['mb_generate_int8'])} "
               f"({best['hf_generate'] / best['mb_generate_int8']:.2f}×) |")
+        # Generation at batch 1 reads every weight once per token (the
+        # position table but one row; GPT-2's tied embedding once, as the
+        # unembedding): memory's read rate bounds it, for both programs.
+        weights = 4 * (sum(p.numel() for p in model.parameters())
+                       - model.transformer.wpe.weight.numel())
+        read = ours("bandwidth", 1024)["gb_per_s"]
+        print(f"\nmemory read rate {read:.1f} GB/s ({args.threads} threads); f32 weights read "
+              f"per generated token {weights / 1e6:.0f} MB: at most "
+              f"{read * 1e9 / weights:.1f} tok/s at batch 1 in f32")
         low = min(c[0] for c in cosines)
         mean = sum(c[1] for c in cosines) / len(cosines)
-        print(f"\nint8 vs f32 cosine per vector: min {low:.4f}, mean {mean:.5f}; "
+        print(f"int8 vs f32 cosine per vector: min {low:.4f}, mean {mean:.5f}; "
               f"greedy tokens equal to transformers' (leading run): {same_tokens}/{args.new}")
 
 

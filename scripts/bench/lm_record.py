@@ -10,8 +10,10 @@ same run, alternating, best of --repeats, on --threads threads.
 The model is random, in GPT-2 small's shape (12 layers, 768 wide, 12 heads,
 vocabulary 50257), saved by transformers (F32) with a byte-level BPE
 tokenizer trained by the tokenizers library on tests/data/opticks.txt; the
-texts are that file's non-empty lines. Model loading is not timed on
-transformers' side; modelbin's call opens the model each time (included).
+texts are that file's non-empty lines. Both sides load the model and the
+tokenizer from the directory inside the timed run, as a recording script
+does: transformers' `from_pretrained`, modelbin's `acts.record` opening and
+hashing it.
 
 Usage (heavy venv, the package installed in it, as scripts/test.sh does):
   $(scripts/heavy-venv.sh)/bin/python scripts/bench/lm_record.py
@@ -74,6 +76,7 @@ def main():
 
     def theirs():
         started = time.perf_counter()
+        model = tf.GPT2LMHeadModel.from_pretrained(directory).eval()
         tokenizer = tf.AutoTokenizer.from_pretrained(directory)
         ids = (torch.tensor(tokenizer(t)["input_ids"], dtype=torch.long) for t in used)
         windows = list(concat_and_batch_sequences(

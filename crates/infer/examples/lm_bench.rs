@@ -4,7 +4,12 @@
 //! ```text
 //! lm_bench activations DIR WINDOWS WINDOW LAYER   # f32 and int8 seconds, int8 cosines
 //! lm_bench generate DIR PROMPT_LEN NEW_TOKENS     # greedy, f32 and int8 seconds
+//! lm_bench bandwidth MIB                          # memory read rate, GB/s
 //! ```
+//!
+//! The read rate bounds generation at batch 1, which reads every weight
+//! once per token: it sums `MIB` MiB of memory on every thread of the
+//! pool, best of five passes.
 //!
 //! Token ids are a fixed pseudo-random sequence (below the vocabulary).
 //! Loading is not timed. Prints one JSON object.
@@ -27,12 +32,37 @@ fn ids(n: usize, vocab: usize) -> Vec<u32> {
         .collect()
 }
 
+/// The best of five passes summing `bytes` of memory in parallel, in
+/// GB/s; integer sums, which the compiler vectorises, so that the pass is
+/// bound by memory and not by the adds.
+fn read_rate(bytes: usize) -> f64 {
+    use rayon::prelude::*;
+    let words: Vec<u64> = (0..bytes / 8).map(|i| i as u64).collect();
+    let mut best = f64::INFINITY;
+    let mut total = 0u64;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let sum = words
+            .par_chunks(1 << 16)
+            .map(|chunk| chunk.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+            .reduce(|| 0, u64::wrapping_add);
+        best = best.min(started.elapsed().as_secs_f64());
+        total = total.wrapping_add(std::hint::black_box(sum));
+    }
+    std::hint::black_box(total);
+    bytes as f64 / best / 1e9
+}
+
 fn arg(args: &[String], i: usize) -> usize {
     args[i].parse().expect("a count")
 }
 
 fn main() -> Result<(), modelbin_infer::Error> {
     let args: Vec<String> = std::env::args().collect();
+    if args[1] == "bandwidth" {
+        println!("{{\"gb_per_s\": {}}}", read_rate(arg(&args, 2) << 20));
+        return Ok(());
+    }
     let dir = Path::new(&args[2]);
     let f32_model = LanguageModel::open(dir)?;
     let int8 = LanguageModel::open_with(dir, LoadOptions::int8(true))?;
