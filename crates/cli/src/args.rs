@@ -175,10 +175,12 @@ mod tests {
 pub struct TextFormatArgs {
     /// Read the inputs as JSON Lines (as `*.jsonl` and `*.ndjson` files
     /// always are): each non-empty line is a JSON string, or an object whose
-    /// --field is one.
+    /// --field is one. `*.parquet` files are always Parquet: each row of the
+    /// string column --field is a text.
     #[arg(long)]
     pub jsonl: bool,
-    /// The field of a JSON Lines object read as its text.
+    /// The field of a JSON Lines object, or the column of a Parquet file,
+    /// read as the text.
     #[arg(long, value_name = "NAME", default_value = "text")]
     pub field: String,
 }

@@ -16,7 +16,8 @@ use crate::progress::Progress;
 use crate::stdout::{errln, outln, print_json};
 use modelbin_format::io::lines::{Line, read_line};
 use modelbin_format::io::npy::NpyWriter;
-use modelbin_format::io::texts::TEXT_EXTENSIONS;
+use modelbin_format::io::source::MappedFile;
+use modelbin_format::io::texts::{TEXT_EXTENSIONS, TextFormat, TextKind, Texts};
 
 /// The model every embedding command opens.
 #[derive(Debug, Args)]
@@ -122,8 +123,8 @@ pub struct SearchArgs {
     #[arg(short, long)]
     query: String,
     /// Text files and directories (walked in sorted order for .txt, .text,
-    /// .md, .rst, .jsonl and .ndjson files); each non-empty line is a
-    /// candidate (optional with --embeddings FILE, which then holds the
+    /// .md, .rst, .jsonl, .ndjson and .parquet files); each non-empty line
+    /// (or Parquet row) is a candidate (optional with --embeddings FILE, which then holds the
     /// lines).
     #[arg(required_unless_present = "embeddings")]
     files: Vec<PathBuf>,
@@ -301,7 +302,11 @@ fn read_batches(
     args: &EmbedArgs,
     write_batch: &mut dyn FnMut(&[String]) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
+    let format = args.text_format.format();
     let (source, reader, size): (String, Box<dyn Read>, Option<u64>) = match &args.input {
+        Some(path) if format.kind(path) == TextKind::Parquet => {
+            return write_rows(path, &format, args, write_batch);
+        }
         Some(path) => {
             let file =
                 File::open(path).map_err(|e| at(path, modelbin_format::Error::io(path, e)))?;
@@ -315,7 +320,6 @@ fn read_batches(
             ("stdin".to_owned(), Box::new(std::io::stdin()), None)
         }
     };
-    let format = args.text_format.format();
     let json_lines = format.is_json_lines(Path::new(&source));
     let mut progress = Progress::sentences(size);
     let mut lines = BufReader::new(reader);
@@ -356,6 +360,29 @@ fn read_batches(
         if n == 0 {
             break;
         }
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Embeds the rows of the Parquet file `path` in batches of
+/// `--batch-size`, with a progress bar in sentences/s.
+fn write_rows(
+    path: &Path,
+    format: &TextFormat,
+    args: &EmbedArgs,
+    write_batch: &mut dyn FnMut(&[String]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let bytes = MappedFile::open(path).map_err(|e| at(path, e))?;
+    let Texts::Records(rows) = format.texts(path, &bytes)? else {
+        unreachable!("a Parquet file gives records")
+    };
+    let mut progress = Progress::sentences(Some(bytes.len() as u64));
+    let mut done = 0u64;
+    for batch in rows.chunks(args.batch_size as usize) {
+        write_batch(batch)?;
+        done += batch.len() as u64;
+        progress.sentences_done(done, bytes.len() as u64 * done / rows.len() as u64);
     }
     progress.finish();
     Ok(())

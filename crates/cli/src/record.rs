@@ -78,8 +78,8 @@ pub struct RecordArgs {
     #[command(flatten)]
     text_format: TextFormatArgs,
     /// Text files and directories (walked in sorted order for .txt, .text,
-    /// .md, .rst, .jsonl and .ndjson files), tokenized and concatenated in
-    /// order.
+    /// .md, .rst, .jsonl, .ndjson and .parquet files), tokenized and
+    /// concatenated in order.
     #[arg(required_unless_present = "images")]
     files: Vec<PathBuf>,
 }

@@ -123,8 +123,8 @@ pub struct TextInputs {
     #[command(flatten)]
     format: TextFormatArgs,
     /// Files and directories to read (directories walked in sorted order
-    /// for .txt, .text, .md, .rst, .jsonl and .ndjson files; `-` or none,
-    /// without --text: stdin).
+    /// for .txt, .text, .md, .rst, .jsonl, .ndjson and .parquet files; `-`
+    /// or none, without --text: stdin).
     files: Vec<PathBuf>,
 }
 

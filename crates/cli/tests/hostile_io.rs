@@ -913,3 +913,22 @@ fn indexed_lines_are_held_to_the_line_cap() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(!entries(dir.path()).contains(&"index.safetensors".to_owned()));
 }
+
+#[test]
+fn parquet_pages_that_declare_more_than_memory_are_refused_before_reading() {
+    // pyarrow's file with each page header rewritten to declare 128 MiB
+    // (crates/format/tests/data/parquet/make.py): 512 MiB in all, more
+    // than the address-space limit leaves, is refused before the decoder
+    // reserves any of it.
+    let lie =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/data/parquet/page_lie.parquet");
+    let run = run_bounded(
+        &["tokens", "count", arg(&lie)],
+        ADDRESS_SPACE,
+        Stdio::null(),
+    );
+    run.assert_fails_with(
+        64 * MIB,
+        "column \"text\" declares 536870908 bytes of text, more than",
+    );
+}

@@ -26,13 +26,12 @@
 //! # }
 //! ```
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
-use modelbin_format::io::texts::TextFormat;
+use modelbin_format::io::texts::{TextFormat, TextKind, Texts};
 use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
 use crate::bert::{Embedder, cosine};
@@ -74,7 +73,7 @@ pub struct SearchHit<'a> {
     pub score: f32,
     /// The file.
     pub path: &'a Path,
-    /// The line number (1-based).
+    /// The line number (1-based; a Parquet file's row, from 1).
     pub line: usize,
     /// The line's text.
     pub text: &'a str,
@@ -83,7 +82,8 @@ pub struct SearchHit<'a> {
 impl LineIndex {
     /// Embeds every non-empty line of `files` with `embedder`, the model
     /// read from `model` (whose hash the index keeps); the lines of JSON
-    /// Lines files (as `format` tells them) are read as their texts. Each
+    /// Lines files and the rows of Parquet files (as `format` tells them)
+    /// are read as their texts, a row numbered as a line. Each
     /// file is read once, as [`MappedFile::open`] reads inputs (regular
     /// files only); a line longer than `max_line_bytes` is
     /// [`modelbin_format::Error::LineTooLong`].
@@ -104,32 +104,43 @@ impl LineIndex {
         for (file, path) in files.iter().enumerate() {
             let bytes = MappedFile::open(path)?;
             source.files.push((path.clone(), hex(&sha256(&bytes))));
+            let mut add = |number: usize, line: &str| {
+                if line.len() > max_line_bytes {
+                    return Err(modelbin_format::Error::LineTooLong {
+                        path: path.clone(),
+                        line: number as u64,
+                        max: max_line_bytes as u64,
+                    });
+                }
+                if !line.trim().is_empty() {
+                    places.push((file as u32, number as u32));
+                    text.push_str(line);
+                    bounds.push(text.len() as u64);
+                }
+                Ok(())
+            };
+            if format.kind(path) == TextKind::Parquet {
+                if let Texts::Records(rows) = format.texts(path, &bytes)? {
+                    for (row, line) in rows.iter().enumerate() {
+                        add(row + 1, line)?;
+                    }
+                }
+                continue;
+            }
             let content = std::str::from_utf8(&bytes).map_err(|e| {
                 let reason = format!("not UTF-8 text at byte {}", e.valid_up_to());
                 let invalid = std::io::Error::new(std::io::ErrorKind::InvalidData, reason);
                 modelbin_format::Error::io(path, invalid)
             })?;
             for (number, line) in content.lines().enumerate() {
-                if line.len() > max_line_bytes {
-                    return Err(modelbin_format::Error::LineTooLong {
-                        path: path.clone(),
-                        line: number as u64 + 1,
-                        max: max_line_bytes as u64,
-                    }
-                    .into());
-                }
-                let line = if format.is_json_lines(path) {
-                    match format.line_text(path, number as u64 + 1, line.as_bytes())? {
-                        Some(record) => Cow::Owned(record),
-                        None => continue,
+                if format.is_json_lines(path) {
+                    if let Some(record) =
+                        format.line_text(path, number as u64 + 1, line.as_bytes())?
+                    {
+                        add(number + 1, &record)?;
                     }
                 } else {
-                    Cow::Borrowed(line)
-                };
-                if !line.trim().is_empty() {
-                    places.push((file as u32, number as u32 + 1));
-                    text.push_str(&line);
-                    bounds.push(text.len() as u64);
+                    add(number + 1, line)?;
                 }
             }
         }
@@ -344,10 +355,11 @@ impl Source {
     }
 }
 
-/// The field JSON Lines files among `files` are read by, if there are any.
+/// The field JSON Lines files (or the column Parquet files) among `files`
+/// are read by, if there are any.
 fn json_field(files: &[PathBuf], format: &TextFormat) -> Option<String> {
     files
         .iter()
-        .any(|path| format.is_json_lines(path))
+        .any(|path| format.kind(path) != TextKind::Plain)
         .then(|| format.field().to_owned())
 }

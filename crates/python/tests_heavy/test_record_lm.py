@@ -146,3 +146,29 @@ def test_a_language_model_recording_is_saelens_windows_through_transformers(
     np.testing.assert_array_equal(
         np.fromfile(pathlib.Path(again) / "tokens.bin", dtype="<u4").reshape(-1, window),
         recorded)
+
+
+def test_a_parquet_split_written_by_datasets_records_as_its_texts(tmp_path, cli):
+    # Hugging Face datasets' own writer, with the text column beside others.
+    import datasets
+
+    directory = tmp_path / "model"
+    random_model(directory, "gpt2")
+    texts = TEXTS[:40]
+    split = tmp_path / "train-00000-of-00001.parquet"
+    datasets.Dataset.from_dict({"id": list(range(len(texts))), "text": texts}).to_parquet(split)
+    corpus = tmp_path / "texts.jsonl"
+    corpus.write_text("".join(json.dumps(t) + "\n" for t in texts))
+    recorded, described = {}, {}
+    for name, source in [("parquet", split), ("jsonl", corpus)]:
+        args = [cli, "acts", "record", "-m", directory, "--tokens-per-text", "16", "-o",
+                tmp_path / name, "--json", source]
+        report = json.loads(subprocess.run([str(a) for a in args], check=True,
+                                           capture_output=True, text=True).stdout)
+        path = pathlib.Path(report["path"])
+        recorded[name] = {p.relative_to(path): p.read_bytes() for p in path.rglob("*")
+                          if p.is_file() and p.name != "metadata.json"}
+        described[name] = json.loads((path / "metadata.json").read_text())["data"]["files"][0]
+    assert recorded["parquet"] == recorded["jsonl"]
+    assert described["parquet"]["parquet"] == {"column": "text", "texts": len(texts)}
+    assert described["jsonl"]["json_lines"] == {"field": "text", "texts": len(texts)}

@@ -73,6 +73,9 @@ pub enum Error {
         /// What the line holds instead.
         reason: String,
     },
+    /// A Parquet file gives no texts.
+    #[error(transparent)]
+    Parquet(#[from] crate::io::texts::parquet::ParquetError),
     /// A JSON document holds more values than its documented cap.
     #[error("{what} holds up to {values} JSON values, over the limit of {limit}")]
     TooManyJsonValues {

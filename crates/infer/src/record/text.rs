@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use modelbin_format::Format;
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
-use modelbin_format::io::texts::{TextFormat, Texts};
+use modelbin_format::io::texts::{TextFormat, TextKind, Texts};
 use modelbin_format::saev::Metadata;
 use rayon::prelude::*;
 
@@ -429,11 +429,12 @@ impl RecordedModel {
     }
 
     /// The token ids of each of `files`' texts, in order (a plain file is
-    /// one text, a JSON Lines file one per line), and how the dataset's
-    /// metadata describes each file (path, size, SHA-256, and for JSON
-    /// Lines the field and the number of texts). A regular file is mapped;
+    /// one text, a JSON Lines file one per line, a Parquet file one per
+    /// row), and how the dataset's metadata describes each file (path,
+    /// size, SHA-256, and for JSON Lines the field, for Parquet the column,
+    /// and the number of texts). A regular file is mapped;
     /// a stream is read under its cap ([`MappedFile::open_or_read`]). The
-    /// texts of a JSON Lines file each end with a line break for a
+    /// texts of a JSON Lines or Parquet file each end with a line break for a
     /// byte-level model, as the lines of a plain file do; WordPiece ids
     /// need no separator, and a language model's windows place BOS tokens
     /// between texts.
@@ -452,8 +453,12 @@ impl RecordedModel {
             match format.texts(path, &bytes)? {
                 Texts::Plain(text) => ids.push(self.tokenize(path, text)?),
                 Texts::Records(texts) => {
-                    description["json_lines"] =
-                        serde_json::json!({"field": format.field(), "texts": texts.len()});
+                    let (kind, key) = match format.kind(path) {
+                        TextKind::Parquet => ("parquet", "column"),
+                        _ => ("json_lines", "field"),
+                    };
+                    description[kind] =
+                        serde_json::json!({key: format.field(), "texts": texts.len()});
                     for text in &texts {
                         let mut text_ids = self.tokenize(path, text.as_bytes())?;
                         if matches!(self, RecordedModel::Tllm(_)) {

@@ -59,10 +59,11 @@ def record(model: "str | os.PathLike[str]",
     (``resid_post``, the block's output before any final norm, or
     ``resid_pre``, ``attn_out``, ``mlp_out``), and ``int8`` runs its linear
     layers on int8 weights. A
-    directory gives its .txt, .text, .md, .rst, .jsonl and .ndjson files in
-    sorted order. JSON Lines files (``jsonl``, or named ``*.jsonl`` /
-    ``*.ndjson``) give one text per line: a JSON string, or an object's
-    ``field``.
+    directory gives its .txt, .text, .md, .rst, .jsonl, .ndjson and .parquet
+    files in sorted order. JSON Lines files (``jsonl``, or named ``*.jsonl``
+    / ``*.ndjson``) give one text per line: a JSON string, or an object's
+    ``field``; Parquet files (``*.parquet``) one per row of the string
+    column ``field``.
 
     Over ``images`` (image files, and directories walked in sorted order for
     .jpg, .jpeg and .png files), ``model`` is a vision transformer's Hugging

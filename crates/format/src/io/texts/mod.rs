@@ -2,11 +2,15 @@
 //! count/encode/cost`, `embed`, `search`, `acts record`): one rule, so a
 //! file never means one thing to one command and another to the next.
 //!
-//! - A file is plain text, unless it is JSON Lines: asked for
+//! - A file named `*.parquet` is Parquet: each row of its top-level string
+//!   column [field](TextFormat::field) (default `text`, the commands'
+//!   `--field`) is one text, as Hugging Face `datasets` stores a split
+//!   ([`parquet`]). A null row or a column of another type is an error
+//!   naming it.
+//! - Any other file is plain text, unless it is JSON Lines: asked for
 //!   ([`TextFormat::jsonl`], the commands' `--jsonl`) or named `*.jsonl` /
 //!   `*.ndjson`. Each non-empty line of JSON Lines is one text: a JSON
-//!   string, or an object whose [field](TextFormat::field) (default `text`,
-//!   the commands' `--field`) is a string. Anything else is
+//!   string, or an object whose field is a string. Anything else is
 //!   [`Error::BadJsonLine`], naming the file and line: quote characters are
 //!   never read as text.
 //! - A directory gives its text files ([`TEXT_EXTENSIONS`]), walked as every
@@ -26,26 +30,43 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod parquet;
+
 use crate::io::walk::{has_extension, input_files};
 use crate::{Error, Result};
 
 /// The extensions of the files a directory gives as texts (compared
 /// ignoring case).
-pub const TEXT_EXTENSIONS: &[&str] = &["txt", "text", "md", "rst", "jsonl", "ndjson"];
+pub const TEXT_EXTENSIONS: &[&str] = &["txt", "text", "md", "rst", "jsonl", "ndjson", "parquet"];
 
 /// The extensions that make a file JSON Lines without being asked.
 pub const JSON_LINES_EXTENSIONS: &[&str] = &["jsonl", "ndjson"];
 
-/// The field of a JSON Lines object read as its text unless told another.
+/// The extensions that make a file Parquet.
+pub const PARQUET_EXTENSIONS: &[&str] = &["parquet"];
+
+/// The JSON Lines field, or the Parquet column, read as the text unless
+/// told another.
 pub const DEFAULT_TEXT_FIELD: &str = "text";
+
+/// How a file holds its texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// The whole file is one text.
+    Plain,
+    /// One text per non-empty line, a JSON string or an object's field.
+    JsonLines,
+    /// One text per row of a string column.
+    Parquet,
+}
 
 /// How text files are read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TextFormat {
-    /// Read every file as JSON Lines, whatever its name.
+    /// Read every file as JSON Lines, whatever its name (but `*.parquet`).
     pub jsonl: bool,
-    /// The field of a JSON Lines object to read (`None`:
-    /// [`DEFAULT_TEXT_FIELD`]).
+    /// The field of a JSON Lines object, or the Parquet column, to read
+    /// (`None`: [`DEFAULT_TEXT_FIELD`]).
     pub field: Option<String>,
 }
 
@@ -54,17 +75,30 @@ pub struct TextFormat {
 pub enum Texts<'a> {
     /// A plain file: its bytes, one text.
     Plain(&'a [u8]),
-    /// A JSON Lines file: the text of each non-empty line, in order.
+    /// A JSON Lines or Parquet file: the text of each non-empty line or
+    /// of each row, in order.
     Records(Vec<String>),
 }
 
 impl TextFormat {
-    /// Whether `path` is read as JSON Lines.
-    pub fn is_json_lines(&self, path: &Path) -> bool {
-        self.jsonl || has_extension(path, JSON_LINES_EXTENSIONS)
+    /// How `path` holds its texts.
+    pub fn kind(&self, path: &Path) -> TextKind {
+        if has_extension(path, PARQUET_EXTENSIONS) {
+            TextKind::Parquet
+        } else if self.jsonl || has_extension(path, JSON_LINES_EXTENSIONS) {
+            TextKind::JsonLines
+        } else {
+            TextKind::Plain
+        }
     }
 
-    /// The field read from JSON Lines objects.
+    /// Whether `path` is read as JSON Lines.
+    pub fn is_json_lines(&self, path: &Path) -> bool {
+        self.kind(path) == TextKind::JsonLines
+    }
+
+    /// The field read from JSON Lines objects, and the column read from
+    /// Parquet files.
     pub fn field(&self) -> &str {
         self.field.as_deref().unwrap_or(DEFAULT_TEXT_FIELD)
     }
@@ -91,8 +125,13 @@ impl TextFormat {
 
     /// The texts of `path`'s `bytes`.
     pub fn texts<'a>(&self, path: &Path, bytes: &'a [u8]) -> Result<Texts<'a>> {
-        if !self.is_json_lines(path) {
-            return Ok(Texts::Plain(bytes));
+        match self.kind(path) {
+            TextKind::Plain => return Ok(Texts::Plain(bytes)),
+            TextKind::Parquet => {
+                let texts = parquet::column_texts(path, bytes, self.field())?;
+                return Ok(Texts::Records(texts));
+            }
+            TextKind::JsonLines => {}
         }
         let mut texts = Vec::new();
         for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {

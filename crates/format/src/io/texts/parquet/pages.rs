@@ -1,0 +1,293 @@
+//! The page headers of one Parquet column chunk, read only for what they
+//! declare: each page's compressed size (to step to the next header) and
+//! decompressed size (to bound what the decoder will reserve).
+//!
+//! A page header is a Thrift struct in the compact protocol. Its fields 2
+//! (`uncompressed_page_size`) and 3 (`compressed_page_size`) are `i32`;
+//! every other field is skipped by its wire type, nested structs to a
+//! fixed depth. Every count read from the file is checked against the bytes
+//! left before it is used, so the walk is linear in the chunk's size.
+
+/// How deep nested structs, lists and maps may go in a page header (the
+/// format's own headers nest three deep).
+const MAX_DEPTH: u32 = 16;
+
+/// The decompressed bytes the pages of the column chunk at
+/// `start..start + length` in `file` declare, or why the chunk is broken:
+/// a range outside the file, a header that does not parse, a negative size
+/// or a page that runs past the chunk.
+pub(super) fn declared_bytes(file: &[u8], start: i64, length: i64) -> Result<u64, String> {
+    let range = usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(length).ok())
+        .and_then(|(start, length)| Some(start..start.checked_add(length)?))
+        .filter(|range| range.end <= file.len())
+        .ok_or_else(|| {
+            format!("its chunk at offset {start}, {length} bytes, is outside the file")
+        })?;
+    let chunk = &file[range];
+    let mut at = 0usize;
+    let mut declared = 0u64;
+    while at < chunk.len() {
+        let mut header = Compact {
+            bytes: &chunk[at..],
+            at: 0,
+        };
+        let (decompressed, compressed) = header
+            .page_sizes()
+            .ok_or_else(|| format!("the page header at chunk offset {at} does not parse"))?;
+        let sizes = u64::try_from(decompressed)
+            .ok()
+            .zip(usize::try_from(compressed).ok());
+        let Some((decompressed, compressed)) = sizes else {
+            return Err(format!(
+                "the page at chunk offset {at} declares a negative size"
+            ));
+        };
+        at = (at + header.at)
+            .checked_add(compressed)
+            .filter(|&end| end <= chunk.len())
+            .ok_or_else(|| format!("the page at chunk offset {at} runs past its chunk"))?;
+        declared = declared.saturating_add(decompressed);
+    }
+    Ok(declared)
+}
+
+/// A reader of the Thrift compact protocol over a byte slice; `None` is
+/// any malformation, including running out of bytes.
+struct Compact<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Compact<'_> {
+    /// A page header's `(uncompressed_page_size, compressed_page_size)`,
+    /// leaving `at` just past the header.
+    fn page_sizes(&mut self) -> Option<(i32, i32)> {
+        let (mut decompressed, mut compressed) = (None, None);
+        let mut field = 0i16;
+        loop {
+            let Some((id, kind)) = self.field_header(&mut field)? else {
+                return Some((decompressed?, compressed?));
+            };
+            match (id, kind) {
+                (2, I32) => decompressed = Some(i32::try_from(self.int()?).ok()?),
+                (3, I32) => compressed = Some(i32::try_from(self.int()?).ok()?),
+                _ => self.skip(kind, 0)?,
+            }
+        }
+    }
+
+    /// The next field's id and wire type, `None` inside at the struct's
+    /// stop byte; `last` is the previous field's id, which short headers
+    /// count from.
+    fn field_header(&mut self, last: &mut i16) -> Option<Option<(i16, u8)>> {
+        let byte = self.byte()?;
+        if byte == 0 {
+            return Some(None);
+        }
+        let delta = byte >> 4;
+        *last = if delta == 0 {
+            i16::try_from(self.int()?).ok()?
+        } else {
+            last.checked_add(i16::from(delta))?
+        };
+        Some(Some((*last, byte & 0x0f)))
+    }
+
+    /// Skips one value of wire type `kind`.
+    fn skip(&mut self, kind: u8, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match kind {
+            BOOL_TRUE | BOOL_FALSE => {}
+            BYTE => self.take(1)?,
+            I16 | I32 | I64 => {
+                self.int()?;
+            }
+            DOUBLE => self.take(8)?,
+            BINARY => {
+                let length = usize::try_from(self.varint()?).ok()?;
+                self.take(length)?;
+            }
+            LIST | SET => {
+                let header = self.byte()?;
+                let mut count = u64::from(header >> 4);
+                if count == 15 {
+                    count = self.varint()?;
+                }
+                self.skip_values(count, header & 0x0f, depth)?;
+            }
+            MAP => {
+                let count = self.varint()?;
+                if count > 0 {
+                    let kinds = self.byte()?;
+                    // A key and a value per entry: twice the values.
+                    self.skip_pairs(count, kinds >> 4, kinds & 0x0f, depth)?;
+                }
+            }
+            STRUCT => {
+                let mut field = 0i16;
+                while let Some((_, kind)) = self.field_header(&mut field)? {
+                    self.skip(kind, depth + 1)?;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Skips `count` values of wire type `kind` (a list's or a set's);
+    /// each takes at least a byte, so a count larger than the bytes left is
+    /// refused before the loop.
+    fn skip_values(&mut self, count: u64, kind: u8, depth: u32) -> Option<()> {
+        self.enough_for(count)?;
+        for _ in 0..count {
+            if matches!(kind, BOOL_TRUE | BOOL_FALSE) {
+                self.take(1)?;
+            } else {
+                self.skip(kind, depth + 1)?;
+            }
+        }
+        Some(())
+    }
+
+    /// Skips `count` map entries of key type `key` and value type `value`.
+    fn skip_pairs(&mut self, count: u64, key: u8, value: u8, depth: u32) -> Option<()> {
+        self.enough_for(count)?;
+        for _ in 0..count {
+            self.skip_values(1, key, depth)?;
+            self.skip_values(1, value, depth)?;
+        }
+        Some(())
+    }
+
+    /// `Some` when at least `count` bytes are left.
+    fn enough_for(&self, count: u64) -> Option<()> {
+        (count <= (self.bytes.len() - self.at) as u64).then_some(())
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        let byte = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn take(&mut self, count: usize) -> Option<()> {
+        self.at = self.at.checked_add(count)?;
+        (self.at <= self.bytes.len()).then_some(())
+    }
+
+    /// An unsigned LEB128 varint of at most ten bytes.
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..70).step_by(7) {
+            let byte = self.byte()?;
+            value |= u64::from(byte & 0x7f).checked_shl(shift)?;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// A zigzag-encoded integer (Thrift's i16, i32 and i64).
+    fn int(&mut self) -> Option<i64> {
+        let raw = self.varint()?;
+        Some((raw >> 1) as i64 ^ -((raw & 1) as i64))
+    }
+}
+
+const BOOL_TRUE: u8 = 1;
+const BOOL_FALSE: u8 = 2;
+const BYTE: u8 = 3;
+const I16: u8 = 4;
+const I32: u8 = 5;
+const I64: u8 = 6;
+const DOUBLE: u8 = 7;
+const BINARY: u8 = 8;
+const LIST: u8 = 9;
+const SET: u8 = 10;
+const MAP: u8 = 11;
+const STRUCT: u8 = 12;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page header declaring `decompressed` and `compressed` bytes, with
+    /// a data page header struct (field 5) holding a nested statistics
+    /// struct with a binary value, as pyarrow writes them.
+    fn header(decompressed: i32, compressed: i32) -> Vec<u8> {
+        let zigzag = |v: i32| ((v << 1) ^ (v >> 31)) as u32;
+        let mut bytes = vec![0x15, 0x00]; // field 1, i32: type 0 (DATA_PAGE)
+        for value in [decompressed, compressed] {
+            bytes.push(0x15); // next field, i32
+            let mut raw = zigzag(value);
+            loop {
+                let low = (raw & 0x7f) as u8;
+                raw >>= 7;
+                bytes.push(if raw == 0 { low } else { low | 0x80 });
+                if raw == 0 {
+                    break;
+                }
+            }
+        }
+        // field 5, a struct: field 1 i32 (num_values 3), field 5 struct
+        // (statistics: field 1 binary "ab"), stops.
+        bytes.extend([
+            0x2c, 0x15, 0x06, 0x4c, 0x18, 0x02, b'a', b'b', 0x00, 0x00, 0x00,
+        ]);
+        bytes
+    }
+
+    #[test]
+    fn pages_are_walked_by_their_declared_sizes() {
+        let mut chunk = header(100, 3);
+        chunk.extend([1, 2, 3]);
+        chunk.extend(header(7, 0));
+        let length = chunk.len() as i64;
+        let mut file = vec![9u8; 4];
+        file.extend(&chunk);
+        assert_eq!(declared_bytes(&file, 4, length), Ok(107));
+    }
+
+    #[test]
+    fn broken_chunks_are_refused_not_followed() {
+        let page = header(100, 3);
+        let length = page.len() as i64;
+        // The body runs past the chunk.
+        let past = declared_bytes(&page, 0, length).unwrap_err();
+        assert!(past.contains("runs past its chunk"), "{past}");
+        // A range outside the file, or negative.
+        assert!(declared_bytes(&page, 1, length).is_err());
+        assert!(declared_bytes(&page, -1, 2).is_err());
+        assert!(declared_bytes(&page, 0, i64::MAX).is_err());
+        // A negative size.
+        let mut negative = header(-5, 0);
+        let length = negative.len() as i64;
+        assert!(
+            declared_bytes(&negative, 0, length)
+                .unwrap_err()
+                .contains("negative")
+        );
+        // A header cut short, and a list claiming more values than bytes.
+        negative.truncate(3);
+        assert!(
+            declared_bytes(&negative, 0, 3)
+                .unwrap_err()
+                .contains("does not parse")
+        );
+        let huge_list = [0x19, 0xf5, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        assert!(declared_bytes(&huge_list, 0, 7).is_err());
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        // Field 1 a struct whose field 1 is a struct, ... deeper than
+        // MAX_DEPTH.
+        let deep = vec![0x1c; 64];
+        assert!(declared_bytes(&deep, 0, 64).is_err());
+    }
+}
