@@ -1,11 +1,12 @@
 //! The texts of a Parquet file: one column of strings, row by row, as the
 //! Hugging Face `datasets` library and pyarrow write them.
 //!
-//! The parquet crate decodes the file. Before it is asked for the column,
-//! [`pages`] walks the column's page headers itself and checks what they
-//! declare against the file and the memory this process may take: the
-//! crate reserves each page's declared decompressed size before it checks
-//! it, and a hostile header may declare up to 2 GiB.
+//! The parquet crate decodes the file. It reserves memory for counts the
+//! file declares before it checks them: a schema element's number of
+//! children (up to 2^31 pointers) and each page's decompressed size (up to
+//! 2 GiB). So [`pages`] reads those first: the schema's counts before the
+//! crate parses the footer, and the column's page headers, against the file
+//! and the memory this process may take, before it reads the column.
 //!
 //! The crate's decoders trust lengths inside pages and panic on some
 //! malformed ones (a byte-array length past its buffer, found by cutting
@@ -105,6 +106,7 @@ pub enum ParquetError {
 pub fn column_texts(path: &Path, bytes: &[u8], column: &str) -> Result<Vec<String>, ParquetError> {
     // The crate reads from an owned buffer; the one copy of the file is
     // smaller than the texts decompressed from it.
+    pages::check_schema(bytes).map_err(|reason| malformed(path, reason))?;
     let file = bytes::Bytes::copy_from_slice(bytes);
     let reader = decoding(path, || {
         SerializedFileReader::new(file).map_err(|e| malformed(path, e))

@@ -1,16 +1,22 @@
-//! The page headers of one Parquet column chunk, read only for what they
-//! declare: each page's compressed size (to step to the next header) and
-//! decompressed size (to bound what the decoder will reserve).
+//! What a Parquet file declares that the parquet crate reserves memory for
+//! before checking it, read here first: the schema's child counts in the
+//! footer, and each page header's decompressed size.
 //!
-//! A page header is a Thrift struct in the compact protocol. Its fields 2
-//! (`uncompressed_page_size`) and 3 (`compressed_page_size`) are `i32`;
-//! every other field is skipped by its wire type, nested structs to a
-//! fixed depth. Every count read from the file is checked against the bytes
-//! left before it is used, so the walk is linear in the chunk's size.
+//! Both are Thrift structs in the compact protocol. A page header's fields
+//! 2 (`uncompressed_page_size`) and 3 (`compressed_page_size`) are `i32`;
+//! the footer's field 2 is the list of schema elements, whose field 5
+//! (`num_children`) is `i32`. Every other field is skipped by its wire
+//! type, nested structs to a fixed depth. Every count read from the file is
+//! checked against the bytes left before it is used, so each walk is
+//! linear in what it reads.
 
 /// How deep nested structs, lists and maps may go in a page header (the
 /// format's own headers nest three deep).
 const MAX_DEPTH: u32 = 16;
+
+/// How deep a file's schema may nest (a text column sits at depth 1; the
+/// nested types Hugging Face datasets write stay within a few levels).
+const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// The decompressed bytes the pages of the column chunk at
 /// `start..start + length` in `file` declare, or why the chunk is broken:
@@ -53,6 +59,90 @@ pub(super) fn declared_bytes(file: &[u8], start: i64, length: i64) -> Result<u64
     Ok(declared)
 }
 
+/// Checks the schema in the footer of `file` (a Parquet file): its
+/// elements' child counts must make one tree of them, in preorder, at most
+/// [`MAX_SCHEMA_DEPTH`] deep. The decoder reserves each count before it
+/// reads the children and recurses per level; a tree bounds both by the
+/// number of elements. A footer that cannot be found or read is left to the
+/// decoder to report.
+pub(super) fn check_schema(file: &[u8]) -> Result<(), String> {
+    let Some(counts) = footer(file).and_then(schema_children) else {
+        return Ok(());
+    };
+    // The children each open group still expects, innermost last.
+    let mut open: Vec<i64> = Vec::new();
+    for (index, &children) in counts.iter().enumerate() {
+        if children < 0 {
+            return Err(format!(
+                "schema element {index} declares {children} children"
+            ));
+        }
+        if index > 0 {
+            let Some(parent) = open.last_mut() else {
+                return Err(format!("schema element {index} is outside the root's tree"));
+            };
+            *parent -= 1;
+        }
+        if children > 0 {
+            open.push(children);
+            if open.len() > MAX_SCHEMA_DEPTH {
+                return Err(format!(
+                    "the schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+                ));
+            }
+        }
+        while open.last() == Some(&0) {
+            open.pop();
+        }
+    }
+    match open.last() {
+        Some(missing) => Err(format!(
+            "the schema declares {missing} more children than its {} elements hold",
+            counts.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The child count of each schema element in the footer's metadata
+/// (`FileMetaData`), 0 for one that declares none; `None` if the footer
+/// does not parse that far.
+fn schema_children(footer: &[u8]) -> Option<Vec<i64>> {
+    let mut metadata = Compact {
+        bytes: footer,
+        at: 0,
+    };
+    let mut field = 0i16;
+    loop {
+        let (id, kind) = metadata.field_header(&mut field)??;
+        if id != 2 || kind != LIST {
+            metadata.skip(kind, 0)?;
+            continue;
+        }
+        let (elements, STRUCT) = metadata.list_header()? else {
+            return None;
+        };
+        metadata.enough_for(elements)?;
+        let mut counts = Vec::with_capacity(elements as usize);
+        for _ in 0..elements {
+            counts.push(metadata.children()?.unwrap_or(0));
+        }
+        return Some(counts);
+    }
+}
+
+/// The footer's metadata bytes: the length before the closing magic
+/// `PAR1` names them.
+fn footer(file: &[u8]) -> Option<&[u8]> {
+    let (rest, magic) = file.split_at_checked(file.len().checked_sub(4)?)?;
+    if magic != b"PAR1" {
+        return None;
+    }
+    let (rest, length) = rest.split_at_checked(rest.len().checked_sub(4)?)?;
+    let length = usize::try_from(u32::from_le_bytes(length.try_into().ok()?)).ok()?;
+    rest.get(rest.len().checked_sub(length)?..)
+}
+
 /// A reader of the Thrift compact protocol over a byte slice; `None` is
 /// any malformation, including running out of bytes.
 struct Compact<'a> {
@@ -76,6 +166,30 @@ impl Compact<'_> {
                 _ => self.skip(kind, 0)?,
             }
         }
+    }
+
+    /// A schema element's `num_children`, when it has one, leaving `at`
+    /// past the element.
+    fn children(&mut self) -> Option<Option<i64>> {
+        let mut children = None;
+        let mut field = 0i16;
+        while let Some((id, kind)) = self.field_header(&mut field)? {
+            match (id, kind) {
+                (5, I32) => children = Some(self.int()?),
+                _ => self.skip(kind, 0)?,
+            }
+        }
+        Some(children)
+    }
+
+    /// A list's or a set's header: its count and element type.
+    fn list_header(&mut self) -> Option<(u64, u8)> {
+        let header = self.byte()?;
+        let mut count = u64::from(header >> 4);
+        if count == 15 {
+            count = self.varint()?;
+        }
+        Some((count, header & 0x0f))
     }
 
     /// The next field's id and wire type, `None` inside at the struct's
@@ -112,12 +226,8 @@ impl Compact<'_> {
                 self.take(length)?;
             }
             LIST | SET => {
-                let header = self.byte()?;
-                let mut count = u64::from(header >> 4);
-                if count == 15 {
-                    count = self.varint()?;
-                }
-                self.skip_values(count, header & 0x0f, depth)?;
+                let (count, kind) = self.list_header()?;
+                self.skip_values(count, kind, depth)?;
             }
             MAP => {
                 let count = self.varint()?;
@@ -281,6 +391,39 @@ mod tests {
         );
         let huge_list = [0x19, 0xf5, 0xff, 0xff, 0xff, 0xff, 0x0f];
         assert!(declared_bytes(&huge_list, 0, 7).is_err());
+    }
+
+    /// A footer whose schema is `elements` structs, the first declaring
+    /// `children` children, framed as a file's end.
+    fn file_with_schema(elements: u8, children: u8) -> Vec<u8> {
+        // Field 1 (version, i32 1), field 2: a list of `elements` structs.
+        let mut footer = vec![0x15, 0x02, 0x19, (elements << 4) | STRUCT];
+        // The root: field 4 (name, binary "s"), field 5 (num_children).
+        footer.extend([0x48, 0x01, b's', 0x15, children << 1, 0x00]);
+        for _ in 1..elements {
+            footer.extend([0x48, 0x01, b'c', 0x00]);
+        }
+        footer.push(0x00);
+        let mut file = b"PAR1".to_vec();
+        file.extend(&footer);
+        file.extend((footer.len() as u32).to_le_bytes());
+        file.extend(b"PAR1");
+        file
+    }
+
+    #[test]
+    fn a_schema_whose_counts_make_no_tree_is_refused() {
+        assert_eq!(check_schema(&file_with_schema(3, 2)), Ok(()));
+        let refused = check_schema(&file_with_schema(3, 9)).unwrap_err();
+        assert!(refused.contains("declares 7 more children"), "{refused}");
+        let refused = check_schema(&file_with_schema(3, 1)).unwrap_err();
+        assert!(
+            refused.contains("element 2 is outside the root's tree"),
+            "{refused}"
+        );
+        // Not a footer at all: left to the decoder.
+        assert_eq!(check_schema(b"PAR1"), Ok(()));
+        assert_eq!(check_schema(b"xx\xff\xff\xff\x7fPAR1"), Ok(()));
     }
 
     #[test]
