@@ -6,7 +6,7 @@ use std::io::{BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use modelbin_infer::search::LineIndex;
+use modelbin_infer::search::{LineIndex, Segments};
 use modelbin_infer::{Embedder, cosine};
 
 use crate::args::TextFormatArgs;
@@ -124,12 +124,21 @@ pub struct SearchArgs {
     query: String,
     /// Text files and directories (walked in sorted order for .txt, .text,
     /// .md, .rst, .jsonl, .ndjson and .parquet files); each non-empty line
-    /// (or Parquet row) is a candidate (optional with --embeddings FILE, which then holds the
-    /// lines).
+    /// (or record) is a candidate, or with --chunk-tokens each chunk
+    /// (optional with --embeddings FILE, which then holds the candidates).
     #[arg(required_unless_present = "embeddings")]
     files: Vec<PathBuf>,
     #[command(flatten)]
     text_format: TextFormatArgs,
+    /// Rank chunks of at most N model tokens instead of lines: each file
+    /// (or JSON Lines record, or Parquet row) is one document, cut at word
+    /// boundaries; a hit shows the chunk's words and the line it starts on.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    chunk_tokens: Option<u64>,
+    /// The most tokens of whole words a chunk repeats from the one before
+    /// (default: a quarter of --chunk-tokens).
+    #[arg(long, value_name = "M", requires = "chunk_tokens")]
+    overlap: Option<u64>,
     /// How many lines to show.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     top: u64,
@@ -144,6 +153,16 @@ pub struct SearchArgs {
     json: bool,
     #[command(flatten)]
     line_limit: LineLimit,
+}
+
+impl SearchArgs {
+    /// How the files are cut into candidates.
+    fn segments(&self) -> Segments {
+        match self.chunk_tokens {
+            None => Segments::Lines,
+            Some(tokens) => Segments::chunks(tokens as usize, self.overlap.map(|m| m as usize)),
+        }
+    }
 }
 
 /// Where `embed` sends each vector.
@@ -290,6 +309,7 @@ fn embed_lines(args: &EmbedArgs, out: &Path) -> Result<(), Failure> {
                 inputs,
                 &format,
                 args.line_limit.max_line_bytes,
+                Segments::Lines,
             )
         })
         .map_err(|e| at(input, e))?;
@@ -424,6 +444,7 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
                 &files,
                 &format,
                 args.line_limit.max_line_bytes,
+                args.segments(),
             )
         })
         .map_err(|e| at(model, e))
@@ -449,11 +470,11 @@ pub fn search(args: &SearchArgs) -> Result<(), Failure> {
             let kept = if path.exists() {
                 let index = LineIndex::load(path).map_err(|e| at(path, e))?;
                 let current = index
-                    .is_current(model, &files, &format)
+                    .is_current(model, &files, &format, args.segments())
                     .map_err(|e| at(model, e))?;
                 if !current {
                     errln!(
-                        "note: {} was built from another model or other files; embedding the lines again",
+                        "note: {} was built from another model, other files or other chunks; embedding them again",
                         path.display()
                     );
                 }

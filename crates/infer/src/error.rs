@@ -105,6 +105,17 @@ pub enum Error {
     /// A sampling parameter out of range.
     #[error("invalid sampling parameter: {0}")]
     BadSampling(String),
+    /// Search chunks that cannot be cut: of no tokens, or overlapping by
+    /// a whole chunk.
+    #[error(
+        "chunks of {tokens} tokens overlapping by {overlap}: a chunk needs at least one token and more than its overlap"
+    )]
+    BadChunks {
+        /// The tokens asked per chunk.
+        tokens: usize,
+        /// The overlap asked.
+        overlap: usize,
+    },
     /// A training run that cannot start or continue.
     #[error(transparent)]
     Training(#[from] TrainingError),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use modelbin_infer::Embedder;
-use modelbin_infer::search::LineIndex;
+use modelbin_infer::search::{LineIndex, Segments};
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
@@ -106,7 +106,7 @@ impl NativeLineIndex {
     /// files) with `embedder`, the model at `model`; JSON Lines files give
     /// their texts.
     #[staticmethod]
-    #[pyo3(signature = (embedder, model, files, *, jsonl=false, field=None))]
+    #[pyo3(signature = (embedder, model, files, *, jsonl=false, field=None, chunk_tokens=None, overlap=None))]
     fn build(
         py: Python<'_>,
         embedder: &NativeEmbedder,
@@ -114,13 +114,26 @@ impl NativeLineIndex {
         files: Vec<PathBuf>,
         jsonl: bool,
         field: Option<String>,
+        chunk_tokens: Option<usize>,
+        overlap: Option<usize>,
     ) -> PyResult<Self> {
         let format = modelbin_format::io::texts::TextFormat { jsonl, field };
+        let segments = match chunk_tokens {
+            None => Segments::Lines,
+            Some(tokens) => Segments::chunks(tokens, overlap),
+        };
         let index = py
             .detach(|| {
                 let max_line = modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
                 let files = format.text_files(&files)?;
-                LineIndex::build(&embedder.embedder, &model, &files, &format, max_line)
+                LineIndex::build(
+                    &embedder.embedder,
+                    &model,
+                    &files,
+                    &format,
+                    max_line,
+                    segments,
+                )
             })
             .map_err(infer_error)?;
         Ok(NativeLineIndex { index })

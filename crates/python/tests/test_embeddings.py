@@ -3,6 +3,7 @@ embeddings of all-MiniLM-L6-v2 (tests/data/minilm)."""
 
 import json
 import pickle
+import subprocess
 
 import numpy as np
 import pytest
@@ -49,3 +50,43 @@ def test_a_file_that_is_not_a_model_is_named_in_the_error(tmp_path):
     with pytest.raises(modelbin.FormatError, match=r"notes\.txt: bad magic") as raised:
         modelbin.SentenceEmbedder(str(notes))
     assert raised.value.path == str(notes)
+
+
+def test_search_over_chunks_of_tokens_with_overlap(tmp_path, minilm_dir, cli):
+    sentences = golden("sentences.jsonl")
+    document = tmp_path / "notes.txt"
+    document.write_text("\n".join(" ".join(sentences[i:i + 3]) for i in range(0, 24, 3)) + "\n")
+    text = document.read_text()
+    model = modelbin.SentenceEmbedder(minilm_dir)
+    index = modelbin.LineIndex.build(model, [document], chunk_tokens=24, overlap=6)
+    hits = index.search(model, "a man eating", top=len(index))
+    chunks = sorted((text.index(hit["text"]), hit["text"], hit["line"]) for hit in hits)
+    pieces = lambda t: len(model.tokenize([t])["input_ids"][0]) - 2  # noqa: E731
+    words = text.split()
+    covered = []
+    for start, chunk, line in chunks:
+        # A span of the file, of whole words, within the budget, numbered
+        # by the line it starts on.
+        assert text[start:start + len(chunk)] == chunk
+        assert (start == 0 or text[start - 1].isspace()) and chunk == chunk.strip()
+        assert pieces(chunk) <= 24 or len(chunk.split()) == 1
+        assert line == text.count("\n", 0, start) + 1
+        covered.append(chunk.split())
+    # Together the chunks hold every word in order; each repeats at most 6
+    # tokens of whole words from the one before.
+    merged = covered[0]
+    for before, after in zip(covered, covered[1:]):
+        shared = next(n for n in range(len(after), -1, -1) if before[len(before) - n:] == after[:n])
+        assert pieces(" ".join(after[:shared])) <= 6
+        merged += after[shared:]
+    assert merged == words
+    # The command ranks the same chunks with the same scores.
+    done = subprocess.run([str(cli), "search", "-m", str(minilm_dir), "-q", "a man eating",
+                           "--chunk-tokens", "24", "--overlap", "6", "--top", str(len(index)),
+                           "--json", str(document)], capture_output=True, text=True, check=True)
+    theirs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(h["text"], h["line"]) for h in theirs] == [(h["text"], h["line"]) for h in hits]
+    np.testing.assert_allclose([h["score"] for h in theirs], [h["score"] for h in hits],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="more than its overlap"):
+        modelbin.LineIndex.build(model, [document], chunk_tokens=8, overlap=8)

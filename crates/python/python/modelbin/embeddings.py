@@ -263,16 +263,23 @@ class LineIndex:
     @classmethod
     def build(cls, embedder: SentenceEmbedder,
               files: "Sequence[str | os.PathLike[str]]", *, jsonl: bool = False,
-              field: str = "text") -> "LineIndex":
+              field: str = "text", chunk_tokens: Optional[int] = None,
+              overlap: Optional[int] = None) -> "LineIndex":
         """Embeds every non-empty line of ``files`` with ``embedder``.
         Directories give their .txt, .text, .md, .rst, .jsonl, .ndjson and
         .parquet files in sorted order; the lines of JSON Lines files
         (``jsonl``, or named ``*.jsonl`` / ``*.ndjson``) are read as their
         text: a JSON string, or an object's ``field``; the rows of Parquet
-        files as their string column ``field``."""
+        files as their string column ``field``. With ``chunk_tokens=N``,
+        each document (a plain file, a record, a row) is cut at word
+        boundaries into chunks of at most N model tokens instead, each
+        repeating up to ``overlap`` tokens (default N // 4) of the one
+        before; a hit's ``line`` is where its chunk starts. As ``modelbin
+        search --chunk-tokens N --overlap M``."""
         return cls(_native.NativeLineIndex.build(embedder._native, embedder._path,
                                                  [os.fspath(f) for f in files],
-                                                 jsonl=jsonl, field=field))
+                                                 jsonl=jsonl, field=field,
+                                                 chunk_tokens=chunk_tokens, overlap=overlap))
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "LineIndex":

@@ -1,7 +1,8 @@
-//! Semantic search over the lines of text files: every non-empty line
-//! (or, in JSON Lines files, every line's text, as
-//! [`modelbin_format::io::texts::TextFormat`] reads it)
-//! embedded once, then ranked by cosine similarity to each query. An index
+//! Semantic search over text files: every non-empty line (or, in JSON
+//! Lines and Parquet files, every record's text, as
+//! [`modelbin_format::io::texts::TextFormat`] reads it), or every chunk of
+//! N tokens of each document ([`Segments`], [`chunks`]), embedded once,
+//! then ranked by cosine similarity to each query. An index
 //! can be saved (a safetensors file: the embeddings, the lines' text and
 //! where each comes from, and the model and files it was built from) and
 //! reused while the model and the files are unchanged, so a corpus is
@@ -10,14 +11,15 @@
 //! ```no_run
 //! use modelbin_infer::Embedder;
 //! use modelbin_format::io::lines::DEFAULT_MAX_LINE_BYTES;
-//! use modelbin_infer::search::LineIndex;
+//! use modelbin_infer::search::{LineIndex, Segments};
 //!
 //! # fn main() -> modelbin_infer::Result<()> {
 //! let embedder = Embedder::open("all-MiniLM-L6-v2.embd")?;
 //! let files = ["notes.txt".into()];
 //! let model = "all-MiniLM-L6-v2.embd".as_ref();
 //! let format = Default::default();
-//! let index = LineIndex::build(&embedder, model, &files, &format, DEFAULT_MAX_LINE_BYTES)?;
+//! let segments = Segments::Chunks { tokens: 128, overlap: 32 };
+//! let index = LineIndex::build(&embedder, model, &files, &format, DEFAULT_MAX_LINE_BYTES, segments)?;
 //! index.save("notes.index.safetensors".as_ref())?;
 //! for hit in index.search(&embedder, "where did I park", 3)? {
 //!     println!("{:.3} {}:{} {}", hit.score, hit.path.display(), hit.line, hit.text);
@@ -25,6 +27,8 @@
 //! # Ok(())
 //! # }
 //! ```
+
+pub mod chunks;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +40,7 @@ use modelbin_format::{DType, TensorStore, TensorView, safetensors};
 
 use crate::bert::{Embedder, cosine};
 use crate::{Error, Result};
+pub use chunks::Segments;
 
 /// The index format's version, kept in its metadata.
 const INDEX_VERSION: &str = "1";
@@ -64,6 +69,13 @@ struct Source {
     /// The field JSON Lines files were read by, when there were any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     json_field: Option<String>,
+    /// How the files were cut.
+    #[serde(default, skip_serializing_if = "is_lines")]
+    segments: Segments,
+}
+
+fn is_lines(segments: &Segments) -> bool {
+    *segments == Segments::Lines
 }
 
 /// One line found by [`LineIndex::search`].
@@ -81,11 +93,13 @@ pub struct SearchHit<'a> {
 
 impl LineIndex {
     /// Embeds every non-empty line of `files` with `embedder`, the model
-    /// read from `model` (whose hash the index keeps); the lines of JSON
+    /// read from `model` (whose hash the index keeps), or with
+    /// [`Segments::Chunks`] every chunk of each document; the lines of JSON
     /// Lines files and the rows of Parquet files (as `format` tells them)
-    /// are read as their texts, a row numbered as a line. Each
-    /// file is read once, as [`MappedFile::open`] reads inputs (regular
-    /// files only); a line longer than `max_line_bytes` is
+    /// are read as their texts (documents), a row numbered as a line; a
+    /// chunk is numbered by the line it starts on. Each file is read once,
+    /// as [`MappedFile::open`] reads inputs (regular files only); a line
+    /// longer than `max_line_bytes` is
     /// [`modelbin_format::Error::LineTooLong`].
     pub fn build(
         embedder: &Embedder,
@@ -93,28 +107,41 @@ impl LineIndex {
         files: &[PathBuf],
         format: &TextFormat,
         max_line_bytes: usize,
+        segments: Segments,
     ) -> Result<LineIndex> {
+        segments.check()?;
         let mut source = Source {
             model: crate::record::checkpoint_id(model)?,
             files: Vec::with_capacity(files.len()),
             json_field: json_field(files, format),
+            segments,
         };
         let mut places = Vec::new();
         let (mut text, mut bounds) = (String::new(), vec![0u64]);
+        let tokenizer = embedder.tokenizer();
         for (file, path) in files.iter().enumerate() {
             let bytes = MappedFile::open(path)?;
             source.files.push((path.clone(), hex(&sha256(&bytes))));
-            let mut add = |number: usize, line: &str| {
-                if line.len() > max_line_bytes {
-                    return Err(modelbin_format::Error::LineTooLong {
-                        path: path.clone(),
-                        line: number as u64,
-                        max: max_line_bytes as u64,
-                    });
-                }
-                if !line.trim().is_empty() {
-                    places.push((file as u32, number as u32));
-                    text.push_str(line);
+            let mut add = |number: usize, document: &str| {
+                let Segments::Chunks { tokens, overlap } = segments else {
+                    if document.len() > max_line_bytes {
+                        return Err(modelbin_format::Error::LineTooLong {
+                            path: path.clone(),
+                            line: number as u64,
+                            max: max_line_bytes as u64,
+                        });
+                    }
+                    if !document.trim().is_empty() {
+                        places.push((file as u32, number as u32));
+                        text.push_str(document);
+                        bounds.push(text.len() as u64);
+                    }
+                    return Ok(());
+                };
+                let count = |word: &str| tokenizer.pieces(word).len();
+                for (lines_before, chunk) in chunks::chunks(document, tokens, overlap, count) {
+                    places.push((file as u32, (number + lines_before) as u32));
+                    text.push_str(chunk);
                     bounds.push(text.len() as u64);
                 }
                 Ok(())
@@ -132,6 +159,10 @@ impl LineIndex {
                 let invalid = std::io::Error::new(std::io::ErrorKind::InvalidData, reason);
                 modelbin_format::Error::io(path, invalid)
             })?;
+            if format.kind(path) == TextKind::Plain && segments != Segments::Lines {
+                add(1, content)?;
+                continue;
+            }
             for (number, line) in content.lines().enumerate() {
                 if format.is_json_lines(path) {
                     if let Some(record) =
@@ -174,8 +205,14 @@ impl LineIndex {
 
     /// Whether the index was built from the model at `model` and from
     /// `files` as they are now (same paths, same contents).
-    pub fn is_current(&self, model: &Path, files: &[PathBuf], format: &TextFormat) -> Result<bool> {
-        Ok(Source::of(model, files, format)? == self.source)
+    pub fn is_current(
+        &self,
+        model: &Path,
+        files: &[PathBuf],
+        format: &TextFormat,
+        segments: Segments,
+    ) -> Result<bool> {
+        Ok(Source::of(model, files, format, segments)? == self.source)
     }
 
     /// Whether the index was built with the model at `model` (so that its
@@ -339,7 +376,12 @@ impl LineIndex {
 
 impl Source {
     /// The model's hash and each file's path and SHA-256.
-    fn of(model: &Path, paths: &[PathBuf], format: &TextFormat) -> Result<Source> {
+    fn of(
+        model: &Path,
+        paths: &[PathBuf],
+        format: &TextFormat,
+        segments: Segments,
+    ) -> Result<Source> {
         let files = paths
             .iter()
             .map(|path| {
@@ -351,6 +393,7 @@ impl Source {
             model: crate::record::checkpoint_id(model)?,
             files,
             json_field: json_field(paths, format),
+            segments,
         })
     }
 }
