@@ -19,12 +19,13 @@
 mod pages;
 mod quiet;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use parquet::basic::{ConvertedType, LogicalType, Type as PhysicalType};
 use parquet::column::reader::ColumnReader;
 use parquet::file::metadata::ParquetMetaData;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use parquet::schema::types::ColumnDescriptor;
 
 use crate::io::memory;
@@ -107,7 +108,7 @@ pub fn column_texts(path: &Path, bytes: &[u8], column: &str) -> Result<Vec<Strin
     // The crate reads from an owned buffer; the one copy of the file is
     // smaller than the texts decompressed from it.
     pages::check_schema(bytes).map_err(|reason| malformed(path, reason))?;
-    let file = bytes::Bytes::copy_from_slice(bytes);
+    let file = StrictBytes(bytes::Bytes::copy_from_slice(bytes));
     let reader = decoding(path, || {
         SerializedFileReader::new(file).map_err(|e| malformed(path, e))
     })?;
@@ -143,7 +144,7 @@ fn malformed(path: &Path, error: impl std::fmt::Display) -> ParquetError {
 /// checked.
 fn read_rows(
     path: &Path,
-    reader: &SerializedFileReader<bytes::Bytes>,
+    reader: &SerializedFileReader<StrictBytes>,
     index: usize,
     column: &str,
 ) -> Result<Vec<String>, ParquetError> {
@@ -195,6 +196,45 @@ fn read_rows(
         }
     }
     Ok(texts)
+}
+
+/// The file's bytes as the crate reads them, where reading past the end
+/// is an error: the crate skips Thrift values it does not know by reading
+/// and discarding, and a reader that answers "no more bytes" without an
+/// error would let a list of 2^31 skipped values spin through them all.
+struct StrictBytes(bytes::Bytes);
+
+impl Length for StrictBytes {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+impl ChunkReader for StrictBytes {
+    type T = EndIsError<<bytes::Bytes as ChunkReader>::T>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.0.get_read(start).map(EndIsError)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
+/// A reader whose end is an error ([`StrictBytes`]).
+struct EndIsError<R>(R);
+
+impl<R: Read> Read for EndIsError<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buffer)? {
+            0 if !buffer.is_empty() => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file ends inside a page",
+            )),
+            n => Ok(n),
+        }
+    }
 }
 
 /// The index of the top-level string column `column`.

@@ -248,17 +248,16 @@ impl Compact<'_> {
         Some(())
     }
 
-    /// Skips `count` values of wire type `kind` (a list's or a set's);
-    /// each takes at least a byte, so a count larger than the bytes left is
-    /// refused before the loop.
+    /// Skips `count` values of wire type `kind` (a list's or a set's). The
+    /// protocol gives each value at least a byte, so a count larger than
+    /// the bytes left is refused before the loop. Booleans are skipped as
+    /// taking no bytes, as the parquet crate skips them, so that both walk
+    /// a header to the same end (the crate, not this walk, then reads the
+    /// page that follows).
     fn skip_values(&mut self, count: u64, kind: u8, depth: u32) -> Option<()> {
         self.enough_for(count)?;
         for _ in 0..count {
-            if matches!(kind, BOOL_TRUE | BOOL_FALSE) {
-                self.take(1)?;
-            } else {
-                self.skip(kind, depth + 1)?;
-            }
+            self.skip(kind, depth + 1)?;
         }
         Some(())
     }
