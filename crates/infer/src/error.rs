@@ -446,11 +446,12 @@ pub enum SaeError {
         /// The dataset's vector width.
         dataset: usize,
     },
-    /// The cross-entropy is measured on TLLM recordings only.
+    /// The cross-entropy is measured on recordings of TLLM models and of
+    /// decoder language models only.
     #[error(
-        "model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
+        "model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM and decoder language-model recordings"
     )]
-    NotTllmRecording {
+    NoSplice {
         /// The dataset's model family.
         family: String,
     },
@@ -471,6 +472,17 @@ pub enum SaeError {
         model: PathBuf,
         /// Its format.
         format: modelbin_format::Format,
+    },
+    /// The autoencoder's width is not the model's at the site it splices
+    /// into.
+    #[error(
+        "the autoencoder takes vectors of {sae} values; the model's rows at the site hold {model}"
+    )]
+    ModelWidth {
+        /// The autoencoder's input width.
+        sae: usize,
+        /// The model's width at the site.
+        model: usize,
     },
     /// The model is not the one the dataset was recorded from.
     #[error("model {model}: its hash is {hash}, the dataset was recorded from {recorded}")]
