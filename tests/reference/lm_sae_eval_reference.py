@@ -20,7 +20,13 @@ computes them, with transformers forward hooks in place of
 TransformerLens's: the reconstruction replaces the rows at the site at
 every position that is not a special token, zero ablation zeroes every
 position, per-token losses and KLs at special positions are dropped, and
-the rest averaged.
+the rest averaged. Each case also holds `steered`: the logits of the
+first window with STEER's `alpha · W_dec[latent]` added at the site at
+every position by a forward hook, and `top_raised`: for LATENT, the token
+whose unembedding row has the largest dot product with its decoder row,
+and the plain and steered (by BIG_ALPHA) logits of the first window.
+Each autoencoder's cfg names its hook in `metadata.hook_name`, as SAELens
+6 keeps it.
 """
 
 import json
@@ -37,6 +43,9 @@ VOCAB = 300
 WINDOW = 16
 WINDOWS = 4
 CASES = [("resid_post", 1), ("mlp_out", 0), ("attn_out", 1)]
+STEER = {3: 4.0, 10: -2.0}
+LATENT = 5
+BIG_ALPHA = 60.0
 
 
 def tokenizer_files(directory: pathlib.Path) -> None:
@@ -140,6 +149,7 @@ def main(out: pathlib.Path) -> None:
                 sae.b_enc.normal_(0, 0.1)
                 sae.b_dec.normal_(0, 0.1)
             case = f"{site}.{layer}"
+            sae.cfg.metadata.hook_name = f"blocks.{layer}.hook_{site}"
             sae.save_model(directory / case)
 
             def splice(x):
@@ -161,6 +171,20 @@ def main(out: pathlib.Path) -> None:
                 "kl_spliced": kl_sae, "kl_zero_ablated": kl_zero,
                 "kl_recovered": (kl_zero - kl_sae) / kl_zero,
             }
+            w_dec = sae.W_dec.detach().double()
+
+            def steer(alphas):
+                vector = sum(alpha * w_dec[latent] for latent, alpha in alphas.items())
+                return lambda x: x + vector.to(x.dtype)
+
+            first = tokens[:1]
+            unembedding = model.get_output_embeddings().weight.detach().double()
+            expected["cases"][case].update({
+                "steer": [[latent, alpha] for latent, alpha in STEER.items()],
+                "steered": run(model, first, site, layer, steer(STEER))[0].tolist(),
+                "latent": LATENT, "big_alpha": BIG_ALPHA,
+                "top_raised": int((unembedding @ w_dec[LATENT]).argmax()),
+            })
         (directory / "expected.json").write_text(json.dumps(expected, indent=1))
 
 

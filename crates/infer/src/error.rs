@@ -484,6 +484,22 @@ pub enum SaeError {
         /// The model's width at the site.
         model: usize,
     },
+    /// The autoencoder's configuration names no hook point.
+    #[error("{dir}: cfg.json names no hook_name (metadata.hook_name) to steer at")]
+    NoHookName {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+    },
+    /// The autoencoder's hook point is not a site of a block.
+    #[error(
+        "{dir}: hook_name {hook_name:?} is not blocks.L.hook_<site> of resid_pre, resid_post, attn_out or mlp_out"
+    )]
+    UnknownHook {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+        /// The name it gives.
+        hook_name: String,
+    },
     /// The model is not the one the dataset was recorded from.
     #[error("model {model}: its hash is {hash}, the dataset was recorded from {recorded}")]
     OtherModel {

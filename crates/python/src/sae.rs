@@ -27,7 +27,7 @@ use crate::errors::infer_error;
 /// An autoencoder's parameters, held by the engine.
 #[pyclass(module = "modelbin._native", frozen)]
 pub struct NativeSae {
-    sae: Sae<f32>,
+    pub(crate) sae: Sae<f32>,
 }
 
 #[pymethods]
