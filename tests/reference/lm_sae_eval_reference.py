@@ -116,6 +116,33 @@ def kl(clean, new):
                                       reduction="none").sum(-1)
 
 
+def recons_metrics(model, tokens, special, site, layer, sae):
+    """What get_recons_loss reports for `sae` spliced in at `site` of
+    `layer` over `tokens` `[windows, window]`, positions holding an id of
+    `special` left out, under modelbin's names."""
+    mask = ~torch.isin(tokens, torch.tensor(special))
+    clean = run(model, tokens, site, layer, lambda x: x)
+
+    def splice(x):
+        new = sae.decode(sae.encode(x)).to(x.dtype)
+        return torch.where(mask[..., None], new, x)
+
+    spliced = run(model, tokens, site, layer, splice)
+    zero = run(model, tokens, site, layer, torch.zeros_like)
+    ce_mask = mask[:, :-1]
+    ce = {k: per_token_loss(v, tokens)[ce_mask].mean().item()
+          for k, v in [("clean", clean), ("spliced", spliced), ("zero_ablated", zero)]}
+    kl_sae = kl(clean, spliced)[mask].mean().item()
+    kl_zero = kl(clean, zero)[mask].mean().item()
+    return {
+        **ce,
+        "recovered": (ce["zero_ablated"] - ce["spliced"]) / (ce["zero_ablated"] - ce["clean"]),
+        "tokens": int(ce_mask.sum()), "kl_positions": int(mask.sum()),
+        "kl_spliced": kl_sae, "kl_zero_ablated": kl_zero,
+        "kl_recovered": (kl_zero - kl_sae) / kl_zero,
+    }
+
+
 def main(out: pathlib.Path) -> None:
     for name, make in MODELS.items():
         torch.manual_seed(0)
@@ -135,8 +162,6 @@ def main(out: pathlib.Path) -> None:
         tokens[:, 0] = bos
         tokens[0, 7] = bos
         tokens[2, 11] = bos
-        mask = ~torch.isin(tokens, torch.tensor(special))
-        clean = run(model, tokens, "resid_post", 0, lambda x: x)
         expected = {"windows": tokens.tolist(), "special": special, "cases": {}}
         for site, layer in CASES:
             torch.manual_seed(layer + 10 * len(site))
@@ -152,25 +177,8 @@ def main(out: pathlib.Path) -> None:
             sae.cfg.metadata.hook_name = f"blocks.{layer}.hook_{site}"
             sae.save_model(directory / case)
 
-            def splice(x):
-                new = sae.decode(sae.encode(x)).to(x.dtype)
-                return torch.where(mask[..., None], new, x)
-
-            spliced = run(model, tokens, site, layer, splice)
-            zero = run(model, tokens, site, layer, torch.zeros_like)
-            ce_mask = mask[:, :-1]
-            ce = {k: per_token_loss(v, tokens)[ce_mask].mean().item()
-                  for k, v in [("clean", clean), ("spliced", spliced), ("zero_ablated", zero)]}
-            kl_sae = kl(clean, spliced)[mask].mean().item()
-            kl_zero = kl(clean, zero)[mask].mean().item()
-            expected["cases"][case] = {
-                "site": site, "layer": layer, **ce,
-                "recovered": (ce["zero_ablated"] - ce["spliced"])
-                / (ce["zero_ablated"] - ce["clean"]),
-                "tokens": int(ce_mask.sum()), "kl_positions": int(mask.sum()),
-                "kl_spliced": kl_sae, "kl_zero_ablated": kl_zero,
-                "kl_recovered": (kl_zero - kl_sae) / kl_zero,
-            }
+            expected["cases"][case] = {"site": site, "layer": layer,
+                                       **recons_metrics(model, tokens, special, site, layer, sae)}
             w_dec = sae.W_dec.detach().double()
 
             def steer(alphas):

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use modelbin_infer::SaeError;
-use modelbin_infer::lm::{LanguageModel, LoadOptions, Steering, generate, generate_steered};
+use modelbin_infer::generation::generate_with;
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Steered, Steering, generate};
 use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 
@@ -175,9 +176,8 @@ pub fn run(command: LmCommand) -> Result<(), Failure> {
             let s = &sampling;
             print_generation(s.json, &mut render, |on_token| {
                 match &steering {
-                    Some(steering) => generate_steered(
-                        &model,
-                        steering,
+                    Some(steering) => generate_with(
+                        &Steered::new(&model, steering),
                         &prompt,
                         s.max_tokens,
                         s.sampling(),

@@ -133,7 +133,7 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
             dataset.display()
         ),
         SaeError::NoDecoderEffects { family } => format!(
-            "--model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+            "--model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM, BERT and decoder language models"
         ),
         SaeError::NotTllm { model, format } => {
             return Failure::Invalid(format!(

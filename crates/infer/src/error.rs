@@ -510,9 +510,10 @@ pub enum SaeError {
         /// The hash the dataset names.
         recorded: String,
     },
-    /// Decoder effects are read from TLLM and BERT models only.
+    /// Decoder effects are read from TLLM, BERT and decoder language
+    /// models only.
     #[error(
-        "model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+        "model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM, BERT and decoder language models"
     )]
     NoDecoderEffects {
         /// The dataset's model family.

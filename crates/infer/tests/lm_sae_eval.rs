@@ -14,8 +14,8 @@ mod heavy;
 
 use std::path::Path;
 
-use modelbin_infer::generation::Sampling;
-use modelbin_infer::lm::{LanguageModel, Site, generate, generate_steered};
+use modelbin_infer::generation::{Sampling, generate_with};
+use modelbin_infer::lm::{LanguageModel, Site, Steered, generate};
 use modelbin_infer::sae::splice::{Splice, Target, special_tokens};
 use modelbin_infer::sae::steer::steering;
 use modelbin_infer::sae::{Sae, saelens};
@@ -128,9 +128,8 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
     );
     let stop: &[u32] = &[];
     let plain = generate(model, &ids[..4], 12, Sampling::default(), stop, |_| {}).unwrap();
-    let same = generate_steered(
-        model,
-        &zero,
+    let same = generate_with(
+        &Steered::new(model, &zero),
         &ids[..4],
         12,
         Sampling::default(),

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, generate, generate_steered};
+use modelbin_infer::generation::generate_with;
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, Steered, generate};
 use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
@@ -144,9 +145,8 @@ impl NativeLanguageModel {
             None => None,
         };
         crate::generating::run(py, sampling, |sampling| match &steering {
-            Some(steering) => generate_steered(
-                &self.model,
-                steering,
+            Some(steering) => generate_with(
+                &Steered::new(&self.model, steering),
                 &prompt,
                 max_tokens,
                 sampling,

@@ -650,3 +650,28 @@ fn rope(
         scaling,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_come_from_the_config_a_hub_snapshot_or_the_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let named = root.path().join("mine");
+        std::fs::create_dir(&named).unwrap();
+        std::fs::write(
+            named.join("config.json"),
+            r#"{"_name_or_path": "org/model"}"#,
+        )
+        .unwrap();
+        assert_eq!(model_name_of_dir(&named), "org/model");
+        std::fs::write(named.join("config.json"), r#"{"_name_or_path": ""}"#).unwrap();
+        assert_eq!(model_name_of_dir(&named), "mine");
+        let snapshot = root
+            .path()
+            .join("models--EleutherAI--pythia-70m/snapshots/abc123");
+        std::fs::create_dir_all(&snapshot).unwrap();
+        assert_eq!(model_name_of_dir(&snapshot), "EleutherAI/pythia-70m");
+    }
+}

@@ -56,4 +56,4 @@ pub use generate::generate;
 pub use model::{LanguageModel, LoadOptions};
 pub use session::Session;
 pub use site::Site;
-pub use steer::{SteeredSession, Steering, generate_steered};
+pub use steer::{Steered, SteeredSession, Steering};

@@ -5,7 +5,7 @@
 //! [`crate::sae::steer`]).
 
 use crate::Result;
-use crate::generation::{Decoder, DecoderSession, Generation, Sampling, generate_with};
+use crate::generation::{Decoder, DecoderSession};
 use crate::lm::model::LanguageModel;
 use crate::lm::session::Session;
 use crate::lm::site::Site;
@@ -105,10 +105,21 @@ impl SteeredSession<'_> {
     }
 }
 
-/// A model steered: what [`generate_steered`] decodes with.
-struct Steered<'m> {
+/// A model steered: a [`Decoder`] for
+/// [`generate_with`](crate::generation::generate_with), which then
+/// generates as [`crate::lm::generate`] does with the steering added at
+/// its site at every position, the prompt's and each generated token's.
+#[derive(Debug, Clone, Copy)]
+pub struct Steered<'m> {
     model: &'m LanguageModel,
     steering: &'m Steering,
+}
+
+impl<'m> Steered<'m> {
+    /// `model` steered by `steering`.
+    pub fn new(model: &'m LanguageModel, steering: &'m Steering) -> Steered<'m> {
+        Steered { model, steering }
+    }
 }
 
 impl Decoder for Steered<'_> {
@@ -134,25 +145,4 @@ impl DecoderSession for SteeredSession<'_> {
     fn extend_last(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
         self.extend(ids, false)
     }
-}
-
-/// [`crate::lm::generate`] with `steering` added at its site at every
-/// position, the prompt's and each generated token's.
-pub fn generate_steered(
-    model: &LanguageModel,
-    steering: &Steering,
-    prompt: &[u32],
-    max_tokens: usize,
-    sampling: Sampling,
-    stop: &[u32],
-    on_token: impl FnMut(u32),
-) -> Result<Generation> {
-    generate_with(
-        &Steered { model, steering },
-        prompt,
-        max_tokens,
-        sampling,
-        stop,
-        on_token,
-    )
 }

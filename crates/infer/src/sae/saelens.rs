@@ -13,7 +13,9 @@
 //! language model the metadata also holds what SAELens 6 keeps there to
 //! hook the model ([`hook_metadata`]): `model_name`, `hook_name`
 //! (`blocks.L.hook_resid_post`, ...), `hook_head_index`, `context_size`
-//! and `prepend_bos`.
+//! and `prepend_bos`. Those keys are also written at the top level: a cfg
+//! without `sae_lens_version` is read by SAELens 6 as its older layout,
+//! whose metadata it takes from the top-level keys.
 
 use std::path::Path;
 
@@ -27,6 +29,15 @@ use crate::{Error, Result};
 pub const CONFIG_FILE: &str = "cfg.json";
 /// The weights file's name.
 pub const WEIGHTS_FILE: &str = "sae_weights.safetensors";
+
+/// The keys of [`hook_metadata`].
+const HOOK_KEYS: [&str; 5] = [
+    "model_name",
+    "hook_name",
+    "hook_head_index",
+    "context_size",
+    "prepend_bos",
+];
 
 /// SAELens's hook metadata for an autoencoder trained on `layer` (as
 /// recorded) of `metadata`'s dataset, when a decoder language model was
@@ -118,6 +129,11 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
     });
     if let Activation::TopK(k) = sae.activation {
         config["k"] = k.into();
+    }
+    for key in HOOK_KEYS {
+        if let Some(value) = config["metadata"].get(key).cloned() {
+            config[key] = value;
+        }
     }
     let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
     let mut file = modelbin_format::io::output::OutputFile::create(dir.join(CONFIG_FILE))?;

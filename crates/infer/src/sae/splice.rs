@@ -345,11 +345,11 @@ fn kl(p: &[f64], q: &[f64]) -> f64 {
 }
 
 /// Refuses a model other than the one `dataset` was recorded from (by its
-/// hash, `vit_ckpt`).
+/// hash, `vit_ckpt`; a recording on int8 weights names the same model).
 pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Result<()> {
     let recorded = &dataset.metadata().vit_ckpt;
     let hash = crate::record::checkpoint_id(model_path)?;
-    if &hash != recorded {
+    if hash != recorded.strip_suffix(" (int8)").unwrap_or(recorded) {
         return Err(SaeError::OtherModel {
             model: model_path.to_path_buf(),
             hash,

@@ -232,8 +232,9 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     shown are images: the strongest by their strongest patch (each image
     once per latent), with the latent's activation on every patch (see
     :class:`Feature`). ``model`` (the model the dataset was recorded from)
-    adds the decoder row's effects: on the next token (TLLM) or the nearest
-    word pieces (BERT). The list of what ``--json`` prints; ``html`` also
+    adds the decoder row's effects: on the next token (TLLM; a language
+    model's directory: ``W_dec[latent] @ W_U``, the tokens shown as its
+    tokenizer decodes them) or the nearest word pieces (BERT). The list of what ``--json`` prints; ``html`` also
     writes the page ``--html`` writes, of every latent."""
     source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
     name = "an autoencoder" if isinstance(sae, SAE) else os.fspath(sae)
