@@ -16,6 +16,10 @@ use crate::errors::{infer_error_at, tokenize_error};
 use crate::generating::SamplingArgs;
 use crate::sae::NativeSae;
 
+/// What `generate` is steered by: an autoencoder, its `cfg.json` text and
+/// `(latent, alpha)` pairs.
+type Steer = (Py<NativeSae>, String, Vec<(usize, f32)>);
+
 /// A decoder language model (GPT-2, GPT-NeoX, Llama, Qwen2) loaded from a
 /// Hugging Face model directory. Thread-safe; the GIL is released while it
 /// runs.
@@ -130,7 +134,7 @@ impl NativeLanguageModel {
         max_tokens: usize,
         sampling: SamplingArgs,
         stop: Vec<u32>,
-        steer: Option<(Py<NativeSae>, String, Vec<(usize, f32)>)>,
+        steer: Option<Steer>,
     ) -> PyResult<(Vec<u32>, &'static str)> {
         let steering = match &steer {
             Some((sae, config, latents)) => {
