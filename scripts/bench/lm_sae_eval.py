@@ -5,8 +5,9 @@ eval --model` runs: opening the model, the reconstruction pass over the
 dataset's vectors, then clean, spliced and zero-ablated passes over
 --windows windows of tokens.bin) against the torch loop an SAELens user
 runs (`get_recons_loss`'s computation with transformers forward hooks,
-tests/reference/lm_sae_eval_reference.py, batches of --batch windows under
-`torch.inference_mode()`, the model and SAELens's SAE already loaded), in
+tests/reference/lm_sae_eval_reference.py, in float32 as SAELens computes
+it, batches of --batch windows under `torch.inference_mode()`, the model
+and SAELens's SAE already loaded), in
 the same run, alternating, best of --repeats, on --threads threads.
 
 The model is scripts/bench/lm_record.py's random GPT-2 small; the dataset
@@ -81,7 +82,8 @@ def main():
         with torch.inference_mode():
             for start in range(0, len(tokens), args.batch):
                 batch = reference.recons_metrics(model, tokens[start:start + args.batch],
-                                                 special, "resid_post", args.layer, sae)
+                                                 special, "resid_post", args.layer, sae,
+                                                 dtype=torch.float32)
                 for key in ["clean", "spliced", "zero_ablated"]:
                     sums[key] = sums.get(key, 0.0) + batch[key] * batch["tokens"]
                 for key in ["kl_spliced", "kl_zero_ablated"]:

@@ -90,8 +90,9 @@ def module(model, site, layer):
     return block.attn if hasattr(block, "attn") else block.self_attn
 
 
-def run(model, tokens, site, layer, replace):
-    """Logits of `tokens` with `replace(rows)` applied at the site."""
+def run(model, tokens, site, layer, replace, dtype=torch.float64):
+    """Logits of `tokens` with `replace(rows)` applied at the site, as
+    `dtype`."""
     def hook(mod, args, output):
         if isinstance(output, tuple):
             return (replace(output[0]),) + tuple(output[1:])
@@ -100,7 +101,7 @@ def run(model, tokens, site, layer, replace):
     handle = module(model, site, layer).register_forward_hook(hook)
     try:
         with torch.no_grad():
-            return model(tokens).logits.double()
+            return model(tokens).logits.to(dtype)
     finally:
         handle.remove()
 
@@ -116,19 +117,20 @@ def kl(clean, new):
                                       reduction="none").sum(-1)
 
 
-def recons_metrics(model, tokens, special, site, layer, sae):
+def recons_metrics(model, tokens, special, site, layer, sae, dtype=torch.float64):
     """What get_recons_loss reports for `sae` spliced in at `site` of
     `layer` over `tokens` `[windows, window]`, positions holding an id of
-    `special` left out, under modelbin's names."""
+    `special` left out, under modelbin's names; the losses computed from
+    logits in `dtype` (SAELens: float32)."""
     mask = ~torch.isin(tokens, torch.tensor(special))
-    clean = run(model, tokens, site, layer, lambda x: x)
+    clean = run(model, tokens, site, layer, lambda x: x, dtype)
 
     def splice(x):
         new = sae.decode(sae.encode(x)).to(x.dtype)
         return torch.where(mask[..., None], new, x)
 
-    spliced = run(model, tokens, site, layer, splice)
-    zero = run(model, tokens, site, layer, torch.zeros_like)
+    spliced = run(model, tokens, site, layer, splice, dtype)
+    zero = run(model, tokens, site, layer, torch.zeros_like, dtype)
     ce_mask = mask[:, :-1]
     ce = {k: per_token_loss(v, tokens)[ce_mask].mean().item()
           for k, v in [("clean", clean), ("spliced", spliced), ("zero_ablated", zero)]}
