@@ -28,6 +28,35 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def corpus_lines():
+    """The non-empty lines of tests/data/opticks.txt."""
+    return [line for line in (ROOT / "tests/data/opticks.txt").read_text().splitlines()
+            if line.strip()]
+
+
+def gpt2_small(directory, texts):
+    """A random GPT-2 in GPT-2 small's shape saved in `directory` by
+    transformers (F32), with a byte-level BPE tokenizer of 8000 tokens
+    trained on `texts`; returns the model, in eval mode."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    torch.manual_seed(0)
+    model = tf.GPT2LMHeadModel(tf.GPT2Config())
+    model.eval()
+    model.save_pretrained(directory)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=8000, special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tf.PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>",
+                               eos_token="<|endoftext|>").save_pretrained(directory)
+    return model
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -43,27 +72,14 @@ def main():
     import torch
     import transformers as tf
     from sae_lens.tokenization_and_batching import concat_and_batch_sequences
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     import modelbin
 
     torch.set_num_threads(args.threads)
-    texts = [line for line in (ROOT / "tests/data/opticks.txt").read_text().splitlines()
-             if line.strip()]
+    texts = corpus_lines()
     tmp = pathlib.Path(tempfile.mkdtemp())
     directory = tmp / "gpt2-small"
-    torch.manual_seed(0)
-    model = tf.GPT2LMHeadModel(tf.GPT2Config())
-    model.eval()
-    model.save_pretrained(directory)
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=8000, special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tf.PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>",
-                               eos_token="<|endoftext|>").save_pretrained(directory)
+    model = gpt2_small(directory, texts)
 
     # Enough texts for the windows asked (counted with the HF tokenizer).
     hf = tf.AutoTokenizer.from_pretrained(directory)

@@ -105,6 +105,19 @@ pub fn parse_number(text: &str) -> Result<f64, String> {
     parse_checked(text, |_| true, "")
 }
 
+/// Parses `LATENT:ALPHA` (`--steer`): a latent and the finite multiple
+/// of its decoder row to add.
+pub fn parse_steer(text: &str) -> Result<(usize, f32), String> {
+    let bad = || format!("`{text}` is not LATENT:ALPHA (a latent and a finite number)");
+    let (latent, alpha) = text.split_once(':').ok_or_else(bad)?;
+    let latent = latent.trim().parse().map_err(|_| bad())?;
+    let alpha: f32 = alpha.trim().parse().map_err(|_| bad())?;
+    if !alpha.is_finite() {
+        return Err(bad());
+    }
+    Ok((latent, alpha))
+}
+
 /// Parses a finite number > 0 (a learning rate).
 pub fn parse_positive(text: &str) -> Result<f64, String> {
     parse_checked(text, |v| v.is_finite() && v > 0.0, "a finite number > 0")

@@ -1,11 +1,16 @@
 //! `modelbin lm logits|generate`: decoder language models (GPT-2,
 //! GPT-NeoX, Llama, Qwen2) from Hugging Face model directories, with the
-//! directory's `tokenizer.json` for text (see `modelbin_infer::lm`).
+//! directory's `tokenizer.json` for text (see `modelbin_infer::lm`);
+//! `generate` may be steered by an autoencoder's latents
+//! (`--sae DIR --steer LATENT:ALPHA`).
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use modelbin_infer::lm::{LanguageModel, LoadOptions, generate};
+use modelbin_infer::SaeError;
+use modelbin_infer::generation::generate_with;
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Steered, Steering, generate};
+use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 
 use crate::args::{IdList, flatten_ids, parse_ids};
@@ -37,7 +42,43 @@ pub enum LmCommand {
         /// configuration's end-of-sequence ids).
         #[arg(long)]
         stop: Vec<u32>,
+        #[command(flatten)]
+        steer: SteerArgs,
     },
+}
+
+/// Steering by an autoencoder's latents.
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    /// An autoencoder's directory (SAELens layout) trained on this model:
+    /// its cfg.json's hook_name is the site steered.
+    #[arg(long, requires = "steer")]
+    sae: Option<PathBuf>,
+    /// Add ALPHA times the decoder row of LATENT at the autoencoder's
+    /// site, at every position (prompt and generated); repeatable.
+    #[arg(long, value_name = "LATENT:ALPHA", requires = "sae", value_parser = crate::args::parse_steer)]
+    steer: Vec<(usize, f32)>,
+}
+
+impl SteerArgs {
+    /// The steering asked for, if any.
+    fn open(&self, model: &LanguageModel) -> Result<Option<Steering>, Failure> {
+        let Some(dir) = &self.sae else {
+            return Ok(None);
+        };
+        let failure = |e| crate::sae_view::sae_failure(e, dir);
+        let (sae, config) = modelbin_infer::sae::saelens::load(dir).map_err(failure)?;
+        steering(model, &sae, dir, &config, &self.steer)
+            .map(Some)
+            .map_err(|e| match e {
+                modelbin_infer::Error::Sae(SaeError::NoSuchLatent { latent, d_sae }) => {
+                    Failure::Usage(format!(
+                        "--steer {latent}:…: the autoencoder has {d_sae} latents"
+                    ))
+                }
+                e => failure(e),
+            })
+    }
 }
 
 /// The model and the prompt.
@@ -115,12 +156,14 @@ pub fn run(command: LmCommand) -> Result<(), Failure> {
             input,
             sampling,
             stop,
+            steer,
         } => {
             let Opened {
                 model,
                 tokenizer,
                 prompt,
             } = input.open()?;
+            let steering = steer.open(&model)?;
             let stop = if stop.is_empty() {
                 model.config().eos_token_ids.clone()
             } else {
@@ -132,8 +175,18 @@ pub fn run(command: LmCommand) -> Result<(), Failure> {
             };
             let s = &sampling;
             print_generation(s.json, &mut render, |on_token| {
-                generate(&model, &prompt, s.max_tokens, s.sampling(), &stop, on_token)
-                    .map_err(invalid)
+                match &steering {
+                    Some(steering) => generate_with(
+                        &Steered::new(&model, steering),
+                        &prompt,
+                        s.max_tokens,
+                        s.sampling(),
+                        &stop,
+                        on_token,
+                    ),
+                    None => generate(&model, &prompt, s.max_tokens, s.sampling(), &stop, on_token),
+                }
+                .map_err(invalid)
             })
         }
     }

@@ -192,8 +192,10 @@ pub struct EvalArgs {
     sae: PathBuf,
     #[command(flatten)]
     view: ViewArgs,
-    /// Also measure the cross-entropy recovered when the reconstruction
-    /// replaces the layer in this TLLM model (the one recorded).
+    /// Also measure the cross-entropy and KL recovered when the
+    /// reconstruction replaces the recorded rows in this model (the one
+    /// recorded: a TLLM file, or a language model's directory), as
+    /// SAELens's evals do.
     #[arg(long)]
     model: Option<PathBuf>,
     /// Windows of the dataset run through the model for the cross-entropy.
@@ -231,7 +233,10 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
     let mut result = evaluated.map_err(|e| sae_failure(e, &args.sae))?;
     if let Some(splice) = &splice {
         let pool = crate::work::thread_pool(Some(view.threads()))?;
-        result.cross_entropy = Some(pool.install(|| splice.measure(&sae)).map_err(invalid)?);
+        result.cross_entropy = Some(
+            pool.install(|| splice.measure(&sae))
+                .map_err(|e| sae_failure(e, &args.sae))?,
+        );
     }
     if args.json {
         print_json(&result)?;
@@ -271,6 +276,13 @@ fn print_evaluation(sae: &Path, result: &Evaluation) -> Result<(), Failure> {
             ce.spliced,
             ce.zero_ablated,
             ce.recovered
+        )?;
+        outln!(
+            "KL to the clean model over {} positions: spliced {:.4}, zero-ablated {:.4}; recovered {:.4}",
+            ce.kl_positions,
+            ce.kl_spliced,
+            ce.kl_zero_ablated,
+            ce.kl_recovered
         )?;
     }
     Ok(())

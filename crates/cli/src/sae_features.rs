@@ -44,7 +44,8 @@ pub struct FeaturesArgs {
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// The model the dataset was recorded from: adds each latent's direct effect on the next
-    /// token (TLLM) or its nearest word pieces (BERT).
+    /// token (TLLM; a language model's directory: W_dec · W_U) or its nearest word pieces
+    /// (BERT).
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
 }

@@ -125,15 +125,15 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
         SaeError::AlreadyTrained { steps } => format!(
             "--resume: already trained for {steps} steps; pass a larger --steps (the schedule then spans the new --steps)"
         ),
-        SaeError::NotTllmRecording { family } => format!(
-            "--model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
+        SaeError::NoSplice { family } => format!(
+            "--model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM and decoder language-model recordings"
         ),
         SaeError::NoTokenIds { dataset } => format!(
             "--model: {} kept no token ids (tokens.bin); record it again with `modelbin acts record`",
             dataset.display()
         ),
         SaeError::NoDecoderEffects { family } => format!(
-            "--model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+            "--model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM, BERT and decoder language models"
         ),
         SaeError::NotTllm { model, format } => {
             return Failure::Invalid(format!(

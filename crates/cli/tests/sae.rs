@@ -329,24 +329,38 @@ fn bad_input_is_refused_before_training() {
         &refs(&train(&["--layer", "-1", "-o", s(&out), "--force"])),
         "",
     );
-    // Decoder effects need the model of a TLLM or BERT recording.
-    let err = usage(
-        &[
-            "sae",
+    // Decoder effects and the cross-entropy need a recording of a model
+    // they read.
+    for (command, needs) in [
+        (
             "features",
-            s(&out),
-            s(&data),
-            "--layer",
-            "-1",
-            "--model",
-            s(&out.join("cfg.json")),
-        ],
-        "",
-    );
-    assert!(
-        err.contains("--model: the dataset was recorded from a \"test\" model; decoder effects are read from TLLM and BERT models"),
-        "{err}"
-    );
+            "decoder effects are read from TLLM, BERT and decoder language models",
+        ),
+        (
+            "eval",
+            "the cross-entropy is measured on TLLM and decoder language-model recordings",
+        ),
+    ] {
+        let err = usage(
+            &[
+                "sae",
+                command,
+                s(&out),
+                s(&data),
+                "--layer",
+                "-1",
+                "--model",
+                s(&out.join("cfg.json")),
+            ],
+            "",
+        );
+        assert!(
+            err.contains(&format!(
+                "--model: the dataset was recorded from a \"test\" model; {needs}"
+            )),
+            "{err}"
+        );
+    }
     // An autoencoder for other vectors.
     let wide = dataset(&dir.path().join("wide"), 12, None);
     let err = fails(&["sae", "eval", s(&out), s(&wide), "--layer", "-1"], "");
@@ -546,6 +560,15 @@ fn features_show_the_text_around_the_strongest_inputs() {
     );
     assert!(clean > 0.0 && spliced > 0.0 && zero > 0.0, "{ce}");
     assert!(((zero - spliced) / (zero - clean) - ce["recovered"].as_f64().unwrap()).abs() < 1e-9);
+    // The KL to the clean model, at every position (bytes have no special
+    // tokens).
+    let (kl, kl_zero) = (
+        ce["kl_spliced"].as_f64().unwrap(),
+        ce["kl_zero_ablated"].as_f64().unwrap(),
+    );
+    assert_eq!(ce["kl_positions"].as_u64(), Some(48));
+    assert!(kl >= 0.0 && kl_zero > 0.0, "{ce}");
+    assert!(((kl_zero - kl) / kl_zero - ce["kl_recovered"].as_f64().unwrap()).abs() < 1e-9);
     let other = dir.path().join("other.tllm");
     ok(
         &[

@@ -457,11 +457,12 @@ pub enum SaeError {
         /// The dataset's vector width.
         dataset: usize,
     },
-    /// The cross-entropy is measured on TLLM recordings only.
+    /// The cross-entropy is measured on recordings of TLLM models and of
+    /// decoder language models only.
     #[error(
-        "model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM recordings"
+        "model: the dataset was recorded from a {family:?} model; the cross-entropy is measured on TLLM and decoder language-model recordings"
     )]
-    NotTllmRecording {
+    NoSplice {
         /// The dataset's model family.
         family: String,
     },
@@ -483,6 +484,33 @@ pub enum SaeError {
         /// Its format.
         format: modelbin_format::Format,
     },
+    /// The autoencoder's width is not the model's at the site it splices
+    /// into.
+    #[error(
+        "the autoencoder takes vectors of {sae} values; the model's rows at the site hold {model}"
+    )]
+    ModelWidth {
+        /// The autoencoder's input width.
+        sae: usize,
+        /// The model's width at the site.
+        model: usize,
+    },
+    /// The autoencoder's configuration names no hook point.
+    #[error("{dir}: cfg.json names no hook_name (metadata.hook_name) to steer at")]
+    NoHookName {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+    },
+    /// The autoencoder's hook point is not a site of a block.
+    #[error(
+        "{dir}: hook_name {hook_name:?} is not blocks.L.hook_<site> of resid_pre, resid_post, attn_out or mlp_out"
+    )]
+    UnknownHook {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+        /// The name it gives.
+        hook_name: String,
+    },
     /// The model is not the one the dataset was recorded from.
     #[error("model {model}: its hash is {hash}, the dataset was recorded from {recorded}")]
     OtherModel {
@@ -493,9 +521,10 @@ pub enum SaeError {
         /// The hash the dataset names.
         recorded: String,
     },
-    /// Decoder effects are read from TLLM and BERT models only.
+    /// Decoder effects are read from TLLM, BERT and decoder language
+    /// models only.
     #[error(
-        "model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM and BERT models"
+        "model: the dataset was recorded from a {family:?} model; decoder effects are read from TLLM, BERT and decoder language models"
     )]
     NoDecoderEffects {
         /// The dataset's model family.

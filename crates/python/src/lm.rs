@@ -1,9 +1,11 @@
 //! Decoder language models and their `tokenizer.json` behind
 //! `modelbin.LanguageModel` (`modelbin_infer::lm`, `modelbin_tokenize::HfTokenizer`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, generate};
+use modelbin_infer::generation::generate_with;
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, Steered, generate};
+use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -12,6 +14,11 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::{infer_error_at, tokenize_error};
 use crate::generating::SamplingArgs;
+use crate::sae::NativeSae;
+
+/// What `generate` is steered by: an autoencoder, its `cfg.json` text and
+/// `(latent, alpha)` pairs.
+type Steer = (Py<NativeSae>, String, Vec<(usize, f32)>);
 
 /// A decoder language model (GPT-2, GPT-NeoX, Llama, Qwen2) loaded from a
 /// Hugging Face model directory. Thread-safe; the GIL is released while it
@@ -115,7 +122,11 @@ impl NativeLanguageModel {
     /// Up to `max_tokens` ids after `prompt`, sampled as `Sampling` says
     /// (temperature 0: greedy); stops early after an id of `stop`.
     /// Returns the ids and why it stopped (`max_tokens` or `stop_id`).
-    /// `sampling` is `(temperature, top_k, top_p, seed)`.
+    /// `sampling` is `(temperature, top_k, top_p, seed)`. `steer` is an
+    /// autoencoder, its `cfg.json` text and `(latent, alpha)` pairs: their
+    /// decoder rows, scaled, are added at the autoencoder's site at every
+    /// position.
+    #[pyo3(signature = (prompt, max_tokens, sampling, stop, steer = None))]
     fn generate(
         &self,
         py: Python<'_>,
@@ -123,9 +134,30 @@ impl NativeLanguageModel {
         max_tokens: usize,
         sampling: SamplingArgs,
         stop: Vec<u32>,
+        steer: Option<Steer>,
     ) -> PyResult<(Vec<u32>, &'static str)> {
-        crate::generating::run(py, sampling, |sampling| {
-            generate(&self.model, &prompt, max_tokens, sampling, &stop, |_| {})
+        let steering = match &steer {
+            Some((sae, config, latents)) => {
+                let config: serde_json::Value = serde_json::from_str(config)
+                    .map_err(|e| PyValueError::new_err(format!("the cfg: {e}")))?;
+                let dir = Path::new("the autoencoder");
+                Some(
+                    steering(&self.model, &sae.get().sae, dir, &config, latents)
+                        .map_err(crate::errors::infer_error)?,
+                )
+            }
+            None => None,
+        };
+        crate::generating::run(py, sampling, |sampling| match &steering {
+            Some(steering) => generate_with(
+                &Steered::new(&self.model, steering),
+                &prompt,
+                max_tokens,
+                sampling,
+                &stop,
+                |_| {},
+            ),
+            None => generate(&self.model, &prompt, max_tokens, sampling, &stop, |_| {}),
         })
     }
 }

@@ -11,6 +11,7 @@ use modelbin_infer::sae::features::{
     DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, model_view,
 };
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
+use modelbin_infer::sae::splice::Splice;
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
 use modelbin_infer::sae::{Activation, Codes, Sae};
@@ -26,7 +27,7 @@ use crate::errors::infer_error;
 /// An autoencoder's parameters, held by the engine.
 #[pyclass(module = "modelbin._native", frozen)]
 pub struct NativeSae {
-    sae: Sae<f32>,
+    pub(crate) sae: Sae<f32>,
 }
 
 #[pymethods]
@@ -388,9 +389,11 @@ pub(crate) fn with_progress<T: Send>(
 
 /// Measures an autoencoder on a dataset view, as `modelbin sae eval
 /// --json` does; returns that JSON text. `progress(done, total)` is called
-/// with bytes after each batch.
+/// with bytes after each batch. With `model` (the model recorded), also
+/// the cross-entropy and KL with the reconstruction spliced in, over the
+/// first `ce_windows` windows.
 #[pyfunction]
-#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, progress))]
+#[pyo3(signature = (sae, dataset, layer, *, patches_name, batch_size, threads, model, ce_windows, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn sae_evaluate(
     py: Python<'_>,
@@ -400,12 +403,28 @@ pub fn sae_evaluate(
     patches_name: &str,
     batch_size: usize,
     threads: Option<usize>,
+    model: Option<PathBuf>,
+    ce_windows: u64,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let view = open_view(py, &dataset, layer, patches_name, batch_size, threads)?;
     let mut loaded = None;
     let sae = resolve_sae(py, &sae, &mut loaded, &view)?;
-    let evaluation = with_progress(py, progress, |progress| evaluate(sae, &view, progress))?;
+    let splice = match &model {
+        Some(model) => Some(
+            py.detach(|| Splice::open(model, view.dataset(), view.layer(), ce_windows))
+                .map_err(infer_error)?,
+        ),
+        None => None,
+    };
+    let mut evaluation = with_progress(py, progress, |progress| evaluate(sae, &view, progress))?;
+    if let Some(splice) = &splice {
+        let pool = modelbin_infer::threads::pool(Some(view.threads())).map_err(infer_error)?;
+        evaluation.cross_entropy = Some(
+            py.detach(|| pool.install(|| splice.measure(sae)))
+                .map_err(infer_error)?,
+        );
+    }
     Ok(serde_json::to_string(&evaluation).expect("an evaluation serializes"))
 }
 

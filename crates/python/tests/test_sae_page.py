@@ -142,7 +142,7 @@ def test_bert_latents_list_the_nearest_word_pieces(tmp_path, minilm_dir):
     # A notebook shows one latent's view in a frame of its own.
     shown = found[0]._repr_html_()
     assert shown.startswith("<iframe srcdoc=") and "&quot;open&quot;" in shown
-    with pytest.raises(ValueError, match="decoder effects are read from TLLM and BERT"):
+    with pytest.raises(ValueError, match="decoder effects are read from TLLM, BERT and decoder language"):
         sine = tmp_path / "sine"
         metadata = {"vit_family": "test", "vit_ckpt": "x", "layers": [-1],
                     "n_patches_per_img": 4, "cls_token": False, "d_vit": 384, "seed": 0,

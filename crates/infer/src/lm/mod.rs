@@ -23,6 +23,7 @@
 //! | `session.rs` | one sequence with a KV cache, hooks at the sites |
 //! | `generate.rs` | generation over the shared sampler |
 //! | `site.rs` | the hook points |
+//! | `steer.rs` | a vector added at a site while decoding |
 //!
 //! ```no_run
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -47,10 +48,12 @@ mod model;
 mod rope;
 mod session;
 mod site;
+mod steer;
 mod weights;
 
-pub use config::{Family, LmConfig, model_type_of_dir};
+pub use config::{Family, LmConfig, model_name_of_dir, model_type_of_dir};
 pub use generate::generate;
 pub use model::{LanguageModel, LoadOptions};
 pub use session::Session;
 pub use site::Site;
+pub use steer::{Steered, SteeredSession, Steering};

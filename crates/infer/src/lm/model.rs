@@ -210,6 +210,17 @@ impl LanguageModel {
         crate::error::finite(logits, "the logits")
     }
 
+    /// `rows · W_Uᵀ`: what each row of `rows` (`[n, hidden]`) adds to
+    /// each token's logit through the unembedding alone (no final norm;
+    /// for a tied model the embedding), `[n, vocab]`.
+    pub fn unembed(&self, rows: &[f32]) -> Vec<f32> {
+        let c = &self.config;
+        let mut out = vec![0.0f32; rows.len() / c.hidden * c.vocab_size];
+        let zeros = vec![0.0f32; c.vocab_size];
+        self.head.apply(rows, &zeros, &mut out, self.int8_kernel);
+        out
+    }
+
     /// Logits `[ids.len(), vocab]` (row-major) at every position of
     /// `ids`, one sequence from position 0.
     pub fn logits(&self, ids: &[u32]) -> Result<Vec<f32>> {

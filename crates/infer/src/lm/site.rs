@@ -46,6 +46,22 @@ impl Site {
     pub fn hook_name(&self, layer: usize) -> String {
         format!("blocks.{layer}.hook_{}", self.name())
     }
+
+    /// The layer and site of a SAELens hook name (`blocks.L.hook_<site>`,
+    /// the inverse of [`Site::hook_name`]); `None` for any other name.
+    ///
+    /// ```
+    /// use modelbin_infer::lm::Site;
+    /// assert_eq!(Site::of_hook_name("blocks.3.hook_mlp_out"), Some((3, Site::MlpOut)));
+    /// assert_eq!(Site::of_hook_name("blocks.3.attn.hook_z"), None);
+    /// ```
+    pub fn of_hook_name(name: &str) -> Option<(usize, Site)> {
+        let rest = name.strip_prefix("blocks.")?;
+        let (layer, site) = rest.split_once(".hook_")?;
+        let layer = layer.parse().ok()?;
+        let site = Site::ALL.into_iter().find(|s| s.name() == site)?;
+        Some((layer, site))
+    }
 }
 
 impl fmt::Display for Site {

@@ -186,6 +186,7 @@ impl TextSource {
                 .collect::<Vec<_>>()
                 .into();
             data["prepend_bos"] = lm.bos.is_some().into();
+            data["model_name"] = crate::lm::model_name_of_dir(model_path).into();
             data["tokenizer_engine"] = lm.tokenizer.engine().into();
         }
         let metadata = Metadata {

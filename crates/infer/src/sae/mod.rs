@@ -18,7 +18,10 @@
 //! [`features`] finds the inputs each latent fires on most.
 //! [`train`] fits one with Adam, unit-norm decoder rows and the AuxK loss on
 //! dead latents (or L1 for ReLU); [`checkpoint`] saves a run's state;
-//! [`splice`] measures a TLLM's loss with a reconstruction spliced in. The
+//! [`splice`] measures a model's loss (a TLLM's, or a decoder language
+//! model's at any site) with a reconstruction spliced in, as SAELens's
+//! evals do; [`steer`] pushes a language model along latents' decoder
+//! rows while it generates. The
 //! arithmetic is generic over `f32` (training) and `f64` (gradient checks).
 
 pub mod checkpoint;
@@ -27,6 +30,7 @@ pub mod features;
 pub mod run;
 pub mod saelens;
 pub mod splice;
+pub mod steer;
 pub mod train;
 pub mod view;
 

@@ -375,7 +375,7 @@ impl TrainRun {
         let metadata = self.view.dataset().metadata();
         let settings = &self.settings;
         let (k, l1_coeff) = architecture_parameters(settings.architecture);
-        let provenance = serde_json::json!({
+        let mut provenance = serde_json::json!({
             "dataset": self.view.dataset().dir(),
             "dataset_hash": metadata.hash(),
             "model_family": metadata.vit_family,
@@ -391,6 +391,12 @@ impl TrainRun {
             "l1_coeff": l1_coeff,
             "trained_by": concat!("modelbin ", env!("CARGO_PKG_VERSION")),
         });
+        if let Some(hook) = saelens::hook_metadata(metadata, self.view.layer()) {
+            provenance
+                .as_object_mut()
+                .expect("the provenance is an object")
+                .extend(hook);
+        }
         let sae = self.trainer.unscaled();
         saelens::save(&self.out, &sae, provenance)?;
         let seconds = self.started.elapsed().as_secs_f64();

@@ -9,7 +9,13 @@
 //! subtracted from the input), `normalize_activations` ("none": the weights
 //! act on raw activations) — and a `metadata` object of our own (the
 //! dataset, layer and model the autoencoder was trained on, and for a
-//! BatchTopK autoencoder its `k`).
+//! BatchTopK autoencoder its `k`). On a dataset recorded from a decoder
+//! language model the metadata also holds what SAELens 6 keeps there to
+//! hook the model ([`hook_metadata`]): `model_name`, `hook_name`
+//! (`blocks.L.hook_resid_post`, ...), `hook_head_index`, `context_size`
+//! and `prepend_bos`. Those keys are also written at the top level: a cfg
+//! without `sae_lens_version` is read by SAELens 6 as its older layout,
+//! whose metadata it takes from the top-level keys.
 
 use std::path::Path;
 
@@ -23,6 +29,42 @@ use crate::{Error, Result};
 pub const CONFIG_FILE: &str = "cfg.json";
 /// The weights file's name.
 pub const WEIGHTS_FILE: &str = "sae_weights.safetensors";
+
+/// The keys of [`hook_metadata`].
+const HOOK_KEYS: [&str; 5] = [
+    "model_name",
+    "hook_name",
+    "hook_head_index",
+    "context_size",
+    "prepend_bos",
+];
+
+/// SAELens's hook metadata for an autoencoder trained on `layer` (as
+/// recorded) of `metadata`'s dataset, when a decoder language model was
+/// recorded: `model_name`, `hook_name`, `hook_head_index` (null),
+/// `context_size` (the window) and `prepend_bos`; `None` for other
+/// recordings.
+pub fn hook_metadata(
+    metadata: &modelbin_format::saev::Metadata,
+    layer: i64,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let data = &metadata.data;
+    let slot = metadata.layers.iter().position(|&l| l == layer)?;
+    let hook_name = data.get("hook_names")?.get(slot)?.clone();
+    let mut hook = serde_json::Map::new();
+    hook.insert(
+        "model_name".into(),
+        data.get("model_name").cloned().unwrap_or_default(),
+    );
+    hook.insert("hook_name".into(), hook_name);
+    hook.insert("hook_head_index".into(), serde_json::Value::Null);
+    hook.insert("context_size".into(), metadata.n_patches_per_img.into());
+    hook.insert(
+        "prepend_bos".into(),
+        data.get("prepend_bos").cloned().unwrap_or_default(),
+    );
+    Some(hook)
+}
 
 /// Writes `sae` (on raw activations) into `dir` (created if missing), with
 /// `metadata` as the configuration's `metadata` object. Weights that hold
@@ -87,6 +129,11 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
     });
     if let Activation::TopK(k) = sae.activation {
         config["k"] = k.into();
+    }
+    for key in HOOK_KEYS {
+        if let Some(value) = config["metadata"].get(key).cloned() {
+            config[key] = value;
+        }
     }
     let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
     let mut file = modelbin_format::io::output::OutputFile::create(dir.join(CONFIG_FILE))?;

@@ -1,8 +1,21 @@
-//! How much of a TLLM's next-token loss an autoencoder keeps: the
-//! reconstruction is spliced into the forward pass in place of one block's
-//! output, and the cross-entropy compared with the clean pass and with the
-//! block's output zeroed (Gao et al., 2024, section 4.1; SAELens's
-//! "CE loss score").
+//! How much of a model's next-token loss an autoencoder keeps: the
+//! reconstruction is spliced into the forward pass in place of the rows
+//! at the recorded site, and the cross-entropy and the KL divergence to
+//! the clean model are compared with the clean pass and with the site
+//! zeroed (Gao et al., 2024, section 4.1). One code path serves a TLLM
+//! model (the site is a block's output) and a decoder language model
+//! ([`crate::lm`]: any [`Site`] of a block).
+//!
+//! The numbers are SAELens's (`sae_lens.evals.get_recons_loss` with
+//! `exclude_special_tokens=True`, its default): positions holding a
+//! special token (the tokenizer's BOS and EOS) keep their clean rows in
+//! the spliced pass and are left out of every mean — a prediction made
+//! *from* such a position is not scored, and neither is its KL — while
+//! the zero-ablated pass zeroes every position. The cross-entropy is the
+//! mean over the scored predictions of each window (`window length − 1`
+//! at most); the KL, `KL(clean ‖ spliced)` summed over the vocabulary, is
+//! the mean over the scored positions (every position, the last
+//! included). A TLLM's byte tokens have no special tokens.
 
 use std::path::Path;
 
@@ -11,25 +24,175 @@ use modelbin_format::saev::Dataset;
 use rayon::prelude::*;
 
 use super::Sae;
+use crate::lm::{LanguageModel, LmConfig, Site};
 use crate::tllm::Model;
-use crate::{Error, Result, SaeError};
+use crate::{LmError, Result, SaeError};
 
-/// A TLLM model checked to be the one a dataset was recorded from, with the
-/// block to splice and the windows to run.
+/// A model and the rows of its forward pass that a splice replaces.
+#[derive(Debug)]
+pub enum Target {
+    /// A TLLM model's block output.
+    Tllm {
+        /// The model.
+        model: Model,
+        /// The block (0 is the first).
+        block: usize,
+    },
+    /// A decoder language model's rows at `site` of block `layer`.
+    Lm {
+        /// The model.
+        model: Box<LanguageModel>,
+        /// The block (0 is the first).
+        layer: usize,
+        /// The hook point.
+        site: Site,
+    },
+}
+
+impl Target {
+    /// A TLLM model's block `layer` as recorded (negative counts from the
+    /// last block).
+    pub fn tllm(model: Model, layer: i64) -> Result<Target> {
+        let blocks = i64::from(model.config().n_layers);
+        let block = if layer < 0 { blocks + layer } else { layer };
+        if !(0..blocks).contains(&block) {
+            return Err(LmError::NoSuchLayer {
+                layer: block.max(0) as usize,
+                layers: blocks as usize,
+            }
+            .into());
+        }
+        Ok(Target::Tllm {
+            model,
+            block: block as usize,
+        })
+    }
+
+    /// A language model's `site` of block `layer` as recorded (negative
+    /// counts from the last block); [`LmError::NoSuchLayer`] past its
+    /// blocks.
+    pub fn lm(model: LanguageModel, layer: i64, site: Site) -> Result<Target> {
+        let layers = model.config().layers;
+        let block = if layer < 0 {
+            layers as i64 + layer
+        } else {
+            layer
+        };
+        if !(0..layers as i64).contains(&block) {
+            return Err(LmError::NoSuchLayer {
+                layer: block.max(0) as usize,
+                layers,
+            }
+            .into());
+        }
+        Ok(Target::Lm {
+            model: Box::new(model),
+            layer: block as usize,
+            site,
+        })
+    }
+
+    /// The width of the rows replaced.
+    pub fn width(&self) -> usize {
+        match self {
+            Target::Tllm { model, .. } => model.config().model_dim as usize,
+            Target::Lm { model, .. } => model.config().hidden,
+        }
+    }
+
+    /// The vocabulary's size.
+    pub fn vocab(&self) -> usize {
+        match self {
+            Target::Tllm { model, .. } => model.config().vocab_size as usize,
+            Target::Lm { model, .. } => model.config().vocab_size,
+        }
+    }
+
+    /// The logits `[ids.len(), vocab]` of one sequence from position 0,
+    /// with `replace` called once on the target's rows (`[ids.len(),
+    /// width]`), which it may change.
+    pub fn logits_with(
+        &self,
+        ids: &[u32],
+        replace: &mut dyn FnMut(&mut [f32]),
+    ) -> Result<Vec<f32>> {
+        match self {
+            Target::Tllm { model, block } => {
+                model.session().extend_with_hook(ids, true, &mut |l, rows| {
+                    if l == *block {
+                        replace(rows)
+                    }
+                })
+            }
+            Target::Lm { model, layer, site } => {
+                model
+                    .session()
+                    .extend_with_hook(ids, true, &mut |l, s, rows| {
+                        if l == *layer && s == *site {
+                            replace(rows)
+                        }
+                    })
+            }
+        }
+    }
+}
+
+/// The token ids SAELens's evals leave out for a language model in `dir`:
+/// its tokenizer's BOS and EOS (`tokenizer.json` and
+/// `tokenizer_config.json`), else `config.json`'s `bos_token_id` and
+/// `eos_token_id`. (SAELens also names the tokenizer's PAD, SEP and
+/// decoder-start tokens; the decoders here define none apart from BOS and
+/// EOS.)
+pub fn special_tokens(dir: &Path, config: &LmConfig) -> Result<Vec<u32>> {
+    let mut ids: Vec<u32> = if dir.join("tokenizer.json").is_file() {
+        let tokenizer = modelbin_tokenize::HfTokenizer::open_dir(dir)?;
+        tokenizer
+            .bos_id()
+            .into_iter()
+            .chain(tokenizer.eos_id())
+            .collect()
+    } else {
+        config
+            .bos_token_id
+            .into_iter()
+            .chain(config.eos_token_ids.iter().copied())
+            .collect()
+    };
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// A model checked to be the one a dataset was recorded from, with the
+/// rows to splice, the windows to run and the token ids left out.
+#[derive(Debug)]
 pub struct Splice {
-    model: Model,
-    block: usize,
+    target: Target,
     windows: Vec<Vec<u32>>,
+    special: Vec<u32>,
 }
 
 impl Splice {
+    /// A splice of `target` over `windows` (each one sequence from
+    /// position 0), leaving out positions holding a token of `special`.
+    pub fn new(target: Target, windows: Vec<Vec<u32>>, special: Vec<u32>) -> Splice {
+        Splice {
+            target,
+            windows,
+            special,
+        }
+    }
+
     /// Checks that `model_path` is the model `dataset` was recorded from
     /// (by its hash) and takes the dataset's first `windows` windows;
-    /// `layer` is the layer as recorded.
+    /// `layer` is the layer as recorded. A TLLM recording splices at the
+    /// block's output; a language model's at the site it recorded
+    /// (its metadata's `site`), leaving out its [`special_tokens`].
     pub fn open(model_path: &Path, dataset: &Dataset, layer: i64, windows: u64) -> Result<Splice> {
         let metadata = dataset.metadata();
-        if metadata.vit_family != "tllm" {
-            return Err(SaeError::NotTllmRecording {
+        let lm_site = metadata.data.get("site").and_then(|s| s.as_str());
+        if metadata.vit_family != "tllm" && lm_site.is_none() {
+            return Err(SaeError::NoSplice {
                 family: metadata.vit_family.clone(),
             }
             .into());
@@ -40,7 +203,8 @@ impl Splice {
             }
             .into());
         };
-        if !model_path.is_dir()
+        if lm_site.is_none()
+            && !model_path.is_dir()
             && let Ok(format) = modelbin_format::detect::detect(model_path)
             && format != Format::Tllm
         {
@@ -51,32 +215,141 @@ impl Splice {
             .into());
         }
         check_recorded_from(model_path, dataset)?;
-        let model = Model::open(model_path)?;
-        let blocks = i64::from(model.config().n_layers);
-        let block = if layer < 0 { blocks + layer } else { layer };
+        let (target, special) = match lm_site {
+            Some(site) => {
+                let model = LanguageModel::open(model_path)?;
+                let special = special_tokens(model_path, model.config())?;
+                (Target::lm(model, layer, site.parse()?)?, special)
+            }
+            None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
+        };
         let windows = (0..windows.min(metadata.n_imgs))
             .filter_map(|img| ids.window(img))
             .collect();
-        Ok(Splice {
-            model,
-            block: block as usize,
-            windows,
-        })
+        Ok(Splice::new(target, windows, special))
+    }
+
+    /// The model and the rows replaced.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// The windows run clean, with `sae`'s reconstruction spliced in, and
-    /// with the layer zeroed.
+    /// with the site zeroed, on the current rayon pool (a window per
+    /// thread). [`SaeError::ModelWidth`] when the autoencoder's width is
+    /// not the model's at the site.
     pub fn measure(&self, sae: &Sae<f32>) -> Result<CrossEntropy> {
-        cross_entropy(&self.model, sae, self.block, &self.windows)
+        let width = self.target.width();
+        if sae.d_in != width {
+            return Err(SaeError::ModelWidth {
+                sae: sae.d_in,
+                model: width,
+            }
+            .into());
+        }
+        let sums = self
+            .windows
+            .par_iter()
+            .filter(|ids| ids.len() >= 2)
+            .map(|ids| self.window(sae, ids))
+            .collect::<Result<Vec<_>>>()?;
+        let total = |f: fn(&Sums) -> f64| sums.iter().map(f).sum::<f64>();
+        let tokens = total(|s| s.scored);
+        let positions = total(|s| s.positions);
+        let ce = |f: fn(&Sums) -> f64| total(f) / tokens.max(1.0);
+        let kl = |f: fn(&Sums) -> f64| total(f) / positions.max(1.0);
+        let (clean, spliced, zero_ablated) = (ce(|s| s.clean), ce(|s| s.spliced), ce(|s| s.zero));
+        let (kl_spliced, kl_zero_ablated) = (kl(|s| s.kl_spliced), kl(|s| s.kl_zero));
+        Ok(CrossEntropy {
+            windows: sums.len(),
+            tokens: tokens as usize,
+            clean,
+            spliced,
+            zero_ablated,
+            recovered: (zero_ablated - spliced) / (zero_ablated - clean),
+            kl_positions: positions as usize,
+            kl_spliced,
+            kl_zero_ablated,
+            kl_recovered: (kl_zero_ablated - kl_spliced) / kl_zero_ablated,
+        })
+    }
+
+    /// One window's three passes, summed over its scored positions.
+    fn window(&self, sae: &Sae<f32>, ids: &[u32]) -> Result<Sums> {
+        let width = self.target.width();
+        let kept: Vec<bool> = ids.iter().map(|id| !self.special.contains(id)).collect();
+        let clean = self.target.logits_with(ids, &mut |_| {})?;
+        let spliced = self.target.logits_with(ids, &mut |rows| {
+            let reconstruction = sae.forward(rows, rows.len() / width);
+            for ((row, new), &keep) in rows
+                .chunks_exact_mut(width)
+                .zip(reconstruction.chunks_exact(width))
+                .zip(&kept)
+            {
+                if keep {
+                    row.copy_from_slice(new);
+                }
+            }
+        })?;
+        let zero = self.target.logits_with(ids, &mut |rows| rows.fill(0.0))?;
+        let vocab = self.target.vocab();
+        let rows = |logits: &[f32]| -> Vec<Vec<f64>> {
+            logits.chunks_exact(vocab).map(log_softmax).collect()
+        };
+        let (clean, spliced, zero) = (rows(&clean), rows(&spliced), rows(&zero));
+        let mut sums = Sums::default();
+        for i in (0..ids.len()).filter(|&i| kept[i]) {
+            if let Some(&next) = ids.get(i + 1) {
+                let next = next as usize;
+                sums.scored += 1.0;
+                sums.clean -= clean[i][next];
+                sums.spliced -= spliced[i][next];
+                sums.zero -= zero[i][next];
+            }
+            sums.positions += 1.0;
+            sums.kl_spliced += kl(&clean[i], &spliced[i]);
+            sums.kl_zero += kl(&clean[i], &zero[i]);
+        }
+        Ok(sums)
     }
 }
 
+/// One window's sums: predictions scored, the three losses, positions
+/// scored for the KL and the two KLs.
+#[derive(Default)]
+struct Sums {
+    scored: f64,
+    clean: f64,
+    spliced: f64,
+    zero: f64,
+    positions: f64,
+    kl_spliced: f64,
+    kl_zero: f64,
+}
+
+/// `log softmax(row)` in f64.
+fn log_softmax(row: &[f32]) -> Vec<f64> {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let log_sum = row
+        .iter()
+        .map(|&v| f64::from(v - max).exp())
+        .sum::<f64>()
+        .ln()
+        + f64::from(max);
+    row.iter().map(|&v| f64::from(v) - log_sum).collect()
+}
+
+/// `KL(p ‖ q)` of two log-distributions.
+fn kl(p: &[f64], q: &[f64]) -> f64 {
+    p.iter().zip(q).map(|(&p, &q)| p.exp() * (p - q)).sum()
+}
+
 /// Refuses a model other than the one `dataset` was recorded from (by its
-/// hash, `vit_ckpt`).
+/// hash, `vit_ckpt`; a recording on int8 weights names the same model).
 pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Result<()> {
     let recorded = &dataset.metadata().vit_ckpt;
     let hash = crate::record::checkpoint_id(model_path)?;
-    if &hash != recorded {
+    if hash != recorded.strip_suffix(" (int8)").unwrap_or(recorded) {
         return Err(SaeError::OtherModel {
             model: model_path.to_path_buf(),
             hash,
@@ -88,96 +361,34 @@ pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Resul
 }
 
 /// Mean next-token cross-entropy (nats per token) of three passes over the
-/// same windows.
+/// same windows, and the KL divergence of two of them to the clean one.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct CrossEntropy {
     /// Windows run.
     pub windows: usize,
-    /// Predictions scored (`window length − 1` per window).
+    /// Predictions scored (`window length − 1` per window, less those
+    /// made from a special token).
     pub tokens: usize,
     /// The model as it is.
     pub clean: f64,
-    /// With the block's output replaced by its reconstruction.
+    /// With the site's rows replaced by their reconstruction.
     pub spliced: f64,
-    /// With the block's output replaced by zeros.
+    /// With the site's rows replaced by zeros.
     pub zero_ablated: f64,
     /// `(zero_ablated − spliced) / (zero_ablated − clean)`: 1 when splicing
-    /// loses nothing, 0 when it is as bad as erasing the block's output.
+    /// loses nothing, 0 when it is as bad as erasing the site (SAELens's
+    /// `ce_loss_score`).
     pub recovered: f64,
-}
-
-/// Runs every window three times — clean, with block `block`'s output
-/// replaced by `sae`'s reconstruction, and zeroed — and averages the loss of
-/// predicting each next token of the window.
-pub fn cross_entropy(
-    model: &Model,
-    sae: &Sae<f32>,
-    block: usize,
-    windows: &[Vec<u32>],
-) -> Result<CrossEntropy> {
-    let blocks = model.config().n_layers as usize;
-    let width = model.config().model_dim as usize;
-    if block >= blocks || sae.d_in != width {
-        return Err(Error::Format(modelbin_format::Error::InvalidArgument(
-            format!(
-                "block {block} of {blocks}, an autoencoder of width {} on a model of width {width}",
-                sae.d_in
-            ),
-        )));
-    }
-    // Per window: the three summed losses and the predictions scored.
-    let sums = windows
-        .par_iter()
-        .filter(|ids| ids.len() >= 2)
-        .map(|ids| -> Result<[f64; 4]> {
-            let clean = loss(model, ids, &mut |_, _| {})?;
-            let spliced = loss(model, ids, &mut |l, x| {
-                if l == block {
-                    let rows = x.len() / width;
-                    x.copy_from_slice(&sae.forward(x, rows));
-                }
-            })?;
-            let zero = loss(model, ids, &mut |l, x| {
-                if l == block {
-                    x.fill(0.0);
-                }
-            })?;
-            Ok([clean, spliced, zero, (ids.len() - 1) as f64])
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let total = |i: usize| sums.iter().map(|s| s[i]).sum::<f64>();
-    let tokens = total(3) as usize;
-    let mean = |i: usize| total(i) / tokens.max(1) as f64;
-    let (clean, spliced, zero_ablated) = (mean(0), mean(1), mean(2));
-    Ok(CrossEntropy {
-        windows: sums.len(),
-        tokens,
-        clean,
-        spliced,
-        zero_ablated,
-        recovered: (zero_ablated - spliced) / (zero_ablated - clean),
-    })
-}
-
-/// Σ over positions of −log p(next token), the residual stream passed
-/// through `hook`.
-fn loss(model: &Model, ids: &[u32], hook: &mut dyn FnMut(usize, &mut [f32])) -> Result<f64> {
-    let vocab = model.config().vocab_size as usize;
-    let logits = model.session().extend_with_hook(ids, true, hook)?;
-    Ok(logits
-        .chunks_exact(vocab)
-        .zip(&ids[1..])
-        .map(|(row, &next)| {
-            let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            let log_sum = row
-                .iter()
-                .map(|&v| f64::from(v - max).exp())
-                .sum::<f64>()
-                .ln()
-                + f64::from(max);
-            log_sum - f64::from(row[next as usize])
-        })
-        .sum())
+    /// Positions scored for the KL (every position of a window, less
+    /// those holding a special token).
+    pub kl_positions: usize,
+    /// Mean `KL(clean ‖ spliced)` per position, in nats (SAELens's
+    /// `kl_div_with_sae`).
+    pub kl_spliced: f64,
+    /// Mean `KL(clean ‖ zero-ablated)` per position (`kl_div_with_ablation`).
+    pub kl_zero_ablated: f64,
+    /// `(kl_zero_ablated − kl_spliced) / kl_zero_ablated` (`kl_div_score`).
+    pub kl_recovered: f64,
 }
 
 #[cfg(test)]
@@ -203,8 +414,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_exact_reconstruction_recovers_everything() {
+    fn model() -> Model {
         let config = modelbin_format::tllm::Config {
             model_dim: 16,
             n_layers: 2,
@@ -214,24 +424,79 @@ mod tests {
             vocab_size: 256,
             dropout: 0.0,
         };
-        let model = Model::random(config, 3, 0.3).unwrap();
-        let windows: Vec<Vec<u32>> = (0..4)
+        Model::random(config, 3, 0.3).unwrap()
+    }
+
+    fn windows() -> Vec<Vec<u32>> {
+        (0..4)
             .map(|w| (0..12).map(|i| (w * 31 + i * 7) % 256).collect())
-            .collect();
-        let ce = cross_entropy(&model, &exact(16), 0, &windows).unwrap();
-        assert_eq!((ce.windows, ce.tokens), (4, 44));
+            .collect()
+    }
+
+    #[test]
+    fn an_exact_reconstruction_recovers_everything() {
+        let splice = Splice::new(Target::tllm(model(), 0).unwrap(), windows(), Vec::new());
+        let ce = splice.measure(&exact(16)).unwrap();
+        assert_eq!((ce.windows, ce.tokens, ce.kl_positions), (4, 44, 48));
         assert!((ce.spliced - ce.clean).abs() < 1e-5, "{ce:?}");
         assert!(ce.zero_ablated != ce.clean);
         assert!((ce.recovered - 1.0).abs() < 1e-4, "{ce:?}");
+        assert!(
+            ce.kl_spliced.abs() < 1e-6 && ce.kl_zero_ablated > 0.0,
+            "{ce:?}"
+        );
         // The clean loss is the model's own: −log softmax of its logits.
-        let logits = model.session().extend(&windows[0], true).unwrap();
+        let ids = &windows()[0];
+        let logits = model().session().extend(&ids[..2], true).unwrap();
         let row = &logits[..256];
         let p: f64 = row.iter().map(|&v| f64::from(v).exp()).sum();
-        let first = p.ln() - f64::from(row[windows[0][1] as usize]);
-        assert!((loss(&model, &windows[0][..2], &mut |_, _| {}).unwrap() - first).abs() < 1e-9);
+        let first = p.ln() - f64::from(row[ids[1] as usize]);
+        let one = Splice::new(
+            Target::tllm(model(), 0).unwrap(),
+            vec![ids[..2].to_vec()],
+            Vec::new(),
+        );
+        assert!((one.measure(&exact(16)).unwrap().clean - first).abs() < 1e-9);
+    }
+
+    #[test]
+    fn special_tokens_keep_their_rows_and_are_not_scored() {
+        let ids = &windows()[0];
+        // Every position special: nothing scored, nothing replaced.
+        let splice = Splice::new(
+            Target::tllm(model(), 1).unwrap(),
+            vec![ids.clone()],
+            ids.clone(),
+        );
+        let ce = splice.measure(&exact(16)).unwrap();
+        assert_eq!((ce.tokens, ce.kl_positions), (0, 0));
+        // One special token: one prediction and one position fewer.
+        let splice = Splice::new(
+            Target::tllm(model(), 1).unwrap(),
+            vec![ids.clone()],
+            vec![ids[3]],
+        );
+        let ce = splice.measure(&exact(16)).unwrap();
+        assert_eq!((ce.tokens, ce.kl_positions), (10, 11));
+    }
+
+    #[test]
+    fn mismatches_are_refused() {
+        let splice = Splice::new(Target::tllm(model(), 0).unwrap(), windows(), Vec::new());
         assert!(matches!(
-            cross_entropy(&model, &exact(8), 0, &windows),
-            Err(Error::Format(modelbin_format::Error::InvalidArgument(_)))
+            splice.measure(&exact(8)),
+            Err(crate::Error::Sae(SaeError::ModelWidth {
+                sae: 8,
+                model: 16
+            }))
         ));
+        assert!(matches!(
+            Target::tllm(model(), 2),
+            Err(crate::Error::Lm(LmError::NoSuchLayer {
+                layer: 2,
+                layers: 2
+            }))
+        ));
+        assert!(Target::tllm(model(), -2).is_ok());
     }
 }

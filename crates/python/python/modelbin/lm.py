@@ -10,13 +10,18 @@ does, with an API like :class:`modelbin.Encoding`'s.
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
+
+if TYPE_CHECKING:
+    from .sae import SAE
 
 __all__ = ["Generation", "LanguageModel", "Tokenizer"]
 
@@ -189,7 +194,9 @@ class LanguageModel:
     def generate(self, prompt: Union[str, Sequence[int]], max_tokens: int = 64,
                  temperature: float = 0.0, top_k: Optional[int] = None,
                  top_p: Optional[float] = None, seed: int = 0,
-                 stop: Optional[Sequence[int]] = None) -> Generation:
+                 stop: Optional[Sequence[int]] = None,
+                 sae: "Optional[SAE | str | os.PathLike[str]]" = None,
+                 steer: Optional[Mapping[int, float]] = None) -> Generation:
         """Up to ``max_tokens`` tokens after ``prompt``, as ``modelbin lm
         generate`` makes them with the same arguments: a text prompt is
         encoded with the tokenizer's special tokens added (a Llama BOS
@@ -198,7 +205,11 @@ class LanguageModel:
         otherwise sampled with ``top_k``, ``top_p`` and ``seed``.
         Generation stops after an id of ``stop`` (default: the
         configuration's ``eos_token_ids``). Past the context the window
-        slides."""
+        slides. With ``sae`` (an autoencoder trained on this model, or its
+        directory) and ``steer`` (``{latent: alpha}``), ``alpha`` times each
+        latent's decoder row is added at the autoencoder's site (its cfg's
+        ``hook_name``) at every position, as ``modelbin lm generate --sae
+        DIR --steer LATENT:ALPHA`` does."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise ValueError(f"{self._path} has no tokenizer.json: give the prompt as ids")
@@ -206,8 +217,17 @@ class LanguageModel:
         else:
             prompt_ids = _ids(prompt)
         stops = list(self.config["eos_token_ids"]) if stop is None else _ids(stop)
+        steering = None
+        if steer and sae is None:
+            raise ValueError("steer= needs sae=: the autoencoder whose decoder rows are added")
+        if sae is not None:
+            from .sae import SAE
+            loaded = sae if isinstance(sae, SAE) else SAE.load(sae)
+            steering = (loaded._native, json.dumps(loaded.cfg),
+                        [(int(latent), float(alpha)) for latent, alpha in (steer or {}).items()])
         ids, stopped = self._native.generate(prompt_ids, max_tokens,
-                                             (temperature, top_k, top_p, seed), stops)
+                                             (temperature, top_k, top_p, seed), stops,
+                                             steering)
         text = self.tokenizer.decode(ids) if self.tokenizer is not None else None
         return Generation(ids, text, stopped)
 

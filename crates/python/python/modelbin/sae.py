@@ -165,17 +165,25 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
 
 def evaluate(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[str]", *, layer: int,
              patches: str = "image", batch_size: int = 4096, threads: Optional[int] = None,
+             model: "Optional[str | os.PathLike[str]]" = None, ce_windows: int = 64,
              progress: Optional[bool] = None) -> Dict[str, Any]:
     """Measures an autoencoder (loaded, or its directory) on one layer of a
     SAEV dataset: the dict ``modelbin sae eval --json`` prints (``vectors``,
     ``mse``, ``explained_variance``, ``l0``, ``dead_fraction``,
-    ``density_histogram``)."""
+    ``density_histogram``). With ``model`` (the model the dataset was
+    recorded from: a TLLM file or a language model's directory), also
+    ``cross_entropy``: the loss clean, with the reconstruction spliced in at
+    the recorded site and with the site zeroed, the share recovered, and the
+    KL to the clean model, over the first ``ce_windows`` windows, as
+    SAELens's evals compute them (``modelbin sae eval --model``)."""
     source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
     callback, bar = _progress.bytes_callback(progress, "evaluating")
     try:
         result = _native.sae_evaluate(source, os.fspath(dataset), layer,
                                       patches_name=patches, batch_size=batch_size,
-                                      threads=threads, progress=callback)
+                                      threads=threads,
+                                      model=None if model is None else os.fspath(model),
+                                      ce_windows=ce_windows, progress=callback)
     finally:
         if bar is not None:
             bar.close()
@@ -224,8 +232,9 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     shown are images: the strongest by their strongest patch (each image
     once per latent), with the latent's activation on every patch (see
     :class:`Feature`). ``model`` (the model the dataset was recorded from)
-    adds the decoder row's effects: on the next token (TLLM) or the nearest
-    word pieces (BERT). The list of what ``--json`` prints; ``html`` also
+    adds the decoder row's effects: on the next token (TLLM; a language
+    model's directory: ``W_dec[latent] @ W_U``, the tokens shown as its
+    tokenizer decodes them) or the nearest word pieces (BERT). The list of what ``--json`` prints; ``html`` also
     writes the page ``--html`` writes, of every latent."""
     source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
     name = "an autoencoder" if isinstance(sae, SAE) else os.fspath(sae)

@@ -1,6 +1,9 @@
 //! The text of recorded token ids (`tokens.bin` beside a dataset's
 //! shards): bytes for TLLM recordings, WordPiece strings (with `vocab.txt`)
-//! for BERT ones.
+//! for BERT ones, and for a decoder language model's recording (its
+//! metadata names the `site`) each token's bytes, which its `vocab.txt`
+//! spells in GPT-2's byte-to-character alphabet: the text reads as the
+//! model's tokenizer decodes it, spaces and line breaks included.
 
 use super::{Dataset, TokenIds};
 use crate::Result;
@@ -14,6 +17,9 @@ pub struct TokenText<'d> {
     ids: &'d TokenIds,
     /// `None`: ids are bytes.
     vocabulary: Option<Vec<String>>,
+    /// Each token's bytes, for a byte-level vocabulary (a decoder
+    /// language model's).
+    token_bytes: Option<Vec<Vec<u8>>>,
     /// Tokens per image window.
     window: u64,
     cls: bool,
@@ -26,9 +32,15 @@ impl<'d> TokenText<'d> {
             return Ok(None);
         };
         let metadata = dataset.metadata();
+        let vocabulary = dataset.vocabulary()?;
+        let token_bytes = vocabulary
+            .as_ref()
+            .filter(|_| metadata.data.get("site").is_some())
+            .map(|v| v.iter().map(|t| byte_level_bytes(t)).collect());
         Ok(Some(TokenText {
             ids,
-            vocabulary: dataset.vocabulary()?,
+            vocabulary,
+            token_bytes,
             window: metadata.n_patches_per_img,
             cls: metadata.cls_token,
         }))
@@ -63,6 +75,13 @@ impl<'d> TokenText<'d> {
     /// is its rest and any other piece after the first starts with a
     /// space.
     pub fn pieces(&self, ids: &[u32]) -> Vec<String> {
+        if let Some(bytes) = &self.token_bytes {
+            let tokens: Vec<Option<&[u8]>> = ids
+                .iter()
+                .map(|&id| bytes.get(id as usize).map(Vec::as_slice))
+                .collect();
+            return token_pieces(&tokens);
+        }
         match &self.vocabulary {
             None => byte_pieces(ids),
             Some(vocabulary) => ids
@@ -84,6 +103,14 @@ impl<'d> TokenText<'d> {
     /// The text of `ids` (lossy UTF-8 for bytes; word pieces joined,
     /// `##` continuing the word before).
     pub fn render(&self, ids: &[u32]) -> String {
+        if let Some(bytes) = &self.token_bytes {
+            let all: Vec<u8> = ids
+                .iter()
+                .flat_map(|&id| bytes.get(id as usize).map_or(&b"[?]"[..], Vec::as_slice))
+                .copied()
+                .collect();
+            return String::from_utf8_lossy(&all).into_owned();
+        }
         match &self.vocabulary {
             None => {
                 let mut text = String::new();
@@ -138,7 +165,7 @@ impl<'d> TokenText<'d> {
         let mut shown = [self.render(before), self.render(token), self.render(after)];
         // Word pieces are separated by a space unless the later one
         // continues the word (`##`).
-        if self.vocabulary.is_some() {
+        if self.vocabulary.is_some() && self.token_bytes.is_none() {
             if !shown[0].is_empty() && !token.first().is_some_and(|&id| self.continues(id)) {
                 shown[0].push(' ');
             }
@@ -160,36 +187,82 @@ impl<'d> TokenText<'d> {
 
 /// [`TokenText::pieces`] of byte ids.
 fn byte_pieces(ids: &[u32]) -> Vec<String> {
-    let mut pieces = vec![String::new(); ids.len()];
-    let mut at = 0;
-    while at < ids.len() {
-        let Ok(first) = u8::try_from(ids[at]) else {
-            pieces[at] = "[?]".into();
-            at += 1;
-            continue;
-        };
-        let width = match first {
-            0x00..=0x7f => 1,
-            0xc2..=0xdf => 2,
-            0xe0..=0xef => 3,
-            0xf0..=0xf4 => 4,
-            _ => 0,
-        };
-        let bytes: Option<Vec<u8>> = ids
-            .get(at..at + width.max(1))
-            .and_then(|run| run.iter().map(|&id| u8::try_from(id).ok()).collect());
-        match bytes.as_deref().map(std::str::from_utf8) {
-            Some(Ok(text)) if width > 0 => {
-                pieces[at] = visible(text);
-                at += width;
+    let bytes: Vec<Option<[u8; 1]>> = ids
+        .iter()
+        .map(|&id| u8::try_from(id).ok().map(|b| [b]))
+        .collect();
+    let tokens: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_ref().map(|b| &b[..])).collect();
+    token_pieces(&tokens)
+}
+
+/// Each token's piece of the text its bytes spell laid end to end: a
+/// character is the piece of the token holding its first byte, a byte that
+/// begins no character is `\xNN`, and a token of no known bytes (`None`)
+/// is `[?]`.
+fn token_pieces(tokens: &[Option<&[u8]>]) -> Vec<String> {
+    let mut pieces = vec![String::new(); tokens.len()];
+    // The bytes of each run of known tokens, and the token of each byte.
+    let mut bytes = Vec::new();
+    let mut owner = Vec::new();
+    let flush = |bytes: &mut Vec<u8>, owner: &mut Vec<usize>, pieces: &mut [String]| {
+        let mut at = 0;
+        while at < bytes.len() {
+            let width = match bytes[at] {
+                0x00..=0x7f => 1,
+                0xc2..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf4 => 4,
+                _ => 0,
+            };
+            match bytes.get(at..at + width.max(1)).map(std::str::from_utf8) {
+                Some(Ok(text)) if width > 0 => {
+                    pieces[owner[at]].push_str(&visible(text));
+                    at += width;
+                }
+                _ => {
+                    pieces[owner[at]].push_str(&format!("\\x{:02x}", bytes[at]));
+                    at += 1;
+                }
             }
-            _ => {
-                pieces[at] = format!("\\x{first:02x}");
-                at += 1;
+        }
+        bytes.clear();
+        owner.clear();
+    };
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            Some(token) => {
+                bytes.extend_from_slice(token);
+                owner.extend(std::iter::repeat_n(i, token.len()));
+            }
+            None => {
+                flush(&mut bytes, &mut owner, &mut pieces);
+                pieces[i] = "[?]".into();
             }
         }
     }
+    flush(&mut bytes, &mut owner, &mut pieces);
     pieces
+}
+
+/// The bytes of `token` spelled in GPT-2's byte-to-character alphabet
+/// (the printable bytes `!`..`~`, `¡`..`¬` and `®`..`ÿ` as themselves,
+/// the other bytes, in order, as U+0100 onwards); a character outside it
+/// is taken as its own UTF-8.
+fn byte_level_bytes(token: &str) -> Vec<u8> {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xa1..=0xac | 0xae..=0xff);
+    let others: Vec<u8> = (0..=255u8).filter(|&b| !printable(b)).collect();
+    let mut bytes = Vec::with_capacity(token.len());
+    for c in token.chars() {
+        let code = c as u32;
+        match u8::try_from(code) {
+            Ok(b) if printable(b) => bytes.push(b),
+            _ => match code.checked_sub(256).and_then(|n| others.get(n as usize)) {
+                Some(&b) => bytes.push(b),
+                None => bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            },
+        }
+    }
+    bytes
 }
 
 /// `text` with line breaks shown as ⏎ and control characters escaped.
@@ -218,5 +291,13 @@ mod tests {
             byte_pieces(&[0xa9, b'x'.into(), 0xe2, 0x82, 300]),
             ["\\xa9", "x", "\\xe2", "\\x82", "[?]"]
         );
+        // Byte-level tokens: spaces (Ġ) and line breaks (Ċ) read as text,
+        // a character split over two tokens is the first one's.
+        let tokens: Vec<Vec<u8>> = ["Hello", "Ġwor", "ldĊ", "Ã", "©"]
+            .iter()
+            .map(|t| byte_level_bytes(t))
+            .collect();
+        let tokens: Vec<Option<&[u8]>> = tokens.iter().map(|t| Some(t.as_slice())).collect();
+        assert_eq!(token_pieces(&tokens), ["Hello", " wor", "ld⏎", "é", ""]);
     }
 }

@@ -5,6 +5,11 @@
 //!   adding the row to the residual stream adds to each token's logit
 //!   along the direct path (TLLM has no final LayerNorm, so nothing
 //!   rescales it on the way); the tokens it raises and lowers most.
+//! - A decoder language model: `W_dec[j] · W_U`, the row through the
+//!   unembedding alone (the embedding, for a tied model), as Neuronpedia
+//!   lists a latent's top positive and negative logits; the tokens it
+//!   raises and lowers most, each shown as the model's tokenizer decodes
+//!   it.
 //! - BERT: the word pieces whose input embeddings lie closest to the row
 //!   (cosine), `[…]` special pieces left out.
 
@@ -12,8 +17,10 @@ use std::path::Path;
 
 use modelbin_format::saev::{Dataset, visible};
 use modelbin_format::tllm::{self, ModelTensor};
+use modelbin_tokenize::HfTokenizer;
 
 use crate::bert::Embedder;
+use crate::lm::LanguageModel;
 use crate::nn::kernels::{matmul, matmul_bt};
 use crate::sae::Sae;
 use crate::sae::splice::check_recorded_from;
@@ -30,9 +37,9 @@ pub struct TokenEffect {
     /// The token's id.
     pub id: u32,
     /// Its text (a byte shown as itself or `\xNN`; a word piece as in the
-    /// vocabulary).
+    /// vocabulary; a language model's token as its tokenizer decodes it).
     pub token: String,
-    /// The logit added (TLLM) or the cosine (BERT).
+    /// The logit added (TLLM, language model) or the cosine (BERT).
     pub value: f32,
 }
 
@@ -67,6 +74,8 @@ pub struct DecoderEffects {
 enum Kind {
     /// The TLLM unembedding, `[width, vocab]`.
     Logits(Vec<f32>),
+    /// A decoder language model, whose unembedding is read.
+    Lm(Box<LanguageModel>),
     /// BERT's word embeddings `[vocab, width]`, their norms, and which
     /// pieces are special.
     Nearest {
@@ -77,10 +86,27 @@ enum Kind {
 }
 
 impl DecoderEffects {
-    /// Reads the unembedding (TLLM) or word embeddings (BERT) of `model`,
-    /// which must be the model `dataset` was recorded from.
+    /// Reads the unembedding (TLLM, a decoder language model) or word
+    /// embeddings (BERT) of `model`, which must be the model `dataset` was
+    /// recorded from.
     pub fn open(model: &Path, dataset: &Dataset) -> Result<DecoderEffects> {
         let family = dataset.metadata().vit_family.as_str();
+        if dataset.metadata().data.get("site").is_some() {
+            check_recorded_from(model, dataset)?;
+            let lm = LanguageModel::open(model)?;
+            let tokenizer = HfTokenizer::open_dir(model)?;
+            let names = (0..lm.config().vocab_size as u32)
+                .map(|id| {
+                    let bytes = tokenizer.decode_bytes(&[id]).unwrap_or_default();
+                    visible(&String::from_utf8_lossy(&bytes))
+                })
+                .collect();
+            return Ok(DecoderEffects {
+                width: lm.config().hidden,
+                kind: Kind::Lm(Box::new(lm)),
+                names,
+            });
+        }
         if family != "tllm" && family != "bert" {
             return Err(SaeError::NoDecoderEffects {
                 family: family.to_owned(),
@@ -147,6 +173,7 @@ impl DecoderEffects {
             let shape = (chunk.len(), width, vocab);
             match &self.kind {
                 Kind::Logits(output) => matmul(&rows, output, out, shape, false),
+                Kind::Lm(model) => out.copy_from_slice(&model.unembed(&rows)),
                 Kind::Nearest { embeddings, .. } => matmul_bt(&rows, embeddings, out, shape, false),
             }
             for (row, values) in rows.chunks_exact(width).zip(out.chunks_exact_mut(vocab)) {
@@ -169,7 +196,7 @@ impl DecoderEffects {
                 .collect()
         };
         match &self.kind {
-            Kind::Logits(_) => Effects::Logits {
+            Kind::Logits(_) | Kind::Lm(_) => Effects::Logits {
                 raised: listed(extremes(values, |a, b| b.total_cmp(&a)), values),
                 lowered: listed(extremes(values, |a, b| a.total_cmp(&b)), values),
             },
