@@ -178,7 +178,8 @@ fn the_manifest_fixes_the_order_and_reads_back() {
 fn members_that_disagree_are_refused_naming_the_field() {
     let root = tempfile::tempdir().unwrap();
     let base = metadata(2, "base");
-    let cases: [(&str, Box<dyn Fn(&mut Metadata)>); 6] = [
+    type Change = Box<dyn Fn(&mut Metadata)>;
+    let cases: [(&str, Change); 6] = [
         ("vit_family", Box::new(|m| m.vit_family = "dinov2".into())),
         ("vit_ckpt", Box::new(|m| m.vit_ckpt = "other".into())),
         ("layers", Box::new(|m| m.layers = vec![-2, 6])),
