@@ -3,8 +3,12 @@
 //! as the dataset; members that disagree and hostile manifests are refused
 //! with their own errors.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use common::loader_keys as keys;
 
 use modelbin_format::saev::{
     self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, UNION_FILE, Union, Writer,
@@ -62,17 +66,6 @@ fn whole_and_slices(root: &Path) -> (PathBuf, Vec<PathBuf>) {
         write(root, 17, 23, "slice 2 of 3"),
     ];
     (whole, slices)
-}
-
-fn keys(loader: Loader) -> Vec<u32> {
-    loader
-        .flat_map(|b| {
-            b.data
-                .chunks_exact(b.dim)
-                .map(|r| r[0] as u32)
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 #[test]
