@@ -121,6 +121,23 @@ fn training_over_a_union_of_slices_equals_training_over_the_whole() {
     ))
     .unwrap();
     assert_eq!(listed["n_imgs"], 32);
+
+    // eval reads the union; the feature pass reads one dataset's side
+    // files by image, so it refuses a union of several.
+    let sae = dir.path().join("manifest");
+    let evaluated = ok(&["sae", "eval", s(&sae), s(&manifest), "--layer", "-1"], "");
+    assert!(evaluated.contains(" on 360 vectors"), "{evaluated}");
+    assert!(!evaluated.contains("warning"), "{evaluated}");
+    let refused = common::run(
+        &["sae", "features", s(&sae), s(&manifest), "--layer", "-1"],
+        "",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    let refused = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        refused.contains("give one member of this union of 3"),
+        "{refused}"
+    );
 }
 
 #[test]
