@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use modelbin_format::inspect::Summary;
-use modelbin_format::saev::{self, LayerChoice, Loader, LoaderOptions, Metadata, Patches};
+use modelbin_format::saev::{
+    self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Union, UnionSummary,
+};
 
 use crate::args::OutputPath;
 use crate::failure::{Failure, at, invalid};
@@ -16,18 +18,24 @@ use crate::verify::{Checked, ImageFiles};
 
 #[derive(Debug, Subcommand)]
 pub enum ActsCommand {
-    /// Summarise a dataset (same as `modelbin inspect DIR`).
+    /// Summarise a dataset (same as `modelbin inspect DIR`), or a union of
+    /// several (repeated paths, or a union manifest).
     Inspect {
-        /// The dataset directory (`<root>/<HASH>`).
-        dir: PathBuf,
+        /// The dataset directory (`<root>/<HASH>`); several, or a union
+        /// manifest, are summarised as one union.
+        #[arg(required = true, num_args = 1..)]
+        dirs: Vec<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Check metadata, hash and shards; `--values` also counts NaN/Inf per layer.
+    /// Check metadata, hash and shards; `--values` also counts NaN/Inf per
+    /// layer. Several datasets, or a union manifest, are checked as a union:
+    /// each member, then that they agree (and match the manifest).
     Verify {
-        /// The dataset directory.
-        dir: PathBuf,
+        /// The dataset directory; several, or a union manifest, form a union.
+        #[arg(required = true, num_args = 1..)]
+        dirs: Vec<PathBuf>,
         /// Scan every value.
         #[arg(long)]
         values: bool,
@@ -77,6 +85,20 @@ pub enum ActsCommand {
         #[arg(long)]
         ordered: bool,
         /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the manifest `OUT/union.json` of datasets read as one (in the
+    /// order given; they must lie below OUT and agree on model, layers,
+    /// geometry and width), check it by reading it back, and print its path.
+    Union {
+        /// The member datasets (or union manifests), in order.
+        #[arg(required = true, num_args = 1..)]
+        members: Vec<PathBuf>,
+        /// The union's directory (usually the members' SAEV root).
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Print the union's summary as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -136,10 +158,25 @@ pub enum ActsCommand {
 
 pub fn run(command: ActsCommand) -> Result<(), Failure> {
     match command {
-        ActsCommand::Inspect { dir, json } => {
-            crate::inspect::run(&crate::inspect::InspectArgs::dataset(dir, json))
+        ActsCommand::Inspect { dirs, json } => match one_dataset(dirs) {
+            Ok(dir) => crate::inspect::run(&crate::inspect::InspectArgs::dataset(dir, json)),
+            Err(dirs) => inspect_union(&dirs, json),
+        },
+        ActsCommand::Verify { dirs, values, json } => match one_dataset(dirs) {
+            Ok(dir) => verify(&dir, values, json),
+            Err(dirs) => verify_union(&dirs, values, json),
+        },
+        ActsCommand::Union { members, out, json } => {
+            let file = saev::write_union(&out, &members).map_err(|e| at(&out, e))?;
+            let union = Union::open(&[&file]).map_err(|e| at(&file, e))?;
+            if json {
+                print_json(&UnionSummary::of(&union))?;
+            } else {
+                outln!("{}", UnionSummary::of(&union).one_line())?;
+                outln!("{}", file.display())?;
+            }
+            Ok(())
         }
-        ActsCommand::Verify { dir, values, json } => verify(&dir, values, json),
         ActsCommand::Record(args) => crate::record::record(&args),
         ActsCommand::Tokens { dir, img, json } => tokens(&dir, img, json),
         ActsCommand::Get {
@@ -204,6 +241,85 @@ fn open(dir: &std::path::Path) -> Result<saev::Dataset, Failure> {
         return Err(Failure::Invalid(crate::inspect::unknown_directory(dir)));
     }
     saev::open(dir).map_err(|e| at(dir, e))
+}
+
+/// The one dataset `paths` names, or the paths back when they form a union
+/// (several, or a manifest).
+fn one_dataset(mut paths: Vec<PathBuf>) -> Result<PathBuf, Vec<PathBuf>> {
+    match paths.as_slice() {
+        [one] if !Union::is_manifest(one) => Ok(paths.remove(0)),
+        _ => Err(paths),
+    }
+}
+
+/// Opens the union of `paths`, errors named by the first path.
+fn open_union(paths: &[PathBuf]) -> Result<Union, Failure> {
+    Union::open(paths).map_err(|e| at(&paths[0], e))
+}
+
+/// `acts inspect` of a union: the summary, then one line per member.
+fn inspect_union(paths: &[PathBuf], json: bool) -> Result<(), Failure> {
+    let summary = UnionSummary::of(&open_union(paths)?);
+    if json {
+        return print_json(&summary);
+    }
+    outln!("{}", summary.one_line())?;
+    for member in &summary.members {
+        outln!(
+            "  {}: {} images, data {}",
+            member["path"].as_str().unwrap_or(""),
+            member["n_imgs"],
+            member["data"]
+        )?;
+    }
+    Ok(())
+}
+
+/// `acts verify` of a union: each member's verdict, then the union's (the
+/// members agree, and match the manifest when there is one).
+fn verify_union(paths: &[PathBuf], values: bool, json: bool) -> Result<(), Failure> {
+    let union = match open_union(paths) {
+        Ok(union) => union,
+        Err(failure) => return union_verdict(&paths[0], Err(failure), json),
+    };
+    let mut failed = false;
+    for member in union.members() {
+        failed |= verify(member.dir(), values, json).is_err();
+    }
+    let outcome = if failed {
+        Err(Failure::Invalid(format!(
+            "{}: a member of the union is not valid (see above)",
+            paths[0].display()
+        )))
+    } else {
+        Ok(UnionSummary::of(&union))
+    };
+    union_verdict(union.path(), outcome, json)
+}
+
+/// Prints the verdict on a union: `PATH: OK (...)`, or with `json` one
+/// line `{"path", "valid", "union" | "error"}`.
+fn union_verdict(
+    path: &std::path::Path,
+    outcome: Result<UnionSummary, Failure>,
+    json: bool,
+) -> Result<(), Failure> {
+    if !json {
+        let summary = outcome?;
+        outln!("{}: OK ({})", path.display(), summary.one_line())?;
+        return Ok(());
+    }
+    let error = match &outcome {
+        Err(Failure::Invalid(message) | Failure::Usage(message)) => Some(message.clone()),
+        _ => None,
+    };
+    print_json(&serde_json::json!({
+        "path": path,
+        "valid": outcome.is_ok(),
+        "union": outcome.as_ref().ok(),
+        "error": error,
+    }))?;
+    outcome.map(|_| ()).map_err(|_| Failure::Reported)
 }
 
 fn verify(dir: &std::path::Path, values: bool, json: bool) -> Result<(), Failure> {

@@ -125,7 +125,8 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
     // The settings are refused before the dataset is read.
     settings.validate().map_err(|e| failure(e.into()))?;
     let view = args.view.open()?;
-    let mut log = crate::work::open_log(args.log.as_deref(), &[args.view.dataset.as_path()])?;
+    let mut log =
+        crate::work::open_log(args.log.as_deref(), &args.view.paths().collect::<Vec<_>>())?;
     let mut run = TrainRun::start(view, settings, &args.out).map_err(failure)?;
     let mut bar = Progress::steps(args.steps, run.steps_done());
     let started = Instant::now();
@@ -212,7 +213,7 @@ fn eval(args: &EvalArgs) -> Result<(), Failure> {
         errln!(
             "warning: {} was trained on dataset {dataset_hash}, layer {layer}; this is dataset {}, layer {}",
             args.sae.display(),
-            view.dataset().metadata().hash(),
+            view.union().hash(),
             view.layer()
         );
     }

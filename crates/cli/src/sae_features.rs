@@ -174,7 +174,9 @@ fn one_line(context: &Context) -> String {
 
 /// The files the page is made from, which it may not be written over.
 fn page_inputs(args: &FeaturesArgs) -> Vec<&Path> {
-    let inputs = [args.sae.as_path(), args.view.dataset.as_path()];
     let model = args.model.as_deref().into_iter();
-    inputs.into_iter().chain(model).collect()
+    std::iter::once(args.sae.as_path())
+        .chain(args.view.paths())
+        .chain(model)
+        .collect()
 }

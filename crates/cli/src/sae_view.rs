@@ -37,8 +37,10 @@ impl From<PatchesArg> for Patches {
 /// The dataset view the `sae` commands read.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// The SAEV dataset directory (`<root>/<HASH>`).
-    pub dataset: PathBuf,
+    /// The SAEV dataset directory (`<root>/<HASH>`); several datasets, or
+    /// a union manifest (`union.json`), are read as one.
+    #[arg(required = true, num_args = 1..)]
+    pub dataset: Vec<PathBuf>,
     /// The recorded layer to read (as in the dataset's `layers`, e.g. -1).
     #[arg(long, allow_negative_numbers = true)]
     pub layer: i64,
@@ -56,14 +58,19 @@ pub struct ViewArgs {
 impl ViewArgs {
     /// Opens the dataset and checks that the view exists.
     pub fn open(&self) -> Result<View, Failure> {
-        View::open(
+        View::open_union(
             &self.dataset,
             self.layer,
             self.patches.into(),
             self.batch_size as usize,
             self.threads,
         )
-        .map_err(|e| sae_failure(e, &self.dataset))
+        .map_err(|e| sae_failure(e, &self.dataset[0]))
+    }
+
+    /// The dataset paths given, which outputs may not be written over.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.dataset.iter().map(PathBuf::as_path)
     }
 }
 

@@ -2,6 +2,8 @@
 //! Python writer/reader (tests/reference/saev_reference.py), views, and every
 //! rejection path.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -340,18 +342,7 @@ mod loaders {
         (root, Arc::new(saev::open(dir).unwrap()), m)
     }
 
-    /// First value of every row: identifies (img, layer, token) uniquely.
-    fn keys(loader: Loader) -> Vec<u32> {
-        loader
-            .flat_map(|b| {
-                assert_eq!(b.data.len(), b.rows * b.dim);
-                b.data
-                    .chunks_exact(b.dim)
-                    .map(|r| r[0] as u32)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
+    use super::common::loader_keys as keys;
 
     #[test]
     fn every_example_exactly_once_per_epoch() {

@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vision::NativeVisionModel>()?;
     m.add_class::<sae::NativeSae>()?;
     m.add_class::<images::NativeImageProcessor>()?;
+    m.add_function(wrap_pyfunction!(saev::saev_write_union, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_load, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_train, m)?)?;
     m.add_function(wrap_pyfunction!(sae::sae_evaluate, m)?)?;

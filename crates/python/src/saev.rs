@@ -1,10 +1,13 @@
 //! SAEV datasets for PyTorch-style loops: indexing, the shuffled loader and
-//! the writer, behind `modelbin.saev`.
+//! the writer, behind `modelbin.saev`. A dataset here is a union of one or
+//! more ([`Union`]): several recordings, or a union manifest, read as one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Metadata, Patches};
+use modelbin_format::saev::{
+    self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, Union, UnionSummary,
+};
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -29,30 +32,30 @@ fn layers(layer: Option<i64>) -> LayerChoice {
     layer.map_or(LayerChoice::All, LayerChoice::One)
 }
 
-/// A validated, memory-mapped SAEV dataset seen through one view (which
-/// tokens of which layers).
+/// A validated, memory-mapped SAEV dataset (or a union of several) seen
+/// through one view (which tokens of which layers).
 #[pyclass(frozen, module = "modelbin._native")]
 pub struct NativeDataset {
-    dataset: Arc<Dataset>,
+    dataset: Arc<Union>,
     patches: Patches,
     layer: LayerChoice,
 }
 
 #[pymethods]
 impl NativeDataset {
-    /// Opens and validates the dataset directory `path`; `layer` `None`
-    /// walks every recorded layer.
+    /// Opens and validates the dataset directories `paths` (or union
+    /// manifests) as one union; `layer` `None` walks every recorded layer.
     #[new]
-    #[pyo3(signature = (path, layer, patches_name))]
+    #[pyo3(signature = (paths, layer, patches_name))]
     fn new(
         py: Python<'_>,
-        path: PathBuf,
+        paths: Vec<PathBuf>,
         layer: Option<i64>,
         patches_name: &str,
     ) -> PyResult<Self> {
         let patches = patches(patches_name)?;
         let layer = layers(layer);
-        let dataset = py.detach(|| saev::open(&path).map_err(format_error))?;
+        let dataset = py.detach(|| Union::open(&paths).map_err(format_error))?;
         dataset.view(patches, layer).map_err(format_error)?;
         Ok(NativeDataset {
             dataset: Arc::new(dataset),
@@ -95,16 +98,28 @@ impl NativeDataset {
         layer: i64,
         token: u64,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let vector = self
-            .dataset
-            .vector(img, layer, token)
+        let Some((member, local)) = self.dataset.locate(img) else {
+            return Err(format_error(modelbin_format::Error::Saev(
+                modelbin_format::SaevError::InvalidCoordinate(format!(
+                    "image {img} is out of range (n_imgs {})",
+                    self.dataset.n_imgs()
+                )),
+            )));
+        };
+        let vector = self.dataset.members()[member]
+            .vector(local, layer, token)
             .map_err(format_error)?;
         Ok(PyArray1::from_slice(py, vector))
     }
 
-    /// `metadata.json` as JSON text.
+    /// The first member's `metadata.json` as JSON text.
     fn metadata_json(&self) -> String {
         self.dataset.metadata().to_json()
+    }
+
+    /// The union's summary (members, images, hash) as JSON text.
+    fn union_json(&self) -> String {
+        serde_json::to_string(&UnionSummary::of(&self.dataset)).expect("a summary serializes")
     }
 
     /// A loader over the view: shuffled (deterministic per seed and epoch)
@@ -130,12 +145,25 @@ impl NativeDataset {
         } else {
             Loader::ordered
         };
-        let loader =
-            make(self.dataset.clone(), self.patches, self.layer, options).map_err(format_error)?;
+        let loader = make(
+            Union::clone(&self.dataset),
+            self.patches,
+            self.layer,
+            options,
+        )
+        .map_err(format_error)?;
         Ok(NativeLoader {
             loader: std::sync::Mutex::new(loader),
         })
     }
+}
+
+/// Writes the manifest `out/union.json` of `members` (datasets or
+/// manifests, in order, below `out`), checked by reading it back; returns
+/// its path.
+#[pyfunction]
+pub fn saev_write_union(py: Python<'_>, out: PathBuf, members: Vec<PathBuf>) -> PyResult<PathBuf> {
+    py.detach(|| saev::write_union(&out, &members).map_err(format_error))
 }
 
 /// Batches of one epoch, float32 `[B, d]`.

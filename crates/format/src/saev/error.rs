@@ -170,6 +170,66 @@ pub enum SaevError {
         /// Each layer holding any, in the dataset's order.
         layers: Vec<NonFiniteLayer>,
     },
+    /// A union of no datasets.
+    #[error("a union needs at least one dataset")]
+    EmptyUnion,
+    /// A member of a union that disagrees with the first member on what
+    /// its vectors are: the model, the layers, the tokens per image or
+    /// their width.
+    #[error(
+        "{member}: cannot join this dataset to the union: its `{field}` is {found}, the first member's is {expected}"
+    )]
+    UnionMismatch {
+        /// The disagreeing member.
+        member: PathBuf,
+        /// The metadata field (`vit_family`, `vit_ckpt`, `layers`,
+        /// `n_patches_per_img`, `cls_token` or `d_vit`).
+        field: &'static str,
+        /// The first member's value.
+        expected: String,
+        /// This member's value.
+        found: String,
+    },
+    /// A union manifest (`union.json`) that parses as JSON but is not a
+    /// manifest: a key missing, unknown or of the wrong type.
+    #[error("{path}: not a union manifest: {reason}")]
+    InvalidUnion {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A union member whose path is absolute, climbs with `..`, or
+    /// resolves (through links) outside the manifest's directory.
+    #[error(
+        "{manifest}: member `{member}` is not inside the union's directory (paths are relative, below it)"
+    )]
+    UnionPathEscapes {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The member's path as listed.
+        member: String,
+    },
+    /// A union member that is not there.
+    #[error("{manifest}: member {member} is missing")]
+    UnionMemberMissing {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The member's directory.
+        member: PathBuf,
+    },
+    /// A union member whose metadata hash is not the one the manifest lists.
+    #[error("{manifest}: member {member} has hash {found}, the manifest lists {expected}")]
+    UnionHashMismatch {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The member's directory.
+        member: PathBuf,
+        /// The hash listed.
+        expected: String,
+        /// The member's hash.
+        found: String,
+    },
 }
 
 /// How many NaN and ±Inf values one layer of a dataset holds.

@@ -12,6 +12,7 @@
 //! | `write.rs` | the streaming [`Writer`], [`write_synthetic`] |
 //! | `metadata/` | [`Metadata`]: `metadata.json`'s keys, rules, hash and shard arithmetic; `pyjson.rs`: Python's `json.dumps`, which the hash is taken over |
 //! | `images.rs` | `images.jsonl` and `vision.json`: the images an image recording was made from |
+//! | `union.rs` | [`Union`]: datasets read as one, and their manifest `union.json` ([`write_union`]) |
 //! | `error.rs` | [`SaevError`] |
 //! | `summary.rs` | [`SaevSummary`] for `inspect` |
 //!
@@ -26,6 +27,7 @@ mod images;
 mod metadata;
 mod read;
 mod summary;
+mod union;
 mod write;
 
 pub use error::{NonFiniteLayer, SaevError};
@@ -39,6 +41,7 @@ pub use read::{
     TokenIds, TokenText, VOCAB_FILE, View, datasets_in, open, visible,
 };
 pub use summary::SaevSummary;
+pub use union::{UNION_FILE, Union, UnionSummary, UnionView, write_union};
 pub use write::{Start, Writer, write_synthetic};
 
 /// The file name of shard `index`.

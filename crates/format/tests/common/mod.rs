@@ -185,3 +185,17 @@ impl safetensors::View for SafeRef<'_> {
         self.0.data().len()
     }
 }
+
+/// The first value of every row a SAEV loader yields: in the SAEV tests it
+/// identifies the row's (image, layer, token).
+pub fn loader_keys(loader: modelbin_format::saev::Loader) -> Vec<u32> {
+    loader
+        .flat_map(|b| {
+            assert_eq!(b.data.len(), b.rows * b.dim);
+            b.data
+                .chunks_exact(b.dim)
+                .map(|r| r[0] as u32)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -58,7 +58,7 @@ pub fn trained_elsewhere(
         config["metadata"]["layer"].clone(),
     );
     let here = (
-        serde_json::json!(view.dataset().metadata().hash()),
+        serde_json::json!(view.union().hash()),
         serde_json::json!(view.layer()),
     );
     (trained_on != here).then_some(trained_on)

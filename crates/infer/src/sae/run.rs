@@ -267,7 +267,7 @@ impl TrainRun {
         )?;
         if view.examples() == 0 {
             return Err(SaeError::EmptyView {
-                dataset: view.dataset().dir().to_path_buf(),
+                dataset: view.union().path().to_path_buf(),
             }
             .into());
         }
@@ -372,12 +372,12 @@ impl TrainRun {
     /// Saves the autoencoder (unscaled) in SAELens's layout, with the run's
     /// provenance in `cfg.json`'s metadata, and reports the run.
     pub fn finish(self) -> Result<TrainSummary> {
-        let metadata = self.view.dataset().metadata();
+        let metadata = self.view.union().metadata();
         let settings = &self.settings;
         let (k, l1_coeff) = architecture_parameters(settings.architecture);
         let mut provenance = serde_json::json!({
-            "dataset": self.view.dataset().dir(),
-            "dataset_hash": metadata.hash(),
+            "dataset": self.view.union().path(),
+            "dataset_hash": self.view.union().hash(),
             "model_family": metadata.vit_family,
             "model": metadata.vit_ckpt,
             "layer": self.view.layer(),
@@ -435,7 +435,7 @@ fn fingerprint(view: &View, settings: &TrainSettings, options: &Options) -> serd
         "seed": settings.seed, "aux_k": options.aux_k, "dead_after": settings.dead_after,
         "batch_size": view.batch_size(), "layer": view.layer(),
         "patches": view.patches_name(),
-        "dataset_hash": view.dataset().metadata().hash(), "threads": view.threads(),
+        "dataset_hash": view.union().hash(), "threads": view.threads(),
     })
 }
 

@@ -1,10 +1,13 @@
 //! The part of a SAEV dataset an autoencoder reads: one recorded layer and
-//! a choice of tokens, in batches.
+//! a choice of tokens, in batches. The dataset may be a union of several
+//! ([`Union`]): its examples are the members' one after the other, and the
+//! shuffled order a seed gives is the same as over one dataset holding the
+//! same vectors.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use modelbin_format::saev::{self, Dataset, LayerChoice, Loader, LoaderOptions, Patches};
+use modelbin_format::saev::{Dataset, LayerChoice, Loader, LoaderOptions, Patches, Union};
 
 use super::run::SaeSetting;
 use crate::{Result, SaeError};
@@ -13,7 +16,7 @@ use crate::{Result, SaeError};
 /// size and the threads that read and process it.
 #[derive(Debug, Clone)]
 pub struct View {
-    dataset: Arc<Dataset>,
+    union: Arc<Union>,
     layer: i64,
     patches: Patches,
     batch_size: usize,
@@ -22,13 +25,25 @@ pub struct View {
 }
 
 impl View {
-    /// Opens the dataset in `dir` (`<root>/<HASH>`) and checks that it
-    /// recorded `layer` and holds the `patches` asked for. `threads` of
-    /// `None` is one per core of the current rayon pool; more than
-    /// [`crate::threads::MAX_THREADS`] is refused, and so is a
+    /// Opens the dataset in `dir` (`<root>/<HASH>`, or a union manifest)
+    /// and checks that it recorded `layer` and holds the `patches` asked
+    /// for. `threads` of `None` is one per core of the current rayon pool;
+    /// more than [`crate::threads::MAX_THREADS`] is refused, and so is a
     /// `batch_size` of 0 ([`SaeError::InvalidSetting`]).
     pub fn open(
         dir: &Path,
+        layer: i64,
+        patches: Patches,
+        batch_size: usize,
+        threads: Option<usize>,
+    ) -> Result<View> {
+        View::open_union(&[dir], layer, patches, batch_size, threads)
+    }
+
+    /// [`View::open`] over the union of `paths` (datasets or union
+    /// manifests, in order; see [`Union::open`]).
+    pub fn open_union<P: AsRef<Path>>(
+        paths: &[P],
         layer: i64,
         patches: Patches,
         batch_size: usize,
@@ -38,8 +53,8 @@ impl View {
         if let Some(threads) = threads {
             crate::threads::check(threads)?;
         }
-        let dataset = saev::open(dir)?;
-        let recorded = &dataset.metadata().layers;
+        let union = Union::open(paths)?;
+        let recorded = &union.metadata().layers;
         if !recorded.contains(&layer) {
             return Err(SaeError::NoSuchLayer {
                 layer,
@@ -47,12 +62,12 @@ impl View {
             }
             .into());
         }
-        let examples = dataset
+        let examples = union
             .view(patches, LayerChoice::One(layer))
             .map_err(|e| SaeError::Patches(e.to_string()))?
             .len();
         Ok(View {
-            dataset: Arc::new(dataset),
+            union: Arc::new(union),
             layer,
             patches,
             batch_size,
@@ -61,9 +76,15 @@ impl View {
         })
     }
 
-    /// The dataset.
+    /// The first dataset of the union: the dataset itself, unless the view
+    /// reads a union of several (see [`View::union`]).
     pub fn dataset(&self) -> &Arc<Dataset> {
-        &self.dataset
+        &self.union.members()[0]
+    }
+
+    /// The datasets read, as one.
+    pub fn union(&self) -> &Arc<Union> {
+        &self.union
     }
 
     /// The recorded layer read.
@@ -98,7 +119,7 @@ impl View {
 
     /// The width of each vector.
     pub fn d_in(&self) -> usize {
-        self.dataset.metadata().d_vit as usize
+        self.union.metadata().d_vit as usize
     }
 
     /// Examples in the view.
@@ -116,11 +137,11 @@ impl View {
             ..LoaderOptions::default()
         };
         let (patches, layer) = (self.patches, LayerChoice::One(self.layer));
-        let dataset = self.dataset.clone();
+        let union = Union::clone(&self.union);
         Ok(if shuffle {
-            Loader::shuffled(dataset, patches, layer, options)
+            Loader::shuffled(union, patches, layer, options)
         } else {
-            Loader::ordered(dataset, patches, layer, options)
+            Loader::ordered(union, patches, layer, options)
         }?)
     }
 
@@ -131,14 +152,18 @@ impl View {
             return Ok(());
         }
         let view = self
-            .dataset
+            .union
             .view(self.patches, LayerChoice::One(self.layer))?;
         for i in 0..view.len() {
             let example = view.get(i)?;
             if example.vector.iter().any(|v| !v.is_finite()) {
+                let (member, img) = self
+                    .union
+                    .locate(example.img)
+                    .expect("a view's images lie inside the union");
                 return Err(SaeError::NonFiniteInput {
-                    dataset: self.dataset.dir().to_path_buf(),
-                    img: example.img,
+                    dataset: self.union.members()[member].dir().to_path_buf(),
+                    img,
                     layer: example.layer,
                     token: example.token,
                 }
@@ -146,7 +171,7 @@ impl View {
             }
         }
         Err(SaeError::NonFiniteBatch {
-            dataset: self.dataset.dir().to_path_buf(),
+            dataset: self.union.path().to_path_buf(),
         }
         .into())
     }

@@ -7,13 +7,19 @@ layers); :class:`ShuffledLoader` streams ``[batch, d]`` float32 batches
 (each example once per epoch, deterministic per seed; ``torch.from_numpy``
 takes them without a copy); :class:`Writer` writes a dataset exactly as the
 reference writer does (directory, hash, shards).
+
+Several datasets (a list of paths, or a union manifest ``union.json`` that
+:func:`write_union` writes) are read as one: their images one after the
+other, the shuffled order defined over the whole (the union of a dataset's
+slices shuffles exactly as the dataset). They must agree on the model,
+layers, tokens per image and width.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, Literal, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -21,6 +27,22 @@ from . import _native
 
 Patches = Literal["image", "cls", "all"]
 Layer = Union[int, Literal["all"]]
+Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
+
+
+def _paths(path: Paths) -> List[str]:
+    if isinstance(path, (str, os.PathLike)):
+        return [os.fspath(path)]
+    return [os.fspath(p) for p in path]
+
+
+def write_union(out: "str | os.PathLike[str]",
+                members: Sequence["str | os.PathLike[str]"]) -> str:
+    """Writes ``out/union.json``: the manifest of ``members`` (datasets or
+    manifests, in this order, all below ``out``) read as one dataset, each
+    listed by relative path and hash; checks it by reading it back and
+    returns its path (what ``modelbin acts union`` writes)."""
+    return os.fspath(_native.saev_write_union(os.fspath(out), _paths(members)))
 
 
 def _layer(layer: Layer) -> Optional[int]:
@@ -33,14 +55,19 @@ def _layer(layer: Layer) -> Optional[int]:
 
 class Dataset:
     """The examples of a dataset's view: ``len(ds)``, ``ds[i]`` (float32
-    ``[d]``), ``ds.coordinates(i)`` → (image, layer, token). Pickles by path
-    and view."""
+    ``[d]``), ``ds.coordinates(i)`` → (image, layer, token). ``path`` may
+    be several datasets or a union manifest, read as one (images numbered
+    across the members). ``metadata`` is the (first) dataset's
+    ``metadata.json``; ``union`` the union's members, image count and
+    hash. Pickles by path and view."""
 
-    def __init__(self, path: "str | os.PathLike[str]", layer: Layer = "all",
+    def __init__(self, path: Paths, layer: Layer = "all",
                  patches: Patches = "image") -> None:
-        self._args = (os.fspath(path), layer, patches)
-        self._native = _native.NativeDataset(self._args[0], _layer(layer), patches)
+        self._args = (path if isinstance(path, (str, os.PathLike)) else _paths(path),
+                      layer, patches)
+        self._native = _native.NativeDataset(_paths(path), _layer(layer), patches)
         self.metadata: Dict[str, Any] = json.loads(self._native.metadata_json())
+        self.union: Dict[str, Any] = json.loads(self._native.union_json())
 
     def __reduce__(self):
         return (Dataset, self._args)
@@ -76,12 +103,13 @@ class Dataset:
 class ShuffledLoader:
     """Batches of a view, float32 ``[batch_size, d]`` (the last one may be
     shorter). Each ``iter()`` is a new epoch: every example exactly once, in
-    an order that depends only on ``seed`` and the epoch number."""
+    an order that depends only on ``seed``, the epoch number and the
+    examples (a union of slices gives the order of the whole)."""
 
-    def __init__(self, path: "str | os.PathLike[str]", layer: Layer = "all",
+    def __init__(self, path: Paths, layer: Layer = "all",
                  patches: Patches = "image", batch_size: int = 4096, seed: int = 0,
                  num_threads: int = 2, shuffle: bool = True) -> None:
-        self._args = dict(path=os.fspath(path), layer=layer, patches=patches,
+        self._args = dict(path=_paths(path), layer=layer, patches=patches,
                           batch_size=batch_size, seed=seed, num_threads=num_threads,
                           shuffle=shuffle)
         self._dataset = Dataset(path, layer, patches)

@@ -1,8 +1,11 @@
 //! Loaders that stream a view's vectors in batches of `[batch, D]` f32.
 //!
-//! The view's images are cut into chunks (a few MB of consecutive images,
-//! never crossing a shard). I/O threads read each chunk's pages of the mapped
-//! shards sequentially ahead of the consumer (so the disk sees sequential
+//! A loader reads a [`Union`] (a single dataset is a union of one). The
+//! view's images are cut into chunks (a few MB of consecutive images of the
+//! union, at boundaries that depend only on the union's image count and the
+//! view, never on its shards or members, so that a dataset and the union of
+//! its slices give the same order for a seed). I/O threads read each chunk's
+//! pages of the mapped shards sequentially ahead of the consumer (so the disk sees sequential
 //! reads and the consumer never faults), and the consumer takes chunks in a
 //! fixed order: chunk `j` comes from thread `j % threads`. Batches copy each
 //! vector once, straight from the mapping. The shuffled loader permutes the
@@ -15,7 +18,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::{Dataset, LayerChoice, Patches};
+use super::super::Union;
+use super::{LayerChoice, Patches};
 use crate::io::rng::Rng;
 use crate::{Error, Result};
 
@@ -64,7 +68,7 @@ pub struct Batch {
 
 /// One batch stream over a view.
 pub struct Loader {
-    dataset: Arc<Dataset>,
+    union: Arc<Union>,
     patches: Patches,
     layer: LayerChoice,
     /// (first example, rows) of each chunk, in consumption order.
@@ -92,28 +96,30 @@ impl std::fmt::Debug for Loader {
 }
 
 impl Loader {
-    /// The shuffled loader over the view (`patches`, `layer`) of `dataset`.
+    /// The shuffled loader over the view (`patches`, `layer`) of `data`: a
+    /// dataset (`Arc<Dataset>`) or a [`Union`]. The order is a function of
+    /// the seed, the epoch and the union's examples alone.
     pub fn shuffled(
-        dataset: Arc<Dataset>,
+        data: impl Into<Union>,
         patches: Patches,
         layer: LayerChoice,
         options: LoaderOptions,
     ) -> Result<Loader> {
-        Loader::new(dataset, patches, layer, options, true)
+        Loader::new(Arc::new(data.into()), patches, layer, options, true)
     }
 
     /// The ordered loader: examples in view order.
     pub fn ordered(
-        dataset: Arc<Dataset>,
+        data: impl Into<Union>,
         patches: Patches,
         layer: LayerChoice,
         options: LoaderOptions,
     ) -> Result<Loader> {
-        Loader::new(dataset, patches, layer, options, false)
+        Loader::new(Arc::new(data.into()), patches, layer, options, false)
     }
 
     fn new(
-        dataset: Arc<Dataset>,
+        union: Arc<Union>,
         patches: Patches,
         layer: LayerChoice,
         options: LoaderOptions,
@@ -125,22 +131,19 @@ impl Loader {
             ));
         }
         crate::io::threads::check(options.threads)?;
-        let view = dataset.view(patches, layer)?;
-        let m = dataset.metadata();
+        let view = union.view(patches, layer)?;
+        let m = union.metadata();
         let dim = m.d_vit as usize;
         let row_bytes = m.d_vit * 4;
         let per_img = view.per_img();
-        let imgs_per_chunk =
-            (CHUNK_BYTES / (per_img * row_bytes).max(1)).clamp(1, m.imgs_per_shard());
-        // Chunks: image ranges inside one shard.
-        let mut chunks: Vec<(u64, u64)> = Vec::new();
-        let mut start = 0;
-        while start < m.n_imgs {
-            let shard_end = (start / m.imgs_per_shard() + 1) * m.imgs_per_shard();
-            let end = (start + imgs_per_chunk).min(shard_end).min(m.n_imgs);
-            chunks.push((start, end));
-            start = end;
-        }
+        let n_imgs = union.n_imgs();
+        let imgs_per_chunk = (CHUNK_BYTES / (per_img * row_bytes).max(1)).max(1);
+        // Chunks: ranges of the union's images, wherever its shards and
+        // members begin.
+        let chunks: Vec<(u64, u64)> = (0..n_imgs.div_ceil(imgs_per_chunk))
+            .map(|c| (c * imgs_per_chunk, ((c + 1) * imgs_per_chunk).min(n_imgs)))
+            .collect();
+        let mut chunks = chunks;
         let mut rng = Rng::new(options.seed ^ options.epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
         if shuffle {
             for i in (1..chunks.len()).rev() {
@@ -157,9 +160,9 @@ impl Loader {
         let mut workers = Vec::with_capacity(threads);
         for worker in 0..threads {
             let (sender, receiver) = sync_channel(PREFETCH);
-            let (dataset, chunks) = (Arc::clone(&dataset), Arc::clone(&chunks));
+            let (union, chunks) = (Arc::clone(&union), Arc::clone(&chunks));
             workers.push(std::thread::spawn(move || {
-                read_chunks(&dataset, &chunks, worker, threads, &sender)
+                read_chunks(&union, &chunks, worker, threads, &sender)
             }));
             receivers.push(receiver);
         }
@@ -169,7 +172,7 @@ impl Loader {
             options.batch_size
         };
         Ok(Loader {
-            dataset,
+            union,
             patches,
             layer,
             chunk_rows: Arc::new(chunk_rows),
@@ -204,26 +207,38 @@ impl Loader {
 }
 
 /// Reads the pages of every `threads`-th chunk from `worker` on, in order,
-/// and signals each one ready. A chunk's images are contiguous in one shard,
-/// so every view's examples of those images lie in the pages read.
+/// and signals each one ready. A chunk's images are contiguous in the
+/// union, so every view's examples of those images lie in the pages read:
+/// those of each (member, shard) piece the chunk spans.
 fn read_chunks(
-    dataset: &Dataset,
+    union: &Union,
     chunks: &[(u64, u64)],
     worker: usize,
     threads: usize,
     sender: &SyncSender<()>,
 ) {
     const PAGE: usize = 4096;
-    let m = dataset.metadata();
     for &(start, end) in chunks.iter().skip(worker).step_by(threads) {
-        let shard = &dataset.shards()[(start / m.imgs_per_shard()) as usize];
-        let from = ((start % m.imgs_per_shard()) * m.img_bytes()) as usize;
-        let to = from + ((end - start) * m.img_bytes()) as usize;
-        // Read one byte per page, in order: the pages come in sequentially.
-        let touched = shard[from..to]
-            .iter()
-            .step_by(PAGE)
-            .fold(0u8, |a, &b| a ^ b);
+        let mut img = start;
+        let mut touched = 0u8;
+        while img < end {
+            let (member, local) = union.locate(img).expect("chunks lie inside the union");
+            let dataset = &union.members()[member];
+            let m = dataset.metadata();
+            let in_shard = local % m.imgs_per_shard();
+            let count = (m.imgs_per_shard() - in_shard)
+                .min(m.n_imgs - local)
+                .min(end - img);
+            let shard = &dataset.shards()[(local / m.imgs_per_shard()) as usize];
+            let from = (in_shard * m.img_bytes()) as usize;
+            let to = from + (count * m.img_bytes()) as usize;
+            // Read one byte per page, in order: the pages come in sequentially.
+            touched ^= shard[from..to]
+                .iter()
+                .step_by(PAGE)
+                .fold(0u8, |a, &b| a ^ b);
+            img += count;
+        }
         std::hint::black_box(touched);
         if sender.send(()).is_err() {
             return; // the loader was dropped
@@ -247,7 +262,7 @@ impl Loader {
     /// Copies the vectors of the given view indices into one batch.
     fn gather(&self, indices: impl Iterator<Item = u64>, rows: usize) -> Batch {
         let view = self
-            .dataset
+            .union
             .view(self.patches, self.layer)
             .expect("validated when the loader was made");
         let mut data = Vec::with_capacity(rows * self.dim);

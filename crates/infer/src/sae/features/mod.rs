@@ -306,6 +306,15 @@ pub fn features(
         }
         .into());
     }
+    let members = view.union().members().len();
+    if members > 1 {
+        return Err(SaeError::UnionOfSeveral {
+            union: view.union().path().to_path_buf(),
+            members,
+            what: "the feature pass",
+        }
+        .into());
+    }
     let images = view.dataset().images()?;
     let per_image = view.examples() / view.dataset().metadata().n_imgs.max(1);
     let mut ticks = scan::Ticks::new(view, progress);
