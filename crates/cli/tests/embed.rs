@@ -349,7 +349,9 @@ fn embed_writes_npy_and_json_from_a_model_directory_and_searches() {
     std::fs::write(&corpus, "Bread is food.\n").unwrap();
     let changed = search("Someone eats food");
     assert!(
-        String::from_utf8_lossy(&changed.stderr).contains("embedding the lines again"),
+        String::from_utf8_lossy(&changed.stderr).contains(
+            "was built from another model, other files or other chunks; embedding them again"
+        ),
         "{}",
         String::from_utf8_lossy(&changed.stderr)
     );
