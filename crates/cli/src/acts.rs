@@ -377,12 +377,12 @@ fn tokens(dir: &std::path::Path, img: u64, json: bool) -> Result<(), Failure> {
     let n_imgs = dataset.metadata().n_imgs;
     let Some(ids) = text.window(img) else {
         return Err(Failure::Usage(format!(
-            "--img {img}: the dataset has {n_imgs} images"
+            "--img {img}: the dataset has {n_imgs} windows"
         )));
     };
     if let Some((at, id)) = text.first_unknown(&ids) {
         return Err(Failure::Invalid(format!(
-            "{}: tokens.bin holds id {id} at position {at} of image {img}, which names no token of the recording's model",
+            "{}: tokens.bin holds id {id} at position {at} of window {img}, which names no token of the recording's model",
             dir.display()
         )));
     }

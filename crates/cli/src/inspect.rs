@@ -209,10 +209,12 @@ fn print_activations(path: &Path, s: &SaevSummary) -> Result<(), Failure> {
         outln!("  {key}: {}", s.metadata[key])?;
     }
     outln!(
-        "layers {} x tokens {} per image; {} images per shard; {} shards of {} bytes; {} vectors",
+        "layers {} x tokens {} per {}; {} {} per shard; {} shards of {} bytes; {} vectors",
         s.n_layers,
         s.tokens_per_img,
+        s.unit.noun(),
         s.imgs_per_shard,
+        s.unit.plural(),
         s.n_shards,
         s.shard_bytes,
         s.vectors

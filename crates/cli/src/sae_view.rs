@@ -13,14 +13,14 @@ use modelbin_infer::sae::view::View;
 
 use crate::failure::{Failure, at, invalid};
 
-/// Which tokens of each image are examples.
+/// Which tokens of each image (or text window) are examples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PatchesArg {
-    /// The image patches (CLS excluded).
+    /// Every token but CLS: an image's patches, a text window's tokens.
     Image,
     /// Only the CLS token.
     Cls,
-    /// CLS and patches.
+    /// CLS and the rest.
     All,
 }
 

@@ -88,6 +88,25 @@ fn recorded_activations_are_the_models_residual_stream() {
     ))
     .unwrap();
     assert_eq!(shown["text"], &words.repeat(3)[8..16]);
+    // A text dataset is worded by its windows, in every face.
+    let path = report["path"].as_str().unwrap();
+    let n_windows = bytes / 8;
+    let described = ok(&["inspect", path], "");
+    assert!(
+        described.contains("x tokens 8 per window;") && described.contains("windows per shard"),
+        "{described}"
+    );
+    let inspected: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--json", path], "")).unwrap();
+    assert_eq!(inspected["unit"], "window");
+    let past = n_windows.to_string();
+    let refused = common::usage(&["acts", "tokens", path, "--img", &past], "");
+    assert!(
+        refused.contains(&format!("the dataset has {n_windows} windows")),
+        "{refused}"
+    );
+    let help = ok(&["sae", "train", "--help"], "");
+    assert!(help.contains("a text window's tokens"), "{help}");
     assert!(dataset.vocabulary().unwrap().is_none());
     dataset.verify().unwrap();
     let tllm = modelbin_infer::tllm::Model::open(&model).unwrap();

@@ -17,9 +17,11 @@ pub struct SaevSummary {
     pub hash: String,
     /// Layers recorded (L).
     pub n_layers: u64,
-    /// Tokens per image (T = patches + CLS).
+    /// What one example is: an image, or a text window.
+    pub unit: super::Unit,
+    /// Tokens per image or window (T = patches + CLS).
     pub tokens_per_img: u64,
-    /// Images per shard (S).
+    /// Images (or windows) per shard (S).
     pub imgs_per_shard: u64,
     /// Shards the metadata implies.
     pub n_shards: u64,
@@ -40,6 +42,7 @@ impl SaevSummary {
             metadata: m.to_value(),
             hash: m.hash(),
             n_layers: m.n_layers(),
+            unit: dataset.unit(),
             tokens_per_img: m.tokens_per_img(),
             imgs_per_shard: m.imgs_per_shard(),
             n_shards: m.n_shards(),

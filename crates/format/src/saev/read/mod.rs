@@ -12,6 +12,36 @@ pub use stats::LayerStats;
 pub use token_text::{TokenText, visible};
 pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
 
+/// What one example of a dataset (the format's "image") is, so that
+/// messages about a text dataset speak of windows and tokens: the format's
+/// keys (`n_imgs`, `n_patches_per_img`) keep their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// An image, its tokens the patches (and CLS).
+    Image,
+    /// A window of text tokens.
+    Window,
+}
+
+impl Unit {
+    /// The noun for one: "image" or "window".
+    pub fn noun(self) -> &'static str {
+        match self {
+            Unit::Image => "image",
+            Unit::Window => "window",
+        }
+    }
+
+    /// The noun for several: "images" or "windows".
+    pub fn plural(self) -> &'static str {
+        match self {
+            Unit::Image => "images",
+            Unit::Window => "windows",
+        }
+    }
+}
+
 use super::images::Images;
 use super::metadata::{self, Metadata};
 use super::shard_name;
@@ -232,6 +262,17 @@ impl Dataset {
     /// The token ids each image was recorded from (`tokens.bin`), if kept.
     pub fn token_ids(&self) -> Option<&TokenIds> {
         self.token_ids.as_ref()
+    }
+
+    /// What one of the dataset's examples (the format's "image", `n_imgs`
+    /// of them) is: a window of text tokens where the recording kept its
+    /// token ids, else an image.
+    pub fn unit(&self) -> Unit {
+        if self.token_ids.is_some() {
+            Unit::Window
+        } else {
+            Unit::Image
+        }
     }
 
     /// The recording's vocabulary (`vocab.txt`), if kept: line `i` is the
