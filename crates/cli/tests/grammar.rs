@@ -195,7 +195,7 @@ fn directories_say_what_they_are_not() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "error: no text files (.txt, .text, .md, .rst, .jsonl, .ndjson) under {}",
+            "error: no text files (.txt, .text, .md, .rst, .jsonl, .ndjson, .parquet) under {}",
             empty.display()
         )
     );
