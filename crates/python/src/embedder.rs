@@ -107,6 +107,8 @@ impl NativeLineIndex {
     /// their texts.
     #[staticmethod]
     #[pyo3(signature = (embedder, model, files, *, jsonl=false, field=None, chunk_tokens=None, overlap=None))]
+    // One argument per Python keyword: the signature is the Python API.
+    #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
         embedder: &NativeEmbedder,

@@ -52,12 +52,12 @@ impl Segments {
 /// its first word (so its line is the document's first line plus that).
 /// `tokens_of(word)` counts a word's tokens; `tokens` and `overlap` are as
 /// in [`Segments::Chunks`], with `overlap < tokens`.
-pub fn chunks<'a>(
-    document: &'a str,
+pub fn chunks(
+    document: &str,
     tokens: usize,
     overlap: usize,
     mut tokens_of: impl FnMut(&str) -> usize,
-) -> Vec<(usize, &'a str)> {
+) -> Vec<(usize, &str)> {
     let words = words(document);
     let counts: Vec<usize> = words
         .iter()

@@ -4,14 +4,14 @@
 //! The parquet crate decodes the file. It reserves memory for counts the
 //! file declares before it checks them: a schema element's number of
 //! children (up to 2^31 pointers) and each page's decompressed size (up to
-//! 2 GiB). So [`pages`] reads those first: the schema's counts before the
+//! 2 GiB). So `pages` reads those first: the schema's counts before the
 //! crate parses the footer, and the column's page headers, against the file
 //! and the memory this process may take, before it reads the column.
 //!
 //! The crate's decoders trust lengths inside pages and panic on some
 //! malformed ones (a byte-array length past its buffer, found by cutting
 //! and garbling real files). Every call into it therefore runs under
-//! [`quiet::catch_panic`], which turns such a panic into
+//! `quiet::catch_panic`, which turns such a panic into
 //! [`ParquetError::Malformed`] without the panic's message on standard
 //! error; the checks of this module run outside it, where a panic would
 //! be a bug of ours.
