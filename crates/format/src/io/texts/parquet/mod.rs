@@ -105,9 +105,9 @@ pub enum ParquetError {
 /// UTF-8 or a column of another type is an error naming it: a row is never
 /// skipped or guessed.
 pub fn column_texts(path: &Path, bytes: &[u8], column: &str) -> Result<Vec<String>, ParquetError> {
+    pages::check_schema(bytes).map_err(|reason| malformed(path, reason))?;
     // The crate reads from an owned buffer; the one copy of the file is
     // smaller than the texts decompressed from it.
-    pages::check_schema(bytes).map_err(|reason| malformed(path, reason))?;
     let file = StrictBytes(bytes::Bytes::copy_from_slice(bytes));
     let reader = decoding(path, || {
         SerializedFileReader::new(file).map_err(|e| malformed(path, e))
@@ -124,12 +124,8 @@ fn decoding<T>(
     path: &Path,
     work: impl FnOnce() -> Result<T, ParquetError>,
 ) -> Result<T, ParquetError> {
-    quiet::catch_panic(work).unwrap_or_else(|| {
-        Err(ParquetError::Malformed {
-            path: path.to_path_buf(),
-            reason: "the decoder failed on malformed data".into(),
-        })
-    })
+    quiet::catch_panic(work)
+        .unwrap_or_else(|| Err(malformed(path, "the decoder failed on malformed data")))
 }
 
 /// The crate's error `error` about `path`.
