@@ -145,7 +145,8 @@ def main():
         # unembedding): memory's read rate bounds it, for both programs.
         weights = 4 * (sum(p.numel() for p in model.parameters())
                        - model.transformer.wpe.weight.numel())
-        read = ours("bandwidth", 1024)["gb_per_s"]
+        read = json.loads(subprocess.run([args.binary, "bandwidth", "1024"], check=True,
+                                         capture_output=True, text=True).stdout)["gb_per_s"]
         print(f"\nmemory read rate {read:.1f} GB/s ({args.threads} threads); f32 weights read "
               f"per generated token {weights / 1e6:.0f} MB: at most "
               f"{read * 1e9 / weights:.1f} tok/s at batch 1 in f32")

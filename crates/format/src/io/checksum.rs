@@ -1,5 +1,7 @@
 //! Checksums and hashes used by the formats: CRC-32 (zlib), FNV-1a 32, SHA-256.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use sha2::{Digest, Sha256};
 
 /// CRC-32 with the zlib polynomial (0xEDB88320, reflected), as EMBD uses.
@@ -17,6 +19,20 @@ pub fn fnv1a32(bytes: &[u8]) -> u32 {
 /// SHA-256 digest of `bytes`.
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
+}
+
+/// SHA-256 digest of `bytes`, or `None` once `stop` is set: the hash
+/// looks at `stop` between chunks of 16 MiB, so a caller hashing a large
+/// file beside other work can abandon it when that work fails.
+pub fn sha256_unless(bytes: &[u8], stop: &AtomicBool) -> Option<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    for chunk in bytes.chunks(16 << 20) {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        hasher.update(chunk);
+    }
+    Some(hasher.finalize().into())
 }
 
 /// Lowercase hexadecimal form of a byte string (for SHA-256 digests).
@@ -45,5 +61,16 @@ mod tests {
             hex(&sha256(b"abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn a_stoppable_hash_equals_the_hash_across_chunks_and_gives_up_when_stopped() {
+        let bytes: Vec<u8> = (0..(40u32 << 20) / 7)
+            .flat_map(|i| i.to_le_bytes())
+            .collect();
+        let running = AtomicBool::new(false);
+        assert_eq!(sha256_unless(&bytes, &running), Some(sha256(&bytes)));
+        assert_eq!(sha256_unless(b"", &running), Some(sha256(b"")));
+        assert_eq!(sha256_unless(&bytes, &AtomicBool::new(true)), None);
     }
 }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use modelbin_tokenize::{HfTokenizer, hf_byte_char};
 
 use super::windows::{MIN_WINDOW_WITH_BOS, saelens_windows};
-use super::{Output, blocks_of, checkpoint_id};
+use super::{Output, alongside_checkpoint_id, blocks_of};
 use crate::bert::Embedder;
 use crate::lm::{LanguageModel, LoadOptions, Site, model_type_of_dir};
 use crate::tllm::Model;
@@ -109,7 +109,8 @@ impl TextSource {
         settings: RecordSettings,
         root: &Path,
     ) -> Result<(TextSource, Output)> {
-        let model = RecordedModel::open(model_path, &settings)?;
+        let (model, model_id) =
+            alongside_checkpoint_id(model_path, || RecordedModel::open(model_path, &settings))?;
         if settings.cls && !matches!(model, RecordedModel::Bert(_)) {
             return Err(RecordError::NoClsToken.into());
         }
@@ -191,11 +192,7 @@ impl TextSource {
         }
         let metadata = Metadata {
             vit_family: model.family().into(),
-            vit_ckpt: format!(
-                "{}{}",
-                checkpoint_id(model_path)?,
-                if settings.int8 { " (int8)" } else { "" }
-            ),
+            vit_ckpt: format!("{}{}", model_id, if settings.int8 { " (int8)" } else { "" }),
             layers: settings.layers.clone(),
             n_patches_per_img: window as u64,
             cls_token: settings.cls,
