@@ -214,15 +214,18 @@ impl Splice {
             }
             .into());
         }
-        check_recorded_from(model_path, dataset)?;
-        let (target, special) = match lm_site {
-            Some(site) => {
-                let model = LanguageModel::open(model_path)?;
-                let special = special_tokens(model_path, model.config())?;
-                (Target::lm(model, layer, site.parse()?)?, special)
-            }
-            None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
-        };
+        // The model opens while its hash is checked against the recording's.
+        let ((target, special), hash) = crate::record::alongside_checkpoint_id(model_path, || {
+            Ok(match lm_site {
+                Some(site) => {
+                    let model = LanguageModel::open(model_path)?;
+                    let special = special_tokens(model_path, model.config())?;
+                    (Target::lm(model, layer, site.parse()?)?, special)
+                }
+                None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
+            })
+        })?;
+        same_model(model_path, hash, dataset)?;
         let windows = (0..windows.min(metadata.n_imgs))
             .filter_map(|img| ids.window(img))
             .collect();
@@ -293,22 +296,26 @@ impl Splice {
         })?;
         let zero = self.target.logits_with(ids, &mut |rows| rows.fill(0.0))?;
         let vocab = self.target.vocab();
-        let rows = |logits: &[f32]| -> Vec<Vec<f64>> {
-            logits.chunks_exact(vocab).map(log_softmax).collect()
-        };
-        let (clean, spliced, zero) = (rows(&clean), rows(&spliced), rows(&zero));
         let mut sums = Sums::default();
+        let mut clean_exps = Vec::with_capacity(vocab);
         for i in (0..ids.len()).filter(|&i| kept[i]) {
+            let span = i * vocab..(i + 1) * vocab;
+            let (c, s, z) = (&clean[span.clone()], &spliced[span.clone()], &zero[span]);
+            let clean_norm = log_sum_exp(c, Some(&mut clean_exps));
+            let (spliced_norm, zero_norm) = (log_sum_exp(s, None), log_sum_exp(z, None));
             if let Some(&next) = ids.get(i + 1) {
                 let next = next as usize;
                 sums.scored += 1.0;
-                sums.clean -= clean[i][next];
-                sums.spliced -= spliced[i][next];
-                sums.zero -= zero[i][next];
+                sums.clean += clean_norm - f64::from(c[next]);
+                sums.spliced += spliced_norm - f64::from(s[next]);
+                sums.zero += zero_norm - f64::from(z[next]);
             }
             sums.positions += 1.0;
-            sums.kl_spliced += kl(&clean[i], &spliced[i]);
-            sums.kl_zero += kl(&clean[i], &zero[i]);
+            // KL(p ‖ q) = Σ p (log p − log q) = Σ p (c − q's logit) − (ln Z_c − ln Z_q),
+            // as Σ p = 1: the clean row's exponentials are the only ones it needs.
+            let (to_spliced, to_zero) = expected_gaps(&clean_exps, c, s, z);
+            sums.kl_spliced += to_spliced - (clean_norm - spliced_norm);
+            sums.kl_zero += to_zero - (clean_norm - zero_norm);
         }
         Ok(sums)
     }
@@ -327,28 +334,52 @@ struct Sums {
     kl_zero: f64,
 }
 
-/// `log softmax(row)` in f64.
-fn log_softmax(row: &[f32]) -> Vec<f64> {
+/// `ln Σ e^v` over `row`, in f64; with `exps`, also leaves there each
+/// value's `e^(v − max)` over their sum, which is the softmax.
+fn log_sum_exp(row: &[f32], exps: Option<&mut Vec<f64>>) -> f64 {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let log_sum = row
-        .iter()
-        .map(|&v| f64::from(v - max).exp())
-        .sum::<f64>()
-        .ln()
-        + f64::from(max);
-    row.iter().map(|&v| f64::from(v) - log_sum).collect()
+    let shifted = row.iter().map(|&v| f64::from(v - max).exp());
+    let sum = match exps {
+        Some(exps) => {
+            exps.clear();
+            exps.extend(shifted);
+            let sum: f64 = exps.iter().sum();
+            exps.iter_mut().for_each(|e| *e /= sum);
+            sum
+        }
+        None => shifted.sum(),
+    };
+    sum.ln() + f64::from(max)
 }
 
-/// `KL(p ‖ q)` of two log-distributions.
-fn kl(p: &[f64], q: &[f64]) -> f64 {
-    p.iter().zip(q).map(|(&p, &q)| p.exp() * (p - q)).sum()
+/// `Σ p (c − s)` and `Σ p (c − z)`: the expected gaps, under the clean
+/// softmax `p`, between the clean logits `c` and each other row's.
+fn expected_gaps(p: &[f64], c: &[f32], s: &[f32], z: &[f32]) -> (f64, f64) {
+    p.iter().zip(c.iter().zip(s.iter().zip(z))).fold(
+        (0.0, 0.0),
+        |(to_s, to_z), (&p, (&c, (&s, &z)))| {
+            (
+                to_s + p * (f64::from(c) - f64::from(s)),
+                to_z + p * (f64::from(c) - f64::from(z)),
+            )
+        },
+    )
 }
 
 /// Refuses a model other than the one `dataset` was recorded from (by its
 /// hash, `vit_ckpt`; a recording on int8 weights names the same model).
 pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Result<()> {
+    same_model(
+        model_path,
+        crate::record::checkpoint_id(model_path)?,
+        dataset,
+    )
+}
+
+/// Refuses the model at `model_path`, whose checkpoint id is `hash`, when
+/// `dataset` was recorded from another.
+fn same_model(model_path: &Path, hash: String, dataset: &Dataset) -> Result<()> {
     let recorded = &dataset.metadata().vit_ckpt;
-    let hash = crate::record::checkpoint_id(model_path)?;
     if hash != recorded.strip_suffix(" (int8)").unwrap_or(recorded) {
         return Err(SaeError::OtherModel {
             model: model_path.to_path_buf(),
