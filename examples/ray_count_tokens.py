@@ -42,8 +42,8 @@ def count_tokens(paths: List[str], encoding: str = "o200k_base", concurrency: in
     # Half a CPU per actor leaves room for Ray Data's read tasks: actors that
     # take every CPU starve them and the pipeline never starts.
     counted = files.map_batches(TokenCounter, fn_constructor_kwargs={"encoding": encoding},
-                                concurrency=concurrency, num_cpus=0.5, batch_size=16,
-                                batch_format="numpy")
+                                compute=ray.data.ActorPoolStrategy(size=concurrency),
+                                num_cpus=0.5, batch_size=16, batch_format="numpy")
     return int(counted.sum("tokens") or 0)
 
 

@@ -37,7 +37,8 @@ def embed(model: str, sentences: List[str], concurrency: int = 2) -> np.ndarray:
     # Half a CPU per actor leaves room for Ray Data's read tasks: actors that
     # take every CPU starve them and the pipeline never starts.
     embedded = ray.data.from_items(items).map_batches(
-        Embedder, fn_constructor_kwargs={"model": model}, concurrency=concurrency, num_cpus=0.5,
+        Embedder, fn_constructor_kwargs={"model": model},
+        compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=0.5,
         batch_size=64, batch_format="numpy")
     rows = sorted(embedded.iter_rows(), key=lambda row: row["index"])
     return np.stack([row["embedding"] for row in rows]).astype(np.float32)

@@ -4,8 +4,8 @@ joined as a union.
 The inputs (image files, or text files) are listed in the order ``modelbin
 acts record`` walks them and cut into contiguous slices. Ray Data runs the
 slices through a pool of recorder actors (``map_batches`` with
-``concurrency``, one slice per call); each writes its slice as one SAEV
-dataset under ``ROOT/slices/NNNNN/`` (its ``data`` names the slice's files).
+``ActorPoolStrategy(size=N)``, one slice per call); each writes its slice as
+one SAEV dataset under ``ROOT/slices/NNNNN/`` (its ``data`` names the slice's files).
 The driver then writes ``ROOT/union.json``, the union of the slices in
 order, and prints its path last. Train on it as on one dataset:
 ``modelbin sae train ROOT/union.json --layer -1 ...``.
@@ -175,8 +175,8 @@ def record(model: str, inputs: Sequence[str], root: str, *, images: bool,
         recorded = ray.data.from_items(items).map_batches(
             Recorder, fn_constructor_kwargs={"model": model, "root": os.path.abspath(root),
                                              "images": images, "settings": settings},
-            concurrency=min(workers, len(missing)), num_cpus=0.5, batch_size=1,
-            batch_format="numpy", **remote)
+            compute=ray.data.ActorPoolStrategy(size=min(workers, len(missing))),
+            num_cpus=0.5, batch_size=1, batch_format="numpy", **remote)
         try:
             for row in recorded.iter_rows():
                 index = int(row["slice"])
