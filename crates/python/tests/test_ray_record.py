@@ -1,6 +1,7 @@
 """examples/ray_record.py on a local Ray instance with 2 workers: the union of
 the slices the recorder actors write holds a one-process recording's vectors,
-vector for vector, for a vision transformer and a text model; a recorder
+vector for vector, for a vision transformer, a byte-level text model and a
+decoder language model (a GPT-2 directory); a recorder
 killed mid-slice leaves its slice absent, never partial, and a second run
 records only the missing slices."""
 
@@ -95,6 +96,59 @@ def tllm(cli, path, dim, layers, seq):
     return path
 
 
+def byte_level_alphabet():
+    """GPT-2's byte-to-character map: printable bytes stand for themselves,
+    the others for the characters from U+0100 on, in byte order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    shifted = iter(range(256, 512))
+    return [chr(b) if b in printable else chr(next(shifted)) for b in range(256)]
+
+
+def write_gpt2(folder, width=16, layers=2, positions=64):
+    """A random GPT-2 directory as transformers saves one (config.json,
+    model.safetensors with tied embeddings) with a byte-level tokenizer of
+    the 256 bytes and no merges, and no BOS (no tokenizer_config.json)."""
+    folder.mkdir()
+    vocab = 257
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "gpt2", "vocab_size": vocab, "n_embd": width, "n_layer": layers,
+        "n_head": 2, "n_positions": positions, "activation_function": "gelu_new"}))
+    rng = np.random.default_rng(11)
+    weights = {"wte.weight": [vocab, width], "wpe.weight": [positions, width],
+               "ln_f.weight": [width], "ln_f.bias": [width]}
+    for i in range(layers):
+        for name, shape in [("ln_1.weight", [width]), ("ln_1.bias", [width]),
+                            ("attn.c_attn.weight", [width, 3 * width]),
+                            ("attn.c_attn.bias", [3 * width]),
+                            ("attn.c_proj.weight", [width, width]), ("attn.c_proj.bias", [width]),
+                            ("ln_2.weight", [width]), ("ln_2.bias", [width]),
+                            ("mlp.c_fc.weight", [width, 4 * width]),
+                            ("mlp.c_fc.bias", [4 * width]),
+                            ("mlp.c_proj.weight", [4 * width, width]),
+                            ("mlp.c_proj.bias", [width])]:
+            weights[f"h.{i}.{name}"] = shape
+    save_file({name: rng.normal(0, 0.2, shape).astype(np.float32)
+               for name, shape in weights.items()}, str(folder / "model.safetensors"))
+    alphabet = byte_level_alphabet()
+    (folder / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 256, "content": "<|endoftext|>", "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": False,
+                          "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                          "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                    "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {c: i for i, c in enumerate(alphabet)}, "merges": []}}))
+    return folder
+
+
 def same_vectors(a, b):
     """Every vector of every layer and token, in order, equal."""
     x = modelbin.saev.Dataset(a, layer="all", patches="all")
@@ -168,6 +222,27 @@ def test_text_on_two_workers_equals_one_process(local_ray, tmp_path, cli):
     same_vectors(union, one)
     members = json.loads(open(union).read())["members"]
     assert [m["n_imgs"] for m in members] == [10, 15]
+
+
+def test_a_language_model_on_two_workers_equals_one_process(local_ray, tmp_path):
+    model = write_gpt2(tmp_path / "gpt2")
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    # 48 ASCII bytes a file, one token each without merges: three whole
+    # windows of 16, so no window crosses a slice.
+    for i in range(4):
+        (texts / f"{i}.txt").write_text((f"words of file {i}; " * 5)[:48])
+    settings = {"layers": [0, -1], "tokens_per_text": 16, "site": "mlp_out"}
+    union = ray_record.record(str(model), [str(texts)], str(tmp_path / "ray"), images=False,
+                              workers=2, slices=2, settings=settings)
+    one = modelbin.acts.record(model, [texts], out=tmp_path / "one", progress=False,
+                               **settings)
+    same_vectors(union, one)
+    members = json.loads(open(union).read())["members"]
+    assert [m["n_imgs"] for m in members] == [6, 6]
+    first = modelbin.saev.Dataset(tmp_path / "ray" / members[0]["path"])
+    assert first.metadata["vit_family"] == "gpt2"
+    assert first.metadata["data"]["site"] == "mlp_out"
 
 
 def recorder_pids(driver):
