@@ -167,7 +167,7 @@ def session(args, threads):
         os.makedirs(os.path.dirname(os.path.abspath(args.onnx)), exist_ok=True)
         onnx.save(build_model(args.model_dir), args.onnx)
     path = args.onnx
-    if args.int8:
+    if getattr(args, "int8", False):
         # onnxruntime's own dynamic int8 model of the same graph: int8
         # weights per output channel, activations quantized at run time.
         from onnxruntime.quantization import QuantType, quantize_dynamic
