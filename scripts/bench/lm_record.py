@@ -20,8 +20,10 @@ Usage (heavy venv, the package installed in it, as scripts/test.sh does):
 """
 
 import argparse
+import atexit
 import os
 import pathlib
+import shutil
 import tempfile
 import time
 
@@ -78,6 +80,7 @@ def main():
     torch.set_num_threads(args.threads)
     texts = corpus_lines()
     tmp = pathlib.Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     directory = tmp / "gpt2-small"
     model = gpt2_small(directory, texts)
 

@@ -19,9 +19,11 @@ Usage (heavy venv, the package installed in it, as scripts/test.sh does):
 """
 
 import argparse
+import atexit
 import importlib.util
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import time
@@ -61,6 +63,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     tmp = pathlib.Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     directory = tmp / "gpt2-small"
     texts = corpus_lines()
     model = gpt2_small(directory, texts)

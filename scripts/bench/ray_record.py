@@ -14,6 +14,7 @@ Usage (light venv with the package installed, as scripts/test.sh makes it):
 """
 
 import argparse
+import atexit
 import os
 import pathlib
 import shutil
@@ -40,6 +41,7 @@ def main():
     import ray_record
 
     tmp = pathlib.Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     model = tmp / "m.tllm"
     subprocess.run([args.cli, "tllm", "init", "--dim", "256", "--layers", "6", "--heads", "4",
                     "--ffn", "1024", "--seq", "128", "--seed", "1", "-o", str(model)],
