@@ -450,8 +450,8 @@ fn features_show_the_text_around_the_strongest_inputs() {
         "",
     );
     let html = dir.path().join("f.html");
-    let lines = ok(
-        &[
+    let features_of = |more: &[&str]| {
+        let args = [
             "sae",
             "features",
             s(&out),
@@ -464,14 +464,12 @@ fn features_show_the_text_around_the_strongest_inputs() {
             "3",
             "--top",
             "2",
-            "--json",
-            "--html",
-            s(&html),
             "--model",
             s(&model),
-        ],
-        "",
-    );
+        ];
+        ok(&[&args[..], more].concat(), "")
+    };
+    let lines = features_of(&["--json", "--html", s(&html)]);
     let features: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -528,25 +526,7 @@ fn features_show_the_text_around_the_strongest_inputs() {
     // As text: each latent's strongest inputs, the token each sits on in
     // brackets and shown by itself (a space as ␣), and the tokens its
     // decoder raises and lowers, as --json lists them.
-    let text = ok(
-        &[
-            "sae",
-            "features",
-            s(&out),
-            data,
-            "--layer",
-            "-1",
-            "--patches",
-            "all",
-            "--latents",
-            "3",
-            "--top",
-            "2",
-            "--model",
-            s(&model),
-        ],
-        "",
-    );
+    let text = features_of(&[]);
     let mut spaces = 0;
     for feature in &features {
         for hit in feature["top"].as_array().unwrap() {
@@ -557,7 +537,10 @@ fn features_show_the_text_around_the_strongest_inputs() {
                 .map(|t| t.as_str().unwrap())
                 .collect();
             let at = hit["at"].as_u64().unwrap() as usize;
-            let shown = tokens[at].replace(' ', "␣");
+            let shown = match tokens[at] {
+                "" => "∅".to_owned(),
+                token => token.replace(' ', "␣"),
+            };
             spaces += usize::from(tokens[at] == " ");
             let line = format!(
                 "{}[{shown}]{}",

@@ -253,17 +253,21 @@ def test_the_page_in_a_real_browser(tllm_run, browser):
         shown = f["top"] + [c for q in reversed(f["quantiles"]) for c in q["samples"]]
         hits = browser.evaluate(
             "Array.from(document.querySelectorAll('#latent .tok.hit')).map(t => t.textContent)")
-        assert hits == [c["tokens"][c["at"]].replace(" ", "␣") for c in shown]
+        assert hits == [c["tokens"][c["at"]].replace(" ", "␣") or "∅" for c in shown]
         assert all(h.strip() for h in hits)
         headings = browser.evaluate(
             "Array.from(document.querySelectorAll('#latent h4')).map(h => h.textContent)")
         assert len(headings) == len(f["quantiles"])
         for heading, q in zip(headings, reversed(f["quantiles"])):
-            assert f"]: {q['fired']} inputs, " in heading
+            assert f"]: {q['fired']} input{'' if q['fired'] == 1 else 's'}, " in heading
             assert heading.endswith(f"; {len(q['samples'])} shown")
             assert (q["fired"] > 0) == (len(q["samples"]) > 0)
     assert "␣" in hits
-    # The index's preview shows a token of spaces by itself too.
+    # The index's preview shows tokens by themselves too: every latent's
+    # preview names its tokens, none blank.
+    previews = browser.evaluate(
+        "Array.from(document.querySelectorAll('#rows a .prev')).map(p => p.textContent)")
+    assert all(p.strip() for preview in previews if preview for p in preview.split(" · "))
     preview = browser.evaluate(
         f"document.querySelector('#rows a[data-latent=\"{spaced['latent']}\"] .prev').textContent")
     assert "␣" in preview and all(p.strip() for p in preview.split(" · "))
@@ -421,8 +425,9 @@ def test_the_image_page_in_a_real_browser(image_run, browser, tmp_path):
     headings = browser.evaluate(
         "Array.from(document.querySelectorAll('#latent h4')).map(h => h.textContent)")
     for heading, q in zip(headings, reversed(latent["quantiles"]), strict=True):
-        assert f"]: {q['fired']} patches, " in heading
-        assert heading.endswith(f"; {len(q['samples'])} images shown")
+        n = len(q["samples"])
+        assert f"]: {q['fired']} {'patch' if q['fired'] == 1 else 'patches'}, " in heading
+        assert heading.endswith(f"; {n} {'image' if n == 1 else 'images'} shown")
     browser.screenshot(SHOTS / "images.png")
     assert browser.errors() == []
     # A notebook cell draws the same pictures.

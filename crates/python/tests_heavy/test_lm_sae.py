@@ -56,8 +56,8 @@ def visible(text: str) -> str:
 
 
 def alone(text: str) -> str:
-    """A token shown by itself: visible, and spaces as ␣."""
-    return visible(text).replace(" ", "␣")
+    """A token shown by itself: visible, spaces as ␣, no text as ∅."""
+    return visible(text).replace(" ", "␣") or "∅"
 
 
 @pytest.mark.parametrize("family, site", [("gpt2", "resid_post"), ("llama", "mlp_out")])

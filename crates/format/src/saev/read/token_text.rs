@@ -289,10 +289,15 @@ pub fn visible(text: &str) -> String {
 }
 
 /// A token's text shown by itself (the token an input sits on, a latent's
-/// line in the index, the tokens of its decoder effects): [`visible`], and
-/// each space as `␣`, so that a token of spaces is never a blank.
+/// line in the index, the tokens of its decoder effects): [`visible`], each
+/// space as `␣`, and a token with no text of its own (a later byte of a
+/// character of several bytes, which the character's first byte shows) as
+/// `∅`, so that no token shown by itself is blank.
 pub fn alone(text: &str) -> String {
-    visible(text).replace(' ', "␣")
+    match text {
+        "" => "∅".to_owned(),
+        text => visible(text).replace(' ', "␣"),
+    }
 }
 
 /// Whether `c` prints as nothing or as blank space without being the
@@ -371,6 +376,7 @@ mod tests {
         assert_eq!(alone(" the"), "␣the");
         assert_eq!(alone("\t"), "⇥");
         assert_eq!(alone("_"), "_");
+        assert_eq!(alone(""), "∅");
         // Bytes recorded one per token: a tab, a no-break space (two
         // bytes) and a zero-width space (three), each on its first byte.
         let ids: Vec<u32> = "\t\u{a0}\u{200b}".bytes().map(u32::from).collect();

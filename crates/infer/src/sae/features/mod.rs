@@ -169,7 +169,8 @@ pub struct Context {
 
 impl Context {
     /// The input as one line of text: its text with the token it sits on
-    /// in brackets, shown by itself ([`alone`]: `[␣]` for a space);
+    /// in brackets, shown by itself ([`alone`]: `[␣]` for a space, `[∅]`
+    /// for a later byte of a character);
     /// without text, its image (file name) and token, or its coordinates.
     /// Token texts are already visible ([`modelbin_format::saev::visible`]).
     pub fn line(&self) -> String {
@@ -468,6 +469,7 @@ mod tests {
         assert_eq!(context(&["a", "⇥", "b"], 1).line(), "a[⇥]b");
         assert_eq!(context(&["x", " the", " end"], 1).line(), "x[␣the] end");
         assert_eq!(context(&["_", "a"], 0).line(), "[_]a");
+        assert_eq!(context(&["é", "", "a"], 1).line(), "é[∅]a");
         let coordinates = Context {
             text: None,
             ..context(&[], 0)

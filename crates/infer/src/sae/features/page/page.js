@@ -21,11 +21,12 @@
     ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   const pct = (d) => d === 0 ? "0%" : d >= 0.01 ? (100 * d).toFixed(2) + "%" :
     (100 * d).toPrecision(2) + "%";
+  const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
   const num = (v) => v === 0 ? "0" : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(3);
   // A token shown by itself (the token an input sits on, a hover title):
-  // its spaces as ␣, what the library's `alone` adds to the text it
-  // already made visible (modelbin_format::saev::alone).
-  const alone = (t) => t.replace(/ /g, "␣");
+  // its spaces as ␣ and no text as ∅, what the library's `alone` adds to
+  // the text it already made visible (modelbin_format::saev::alone).
+  const alone = (t) => t === "" ? "∅" : t.replace(/ /g, "␣");
 
   // The images the page shows (null for a text dataset): the patch grid,
   // the model's patch and input size, whether contexts hold a grid, and
@@ -243,9 +244,10 @@
         const share = f.fired ? (100 * q.fired / f.fired).toFixed(1) : "0";
         // An image dataset counts patches and shows images, each by its
         // strongest patch in the interval.
-        const [counted, sampled] = pictures ? ["patches", " images"] : ["inputs", ""];
-        parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${q.fired} ${counted}, ${share}%; ` +
-          `${q.samples.length}${sampled} shown</h4>`, ...shown(q.samples));
+        const counted = pictures ? count(q.fired, "patch", "patches") : count(q.fired, "input", "inputs");
+        const sampled = pictures ? count(q.samples.length, "image", "images") : q.samples.length;
+        parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${counted}, ${share}%; ${sampled} shown</h4>`,
+          ...shown(q.samples));
       }
     }
     view.innerHTML = parts.join("");
