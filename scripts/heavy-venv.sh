@@ -2,9 +2,12 @@
 # Prints the path of the heavy test venv (torch, transformers,
 # sentence-transformers, sae-lens, ...: crates/python/requirements-heavy.txt),
 # making it first when missing. It lives outside the clone, in
-# ~/.cache/modelbin-test/<hash of the requirements>, because torch's PyPI
-# wheels are about 5 GB: a fresh clone reuses it, and a change of the
-# requirements makes a new one. The path printed is a thin venv on top of
+# ~/.cache/modelbin-test/<hash of the requirements>, because it is 6.5 GB:
+# a fresh clone reuses it, and a change of the requirements makes a new one.
+# 4 GB of it are the CUDA libraries (nvidia-*) torch's PyPI wheel depends on;
+# the tests run on the CPU, but `import torch` loads libtorch_cuda.so, which
+# links them, so they cannot be left out (installed --no-deps, torch 2.15
+# fails to import: "libcudart.so.13: cannot open shared object file"). The path printed is a thin venv on top of
 # it (its site-packages added by a .pth file) holding the packages whose
 # declared dependencies are far wider than what the tests import
 # (requirements-heavy-nodeps.txt: saev's activation reader, torchvision),
@@ -17,7 +20,7 @@ hash=$(sha256sum "$requirements" | cut -c1-16)
 root=${MODELBIN_TEST_CACHE:-$HOME/.cache/modelbin-test}
 venv="$root/$hash"
 if [ ! -f "$venv/.complete" ]; then
-    echo "heavy-venv: making $venv (torch and friends, about 5 GB, once)" >&2
+    echo "heavy-venv: making $venv (torch and friends, 6.5 GB, once)" >&2
     rm -rf "$venv"
     mkdir -p "$root"
     python3 -m venv "$venv"

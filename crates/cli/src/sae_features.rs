@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::features::{
-    Context, DecoderEffects, Feature, FeatureOptions, Thumbnails, features as find_features,
-    html_page, model_view,
+    DecoderEffects, Effects, Feature, FeatureOptions, Thumbnails, TokenEffect,
+    features as find_features, html_page, model_view,
 };
 
 use crate::failure::{Failure, at};
@@ -132,6 +132,9 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A latent as text: its figures, its strongest inputs one a line (the
+/// token each sits on in brackets), and with `--model` its decoder
+/// effects, the tokens as the page shows them.
 fn print_feature(feature: &Feature) -> Result<(), Failure> {
     outln!(
         "latent {} ({}): fires on {:.3}% of inputs, max {:.4}",
@@ -141,35 +144,26 @@ fn print_feature(feature: &Feature) -> Result<(), Failure> {
         feature.max
     )?;
     for context in &feature.top {
-        outln!("  {:>9.4}  {}", context.value, one_line(context))?;
+        outln!("  {:>9.4}  {}", context.value, context.line())?;
+    }
+    let tokens = |list: &[TokenEffect]| -> String {
+        let shown: Vec<String> = list
+            .iter()
+            .map(|t| format!("{} {:.3}", t.token, t.value))
+            .collect();
+        shown.join(", ")
+    };
+    match &feature.effects {
+        Some(Effects::Logits { raised, lowered }) => {
+            outln!("  raises the next token: {}", tokens(raised))?;
+            outln!("  lowers the next token: {}", tokens(lowered))?;
+        }
+        Some(Effects::Nearest { pieces }) => {
+            outln!("  nearest word pieces (cosine): {}", tokens(pieces))?;
+        }
+        None => {}
     }
     Ok(())
-}
-
-/// A context as text, the input's token in brackets.
-fn one_line(context: &Context) -> String {
-    match &context.text {
-        Some(text) => format!(
-            "{}[{}]{}",
-            text.tokens[..text.at].concat(),
-            text.tokens[text.at],
-            text.tokens[text.at + 1..].concat()
-        ),
-        None => match &context.image {
-            Some(image) => format!(
-                "image {} ({}), token {}",
-                context.img,
-                std::path::Path::new(&image.path)
-                    .file_name()
-                    .map_or_else(|| image.path.clone().into(), |n| n.to_string_lossy()),
-                context.token
-            ),
-            None => format!(
-                "image {}, layer {}, token {}",
-                context.img, context.layer, context.token
-            ),
-        },
-    }
 }
 
 /// The files the page is made from, which it may not be written over.

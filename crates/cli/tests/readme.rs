@@ -4,9 +4,12 @@
 //! disagree.
 //!
 //! Each page runs from its own scratch directory that sees the repository's
-//! `tests/`, `crates/` and `target/` (the fetched test data) and collects the
-//! files the examples write; the examples of a page run in order, later ones
-//! using what earlier ones wrote.
+//! `tests/`, `crates/` and `target/test-data/` (the fetched test data) and
+//! collects the files the examples write, the README's tours in
+//! `target/tour/` as the README says (made first, as its `mkdir` does); the
+//! examples of a page run in order, later ones using what earlier ones
+//! wrote. The scratch `target/` is a directory of its own, so that the
+//! tours never write into the repository's.
 
 use std::path::Path;
 
@@ -24,9 +27,12 @@ fn readme_examples_run_as_shown() {
     );
     for page in PAGES {
         let scratch = tempfile::tempdir().unwrap();
-        for shared in ["tests", "crates", "target"] {
-            std::os::unix::fs::symlink(repo.join(shared), scratch.path().join(shared)).unwrap();
+        for shared in ["tests", "crates", "target/test-data"] {
+            let link = scratch.path().join(shared);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(repo.join(shared), link).unwrap();
         }
+        std::fs::create_dir(scratch.path().join("target/tour")).unwrap();
         let copy = scratch.path().join(page);
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(repo.join(page), &copy).unwrap();

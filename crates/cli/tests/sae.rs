@@ -450,8 +450,8 @@ fn features_show_the_text_around_the_strongest_inputs() {
         "",
     );
     let html = dir.path().join("f.html");
-    let lines = ok(
-        &[
+    let features_of = |more: &[&str]| {
+        let args = [
             "sae",
             "features",
             s(&out),
@@ -464,14 +464,12 @@ fn features_show_the_text_around_the_strongest_inputs() {
             "3",
             "--top",
             "2",
-            "--json",
-            "--html",
-            s(&html),
             "--model",
             s(&model),
-        ],
-        "",
-    );
+        ];
+        ok(&[&args[..], more].concat(), "")
+    };
+    let lines = features_of(&["--json", "--html", s(&html)]);
     let features: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -525,6 +523,48 @@ fn features_show_the_text_around_the_strongest_inputs() {
             "{feature}"
         );
     }
+    // As text: each latent's strongest inputs, the token each sits on in
+    // brackets and shown by itself (a space as ␣), and the tokens its
+    // decoder raises and lowers, as --json lists them.
+    let text = features_of(&[]);
+    let mut spaces = 0;
+    for feature in &features {
+        for hit in feature["top"].as_array().unwrap() {
+            let tokens: Vec<&str> = hit["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            let at = hit["at"].as_u64().unwrap() as usize;
+            let shown = match tokens[at] {
+                "" => "∅".to_owned(),
+                token => token.replace(' ', "␣"),
+            };
+            spaces += usize::from(tokens[at] == " ");
+            let line = format!(
+                "{}[{shown}]{}",
+                tokens[..at].concat(),
+                tokens[at + 1..].concat()
+            );
+            assert!(text.contains(&line), "{line:?} in\n{text}");
+        }
+        for (key, label) in [("raised", "raises"), ("lowered", "lowers")] {
+            let listed: Vec<String> = feature["effects"]["logits"][key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    let token = t["token"].as_str().unwrap();
+                    assert!(!token.contains(' ') && !token.is_empty(), "{t}");
+                    format!("{token} {:.3}", t["value"].as_f64().unwrap() as f32)
+                })
+                .collect();
+            let line = format!("  {label} the next token: {}", listed.join(", "));
+            assert!(text.contains(&line), "{line:?} in\n{text}");
+        }
+    }
+    println!("{spaces} of the strongest inputs sit on a space");
     let page = std::fs::read_to_string(&html).unwrap();
     // The page's data: the index as columns, each latent's view as a string.
     assert!(page.starts_with("<!doctype html>"));

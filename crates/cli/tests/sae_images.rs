@@ -342,6 +342,75 @@ fn cls_and_all_views_show_the_cls_activation() {
     close(&first["image"]["cls"], &[cls(3)]);
 }
 
+#[test]
+fn every_interval_with_inputs_shows_images_from_it() {
+    // One latent reading every dimension: it fires on every patch, on
+    // each image's bright patch strongly and on its three others weakly,
+    // so the lowest interval holds 15 patches, none an image's strongest.
+    let root = tempfile::tempdir().unwrap();
+    let (dataset, _) = setup(root.path());
+    let sae = Sae {
+        d_in: D,
+        d_sae: 1,
+        activation: Activation::Relu,
+        w_enc: vec![1.0; D],
+        w_dec: vec![1.0; D],
+        b_enc: vec![0.0],
+        b_dec: vec![0.0; D],
+    };
+    let sae_dir = root.path().join("every");
+    saelens::save(&sae_dir, &sae, json!({"layer": -1})).unwrap();
+    let found = latents(&ok(
+        &[
+            "sae",
+            "features",
+            s(&sae_dir),
+            s(&dataset),
+            "--layer",
+            "-1",
+            "--quantiles",
+            "5",
+            "--samples",
+            "2",
+            "--json",
+        ],
+        "",
+    ));
+    let quantiles = found[0]["quantiles"].as_array().unwrap();
+    let max = act(N_IMGS - 1, (N_IMGS - 1) % 4);
+    let mut in_lowest = 0;
+    for (q, interval) in quantiles.iter().enumerate() {
+        let (low, high) = (max * q as f32 / 5.0, max * (q + 1) as f32 / 5.0);
+        let within = |v: f32| v > low && (v <= high || q == 4);
+        // Each image's strongest patch in the interval, if any.
+        let strongest: Vec<(usize, usize, f32)> = (0..N_IMGS)
+            .filter_map(|img| {
+                (0..GRID * GRID)
+                    .map(|p| (img, p, act(img, p)))
+                    .filter(|&(_, _, v)| within(v))
+                    .max_by(|a, b| a.2.total_cmp(&b.2))
+            })
+            .collect();
+        let patches = (0..N_IMGS)
+            .flat_map(|img| (0..GRID * GRID).map(move |p| act(img, p)))
+            .filter(|&v| within(v))
+            .count();
+        assert_eq!(interval["fired"], patches as u64, "interval {q}");
+        let samples = interval["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), strongest.len().min(2), "interval {q}");
+        for sample in samples {
+            let img = sample["img"].as_u64().unwrap() as usize;
+            let &(_, patch, value) = strongest.iter().find(|s| s.0 == img).unwrap();
+            close(&sample["value"], &[value]);
+            assert_eq!(sample["token"], json!(1 + patch), "interval {q}");
+        }
+        if q == 0 {
+            in_lowest = samples.len();
+        }
+    }
+    assert_eq!(in_lowest, 2, "the lowest interval's 15 patches show images");
+}
+
 /// Whether `found` (a number or a list of them) holds `expected`, to the
 /// four significant digits contexts keep.
 fn close(found: &Value, expected: &[f32]) {

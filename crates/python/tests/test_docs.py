@@ -32,14 +32,16 @@ def test_the_stubs_name_exactly_what_the_native_module_exports():
 
 def test_the_python_lines_of_the_readme_tours_run(tmp_path, monkeypatch):
     """The README's Python snippets, run where its console examples run:
-    the repository's tests/data beside the files those examples make
-    (minilm.embd, w.safetensors)."""
+    the repository's tests/data beside the files those examples make in
+    target/tour/ (minilm.embd, w.safetensors)."""
     import modelbin
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "data").symlink_to(REPO / "tests" / "data")
-    modelbin.convert(MINILM_DIR, tmp_path / "minilm.embd", progress=False)
-    modelbin.convert(REPO / "tests" / "data" / "worked-example.bt", tmp_path / "w.safetensors",
+    tour = tmp_path / "target" / "tour"
+    tour.mkdir(parents=True)
+    modelbin.convert(MINILM_DIR, tour / "minilm.embd", progress=False)
+    modelbin.convert(REPO / "tests" / "data" / "worked-example.bt", tour / "w.safetensors",
                      progress=False)
     monkeypatch.chdir(tmp_path)
     text = (REPO / "README.md").read_text(encoding="utf-8")

@@ -176,8 +176,20 @@ def test_the_page_in_a_real_browser(tllm_run, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.open(tllm_run["html"].as_uri())
     browser.screenshot(SHOTS / "index.png")
-    # The index lists every latent, mid-density first.
+    # The index lists every latent, mid-density first, under a header
+    # naming its columns.
     assert rows(browser) == [f["latent"] for f in found]
+    head = browser.evaluate(
+        "Array.from(document.querySelectorAll('#index-head span')).map(s => s.textContent)")
+    assert head == ["latent", "density", "max", "band", "top tokens"]
+    # Each header cell sits above its column.
+    columns = browser.evaluate(
+        "(() => { const box = (e) => e.getBoundingClientRect();"
+        " const head = Array.from(document.querySelectorAll('#index-head span')).map(box);"
+        " const row = Array.from(document.querySelector('#rows a').children).map(box);"
+        " return head.map((h, i) => [h.left, h.bottom, row[i].left, row[i].top]); })()")
+    for head_left, head_bottom, left, top in columns:
+        assert abs(head_left - left) < 2 and head_bottom <= top + 1
     # Sorting reorders it.
     browser.evaluate("const s = document.getElementById('sort'); s.value = 'index';"
                      "s.dispatchEvent(new Event('change'))")
@@ -232,6 +244,33 @@ def test_the_page_in_a_real_browser(tllm_run, browser):
     assert all(": " in title for title in view["shaded"])
     assert view["effects"] == 2 * 2 * 8
     browser.screenshot(SHOTS / "latent.png")
+    # A latent whose strongest input sits on a space: the outlined token
+    # of every context is shown by itself (a space as ␣), never blank, and
+    # each interval says how many inputs it counts and how many it shows.
+    spaced = next(f for f in found if any(c["tokens"][c["at"]] == " " for c in f["top"]))
+    for f in (latent, spaced):
+        browser.evaluate(f"location.hash = '#latent-{f['latent']}'")
+        shown = f["top"] + [c for q in reversed(f["quantiles"]) for c in q["samples"]]
+        hits = browser.evaluate(
+            "Array.from(document.querySelectorAll('#latent .tok.hit')).map(t => t.textContent)")
+        assert hits == [c["tokens"][c["at"]].replace(" ", "␣") or "∅" for c in shown]
+        assert all(h.strip() for h in hits)
+        headings = browser.evaluate(
+            "Array.from(document.querySelectorAll('#latent h4')).map(h => h.textContent)")
+        assert len(headings) == len(f["quantiles"])
+        for heading, q in zip(headings, reversed(f["quantiles"])):
+            assert f"]: {q['fired']} input{'' if q['fired'] == 1 else 's'}, " in heading
+            assert heading.endswith(f"; {len(q['samples'])} shown")
+            assert (q["fired"] > 0) == (len(q["samples"]) > 0)
+    assert "␣" in hits
+    # The index's preview shows tokens by themselves too: every latent's
+    # preview names its tokens, none blank.
+    previews = browser.evaluate(
+        "Array.from(document.querySelectorAll('#rows a .prev')).map(p => p.textContent)")
+    assert all(p.strip() for preview in previews if preview for p in preview.split(" · "))
+    preview = browser.evaluate(
+        f"document.querySelector('#rows a[data-latent=\"{spaced['latent']}\"] .prev').textContent")
+    assert "␣" in preview and all(p.strip() for p in preview.split(" · "))
     assert browser.errors() == []
 
 
@@ -327,8 +366,24 @@ def test_image_features_are_the_codes_numpy_computes(image_run):
             assert image["grid"] == [GRID, GRID]
             assert image["path"] == image_run["entries"][c["img"]]["path"]
             np.testing.assert_allclose(image["acts"], codes[c["img"], :, j], rtol=5e-4)
+        for c in f["top"]:
             assert c["value"] == pytest.approx(per_image[c["img"]], rel=5e-4)
             assert c["token"] == 1 + int(np.argmax(codes[c["img"], :, j]))
+        if not len(fired):
+            continue
+        # Intervals count patches; each shows images with a patch in it
+        # (up to --samples 2), each by its strongest patch there, so an
+        # interval of weak patches of images strong elsewhere shows them.
+        column = codes[:, :, j].astype(np.float32)
+        bins = np.minimum((column / np.float32(f["max"]) * np.float32(3)).astype(int), 2)
+        for q, interval in enumerate(f["quantiles"]):
+            inside = (column > 0) & (bins == q)
+            assert interval["fired"] == inside.sum()
+            assert len(interval["samples"]) == min(2, inside.any(axis=1).sum())
+            for c in interval["samples"]:
+                there = np.where(inside[c["img"]], column[c["img"]], -np.inf)
+                assert c["value"] == pytest.approx(there.max(), rel=5e-4)
+                assert c["token"] == 1 + int(np.argmax(there))
     # Latent 0 reads dimension 0: its strongest patch is each image's
     # bright square, its top images the brightest.
     latent0 = next(f for f in found if f["latent"] == 0)
@@ -367,6 +422,12 @@ def test_the_image_page_in_a_real_browser(image_run, browser, tmp_path):
         assert len(cells) == GRID * GRID
         np.testing.assert_allclose(cells, c["image"]["acts"], rtol=2e-3)
     assert view["title"].startswith("patch (0, 0): ")
+    headings = browser.evaluate(
+        "Array.from(document.querySelectorAll('#latent h4')).map(h => h.textContent)")
+    for heading, q in zip(headings, reversed(latent["quantiles"]), strict=True):
+        n = len(q["samples"])
+        assert f"]: {q['fired']} {'patch' if q['fired'] == 1 else 'patches'}, " in heading
+        assert heading.endswith(f"; {n} {'image' if n == 1 else 'images'} shown")
     browser.screenshot(SHOTS / "images.png")
     assert browser.errors() == []
     # A notebook cell draws the same pictures.

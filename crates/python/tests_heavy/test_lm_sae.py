@@ -33,12 +33,31 @@ WINDOW = 16
 CE_WINDOWS = 6
 
 
+# Format characters that print a glyph (prepended concatenation marks):
+# the pages leave them as they are.
+PRINTING_FORMAT = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2")
+# Characters of other categories that render blank.
+BLANK = set("\u034f\u115f\u1160\u2800\u3164\uffa0")
+
+
 def visible(text: str) -> str:
-    """`text` as the pages show it: line breaks as ⏎, other control
-    characters escaped as Rust's `char::escape_default` escapes them."""
-    escapes = {"\t": "\\t", "\r": "\\r"}
-    return "".join("⏎" if c == "\n" else escapes.get(c, f"\\u{{{ord(c):x}}}")
-                   if unicodedata.category(c) == "Cc" else c for c in text)
+    """`text` as the pages show it (docs/sae.md#features): a line break as
+    ⏎, a tab as ⇥, any other control, format, separator or blank character
+    but the space as its code point, `\\u{a0}`."""
+    def shown(c):
+        if c in "\n\t":
+            return "⏎" if c == "\n" else "⇥"
+        category = unicodedata.category(c)
+        if c != " " and (category in ("Cc", "Zs", "Zl", "Zp") or c in BLANK
+                         or category == "Cf" and c not in PRINTING_FORMAT):
+            return f"\\u{{{ord(c):x}}}"
+        return c
+    return "".join(map(shown, text))
+
+
+def alone(text: str) -> str:
+    """A token shown by itself: visible, spaces as ␣, no text as ∅."""
+    return visible(text).replace(" ", "␣") or "∅"
 
 
 @pytest.mark.parametrize("family, site", [("gpt2", "resid_post"), ("llama", "mlp_out")])
@@ -142,7 +161,7 @@ def test_lm_feature_pages_read_as_the_tokenizer_decodes_and_list_w_dec_through_w
             assert [e["id"] for e in listed] == [int(i) for i in order[:len(listed)]], key
             for entry in listed:
                 assert entry["value"] == pytest.approx(effects[entry["id"]], abs=1e-4)
-                assert entry["token"] == visible(hf.decode([entry["id"]]))
+                assert entry["token"] == alone(hf.decode([entry["id"]]))
     assert shown > 0
     page = (tmp_path / "page.html").read_text()
     assert "Ġ" not in page

@@ -38,7 +38,7 @@ pub use images::{
 pub use metadata::{KEYS, Layout, Metadata, dumps, float_repr};
 pub use read::{
     Batch, Dataset, Example, LayerChoice, LayerStats, Loader, LoaderOptions, Patches, TOKENS_FILE,
-    TokenIds, TokenText, Unit, VOCAB_FILE, View, datasets_in, open, visible,
+    TokenIds, TokenText, Unit, VOCAB_FILE, View, alone, datasets_in, open, visible,
 };
 pub use summary::SaevSummary;
 pub use union::{UNION_FILE, Union, UnionSummary, UnionView, write_union};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use stats::LayerStats;
-pub use token_text::{TokenText, visible};
+pub use token_text::{TokenText, alone, visible};
 pub use tokens::{TOKENS_FILE, TokenIds, VOCAB_FILE};
 
 /// What one example of a dataset (the format's "image") is, so that

@@ -265,15 +265,76 @@ fn byte_level_bytes(token: &str) -> Vec<u8> {
     bytes
 }
 
-/// `text` with line breaks shown as ⏎ and control characters escaped.
+/// `text` as the feature pages and the text output show a token's text,
+/// every character that would print as nothing or as blank space, other
+/// than the space itself, made visible: a line break as `⏎`, a tab as `⇥`,
+/// and any other control character, format character (zero-width spaces
+/// and joiners, the byte-order mark, direction marks, the soft hyphen) or
+/// space other than U+0020 (the no-break space, the en, em and
+/// ideographic spaces, …) as its code point, `\u{a0}`. Spaces stay, so
+/// tokens laid end to end read as the text; a token shown by itself goes
+/// through [`alone`] as well. Marks that print as glyphs (SentencePiece's
+/// `▁`, GPT-2's `Ġ`) are left as they are.
 pub fn visible(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| match c {
-            '\n' => vec!['⏎'],
-            c if c.is_control() => c.escape_default().collect(),
-            c => vec![c],
-        })
-        .collect()
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => shown.push('⏎'),
+            '\t' => shown.push('⇥'),
+            c if invisible(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => shown.push(c),
+        }
+    }
+    shown
+}
+
+/// A token's text shown by itself (the token an input sits on, a latent's
+/// line in the index, the tokens of its decoder effects): [`visible`], each
+/// space as `␣`, and a token with no text of its own (a later byte of a
+/// character of several bytes, which the character's first byte shows) as
+/// `∅`, so that no token shown by itself is blank.
+pub fn alone(text: &str) -> String {
+    match text {
+        "" => "∅".to_owned(),
+        text => visible(text).replace(' ', "␣"),
+    }
+}
+
+/// Whether `c` prints as nothing or as blank space without being the
+/// space: control characters (Unicode's Cc), the format characters (Cf)
+/// that print nothing, line and paragraph separators (Zl, Zp), spaces
+/// other than U+0020 (Zs), and the characters that render blank (the
+/// combining grapheme joiner, Hangul fillers, the braille blank). Listed
+/// by hand because the standard library has no general categories; the
+/// list follows Unicode 16.
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{a0}'
+                | '\u{ad}'
+                | '\u{34f}'
+                | '\u{61c}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{1680}'
+                | '\u{180e}'
+                | '\u{2000}'..='\u{200f}'
+                | '\u{2028}'..='\u{202f}'
+                | '\u{205f}'..='\u{206f}'
+                | '\u{2800}'
+                | '\u{3000}'
+                | '\u{3164}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{110bd}'
+                | '\u{110cd}'
+                | '\u{13430}'..='\u{1343f}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
 }
 
 #[cfg(test)]
@@ -299,5 +360,26 @@ mod tests {
             .collect();
         let tokens: Vec<Option<&[u8]>> = tokens.iter().map(|t| Some(t.as_slice())).collect();
         assert_eq!(token_pieces(&tokens), ["Hello", " wor", "ld⏎", "é", ""]);
+    }
+
+    #[test]
+    fn blank_and_invisible_characters_are_shown() {
+        assert_eq!(visible("a b\n\tc\r"), "a b⏎⇥c\\u{d}");
+        assert_eq!(
+            visible("\u{a0}\u{200b}\u{200d}\u{feff}\u{1b}\u{3000}\u{ad}"),
+            "\\u{a0}\\u{200b}\\u{200d}\\u{feff}\\u{1b}\\u{3000}\\u{ad}"
+        );
+        // Marks that print are left as they are.
+        assert_eq!(visible("▁the Ġx _ é"), "▁the Ġx _ é");
+        // Alone, a token of spaces is never blank.
+        assert_eq!(alone(" "), "␣");
+        assert_eq!(alone(" the"), "␣the");
+        assert_eq!(alone("\t"), "⇥");
+        assert_eq!(alone("_"), "_");
+        assert_eq!(alone(""), "∅");
+        // Bytes recorded one per token: a tab, a no-break space (two
+        // bytes) and a zero-width space (three), each on its first byte.
+        let ids: Vec<u32> = "\t\u{a0}\u{200b}".bytes().map(u32::from).collect();
+        assert_eq!(byte_pieces(&ids), ["⇥", "\\u{a0}", "", "\\u{200b}", "", ""]);
     }
 }

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use modelbin_format::saev::{Dataset, visible};
+use modelbin_format::saev::{Dataset, alone};
 use modelbin_format::tllm::{self, ModelTensor};
 use modelbin_tokenize::HfTokenizer;
 
@@ -36,8 +36,11 @@ const CHUNK: usize = 256;
 pub struct TokenEffect {
     /// The token's id.
     pub id: u32,
-    /// Its text (a byte shown as itself or `\xNN`; a word piece as in the
-    /// vocabulary; a language model's token as its tokenizer decodes it).
+    /// Its text as a token shown by itself
+    /// ([`modelbin_format::saev::alone`]: spaces as `␣`, line breaks as
+    /// `⏎`): a byte of a TLLM vocabulary past ASCII as `\xNN`, a word
+    /// piece as in the vocabulary, a language model's token as its
+    /// tokenizer decodes it.
     pub token: String,
     /// The logit added (TLLM, language model) or the cosine (BERT).
     pub value: f32,
@@ -66,7 +69,7 @@ pub enum Effects {
 pub struct DecoderEffects {
     kind: Kind,
     width: usize,
-    /// Each token's text.
+    /// Each token's text, shown by itself ([`alone`]).
     names: Vec<String>,
 }
 
@@ -98,7 +101,7 @@ impl DecoderEffects {
             let names = (0..lm.config().vocab_size as u32)
                 .map(|id| {
                     let bytes = tokenizer.decode_bytes(&[id]).unwrap_or_default();
-                    visible(&String::from_utf8_lossy(&bytes))
+                    alone(&String::from_utf8_lossy(&bytes))
                 })
                 .collect();
             return Ok(DecoderEffects {
@@ -128,13 +131,7 @@ impl DecoderEffects {
         let width = embedder.config().hidden_size;
         let embeddings = embedder.encoder().word_embeddings();
         let names: Vec<String> = (0..embeddings.len() / width.max(1))
-            .map(|id| {
-                embedder
-                    .tokenizer()
-                    .token(id as u32)
-                    .unwrap_or("[?]")
-                    .to_owned()
-            })
+            .map(|id| alone(embedder.tokenizer().token(id as u32).unwrap_or("[?]")))
             .collect();
         Ok(DecoderEffects {
             kind: Kind::Nearest {
@@ -237,11 +234,12 @@ fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
 
-/// The text of byte token `id`: the character for ASCII, `\xNN` for the
-/// other bytes (a byte alone is not a character), `[id]` past 255.
+/// The text of byte token `id`: the character for ASCII, shown by itself
+/// ([`alone`]), `\xNN` for the other bytes (a byte alone is not a
+/// character), `[id]` past 255.
 fn byte_name(id: u32) -> String {
     match u8::try_from(id) {
-        Ok(byte) if byte.is_ascii() => visible(&char::from(byte).to_string()),
+        Ok(byte) if byte.is_ascii() => alone(&char::from(byte).to_string()),
         Ok(byte) => format!("\\x{byte:02x}"),
         Err(_) => format!("[{id}]"),
     }
@@ -261,6 +259,8 @@ mod tests {
         assert_eq!(extremes(&values[..3], |a, b| a.total_cmp(&b)), [2, 0, 1]);
         assert_eq!(byte_name(b'a'.into()), "a");
         assert_eq!(byte_name(b'\n'.into()), "⏎");
+        assert_eq!(byte_name(b' '.into()), "␣");
+        assert_eq!(byte_name(b'\t'.into()), "⇥");
         assert_eq!(byte_name(0xe9), "\\xe9");
         assert_eq!(byte_name(300), "[300]");
     }

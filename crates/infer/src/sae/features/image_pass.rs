@@ -18,8 +18,8 @@ struct Gathered<'a> {
     latents: &'a mut [Feature],
     quantiles: usize,
     samples: usize,
-    /// Per latent (slot), per interval: inputs in it and the images whose
-    /// strongest input lies in it with the smallest hashes.
+    /// Per latent (slot), per interval: inputs in it and, of the images
+    /// with an input in it, those with the smallest hashes.
     intervals: Vec<Vec<(u64, Vec<Kept>)>>,
     /// The strongest images, (image, slot, rank), by image.
     wanted: Vec<(u64, u32, usize)>,
@@ -135,29 +135,43 @@ pub(super) fn second_pass(
 
 impl Gathered<'_> {
     /// Counts image `img`'s `firings` (sorted here by latent) and keeps
-    /// the image for each latent that shows it.
+    /// the image for each latent that shows it: among its top images, and
+    /// as a sample of every interval it has an input in, shown there by its
+    /// strongest input in that interval. An interval counts inputs
+    /// (patches) and samples images, so an image is offered to each
+    /// interval its patches fall in, not only to its strongest patch's:
+    /// else an interval of many patches, all in images with a stronger
+    /// patch elsewhere, would count them and show none.
     fn image(&mut self, img: u64, firings: &mut [(u32, u32, f32)], rows: &Rows, images: &Images) {
+        let quantiles = self.quantiles;
         firings.sort_unstable_by_key(|f| (f.0, f.1));
+        // Per interval, this image's strongest input in it.
+        let mut in_interval: Vec<Option<(u32, u32, f32)>> = vec![None; quantiles];
         for group in firings.chunk_by(|a, b| a.0 == b.0) {
             let slot = group[0].0;
             let feature = &mut self.latents[slot as usize];
             let bin = |value: f32, n: usize| ((value / feature.max * n as f32) as usize).min(n - 1);
+            in_interval.fill(None);
             let mut strongest = group[0];
             for &firing in group {
                 feature.histogram[bin(firing.2, HISTOGRAM_BINS)] += 1;
-                self.intervals[slot as usize][bin(firing.2, self.quantiles)].0 += 1;
+                let q = bin(firing.2, quantiles);
+                self.intervals[slot as usize][q].0 += 1;
                 // The first row among equals.
+                if in_interval[q].is_none_or(|best| firing.2 > best.2) {
+                    in_interval[q] = Some(firing);
+                }
                 if firing.2 > strongest.2 {
                     strongest = firing;
                 }
             }
-            let context = || {
+            let context = |shown: (u32, u32, f32)| {
                 let (grid, cls) = shading(group, rows);
                 Context {
-                    value: strongest.2,
+                    value: shown.2,
                     img,
                     layer: rows.layer,
-                    token: rows.token(strongest.1 as usize),
+                    token: rows.token(shown.1 as usize),
                     text: None,
                     image: Some(ImageActs {
                         path: images.entries[img as usize].path.clone(),
@@ -167,19 +181,24 @@ impl Gathered<'_> {
                     }),
                 }
             };
-            let interval = &mut self.intervals[slot as usize][bin(strongest.2, self.quantiles)].1;
-            let hash = mix(img, feature.latent as u64);
-            let full = interval.len() >= self.samples;
-            if self.samples > 0 && !(full && interval.last().is_some_and(|k| k.0 <= hash)) {
-                let at = interval.partition_point(|k| k.0 <= hash);
-                interval.insert(at, (hash, img, context()));
-                interval.truncate(self.samples);
+            for (q, shown) in in_interval.iter().enumerate() {
+                let Some(shown) = *shown else { continue };
+                let interval = &mut self.intervals[slot as usize][q].1;
+                // A hash of the image and the interval, so that an image
+                // drawn for one interval is not thereby drawn for all.
+                let hash = mix(img * quantiles as u64 + q as u64, feature.latent as u64);
+                let full = interval.len() >= self.samples;
+                if self.samples > 0 && !(full && interval.last().is_some_and(|k| k.0 <= hash)) {
+                    let at = interval.partition_point(|k| k.0 <= hash);
+                    interval.insert(at, (hash, img, context(shown)));
+                    interval.truncate(self.samples);
+                }
             }
             while let Some(&(wanted, wanted_slot, rank)) = self.wanted.get(self.next_wanted)
                 && (wanted, wanted_slot) <= (img, slot)
             {
                 if (wanted, wanted_slot) == (img, slot) {
-                    self.top[slot as usize][rank] = Some(context());
+                    self.top[slot as usize][rank] = Some(context(strongest));
                 }
                 self.next_wanted += 1;
             }

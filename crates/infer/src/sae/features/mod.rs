@@ -28,7 +28,7 @@ pub use effects::{DecoderEffects, Effects, TokenEffect};
 pub use page::{html_page, latent_page};
 pub use thumbnails::{ModelView, THUMBNAIL_SIDE, Thumbnail, Thumbnails, model_view};
 
-use modelbin_format::saev::VisionInfo;
+use modelbin_format::saev::{VisionInfo, alone};
 
 use super::Sae;
 use super::view::View;
@@ -167,6 +167,36 @@ pub struct Context {
     pub image: Option<ImageActs>,
 }
 
+impl Context {
+    /// The input as one line of text: its text with the token it sits on
+    /// in brackets, shown by itself ([`alone`]: `[␣]` for a space, `[∅]`
+    /// for a later byte of a character);
+    /// without text, its image (file name) and token, or its coordinates.
+    /// Token texts are already visible ([`modelbin_format::saev::visible`]).
+    pub fn line(&self) -> String {
+        match (&self.text, &self.image) {
+            (Some(text), _) => format!(
+                "{}[{}]{}",
+                text.tokens[..text.at].concat(),
+                alone(&text.tokens[text.at]),
+                text.tokens[text.at + 1..].concat()
+            ),
+            (None, Some(image)) => format!(
+                "image {} ({}), token {}",
+                self.img,
+                std::path::Path::new(&image.path)
+                    .file_name()
+                    .map_or_else(|| image.path.clone().into(), |n| n.to_string_lossy()),
+                self.token
+            ),
+            (None, None) => format!(
+                "image {}, layer {}, token {}",
+                self.img, self.layer, self.token
+            ),
+        }
+    }
+}
+
 /// An image a latent fires on, with its activation on each patch: what a
 /// heat map over the image shows.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -192,10 +222,14 @@ pub struct Quantile {
     pub low: f32,
     /// Its upper end (included).
     pub high: f32,
-    /// How many inputs the latent fires on in it.
+    /// How many inputs the latent fires on in it (patches, for an image
+    /// dataset).
     pub fired: u64,
     /// Inputs drawn from it without bias (by a hash of their position), in
-    /// the order of the view.
+    /// the order of the view: `samples` of them, or every one when it has
+    /// fewer. For an image dataset, images with an input in it, each shown
+    /// by its strongest input there, as many as there are such images up
+    /// to `samples`.
     pub samples: Vec<Context>,
 }
 
@@ -415,6 +449,32 @@ mod tests {
         latents.sort_by(Feature::browsing_order);
         let order: Vec<usize> = latents.iter().map(|f| f.latent).collect();
         assert_eq!(order, [3, 5, 2, 4, 0, 6, 1]);
+    }
+
+    #[test]
+    fn a_context_line_shows_the_token_it_sits_on_by_itself() {
+        let context = |tokens: &[&str], at| Context {
+            value: 1.0,
+            img: 3,
+            layer: -1,
+            token: 5,
+            text: Some(Shaded {
+                tokens: tokens.iter().map(|t| t.to_string()).collect(),
+                acts: vec![0.0; tokens.len()],
+                at,
+            }),
+            image: None,
+        };
+        assert_eq!(context(&["a", " ", "b"], 1).line(), "a[␣]b");
+        assert_eq!(context(&["a", "⇥", "b"], 1).line(), "a[⇥]b");
+        assert_eq!(context(&["x", " the", " end"], 1).line(), "x[␣the] end");
+        assert_eq!(context(&["_", "a"], 0).line(), "[_]a");
+        assert_eq!(context(&["é", "", "a"], 1).line(), "é[∅]a");
+        let coordinates = Context {
+            text: None,
+            ..context(&[], 0)
+        };
+        assert_eq!(coordinates.line(), "image 3, layer -1, token 5");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use modelbin_format::saev::alone;
 use serde_json::{Value, json};
 
 use super::{Features, Thumbnails};
@@ -189,15 +190,12 @@ fn effect_lists(feature: &Value) -> [&Value; 3] {
     ]
 }
 
-/// The distinct tokens a latent's strongest inputs sit on, spaces shown,
-/// joined for its line in the index.
+/// The distinct tokens a latent's strongest inputs sit on, each shown by
+/// itself ([`alone`]: spaces as `␣`), joined for its line in the index.
 fn preview(feature: &Value) -> String {
     let mut preview: Vec<String> = Vec::new();
     for token in list(&feature["top"]).filter_map(hit) {
-        let shown = match token.trim() {
-            "" => token.replace(' ', "␣"),
-            trimmed => trimmed.to_owned(),
-        };
+        let shown = alone(token);
         if preview.len() < 5 && !preview.contains(&shown) {
             preview.push(shown);
         }

@@ -21,9 +21,12 @@
     ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   const pct = (d) => d === 0 ? "0%" : d >= 0.01 ? (100 * d).toFixed(2) + "%" :
     (100 * d).toPrecision(2) + "%";
+  const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
   const num = (v) => v === 0 ? "0" : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(3);
-  // A token shown alone: spaces made visible (as the index's preview).
-  const alone = (t) => t.replace(/ /g, "␣");
+  // A token shown by itself (the token an input sits on, a hover title):
+  // its spaces as ␣ and no text as ∅, what the library's `alone` adds to
+  // the text it already made visible (modelbin_format::saev::alone).
+  const alone = (t) => t === "" ? "∅" : t.replace(/ /g, "␣");
 
   // The images the page shows (null for a text dataset): the patch grid,
   // the model's patch and input size, whether contexts hold a grid, and
@@ -72,7 +75,7 @@
 
   // The index: one link per latent, built once; sorting moves them and
   // filtering hides them.
-  const index = $("index");
+  const index = $("rows");
   index.innerHTML = latents.map((f) =>
     `<a href="#latent-${f.latent}" data-latent="${f.latent}">` +
     `<span class="idx">#${f.latent}</span>` +
@@ -195,14 +198,14 @@
       const alpha = f.max > 0 ? Math.min(1, a / f.max) : 0;
       const style = a > 0 ? ` style="background:rgba(242,142,43,${alpha.toFixed(3)})"` : "";
       return `<span class="tok${i === c.at ? " hit" : ""}"${style} ` +
-        `title="${esc(alone(t))}: ${num(a)}">${esc(t)}</span>`;
+        `title="${esc(alone(t))}: ${num(a)}">${esc(i === c.at ? alone(t) : t)}</span>`;
     }).join("");
     return `<div class="ctx"><span class="val">${num(c.value)}</span><span class="text">${tokens}</span></div>`;
   }
 
   function effects(e) {
     const table = (title, list, cls) => `<table><caption class="${cls}">${title}</caption>` +
-      list.map((t) => `<tr><td>${esc(alone(t.token))}</td><td class="v">${num(t.value)}</td></tr>`).join("") +
+      list.map((t) => `<tr><td>${esc(t.token)}</td><td class="v">${num(t.value)}</td></tr>`).join("") +
       "</table>";
     if (e.logits) {
       return "<h3>Direct effect on the next token</h3><div class=\"effects\">" +
@@ -239,7 +242,11 @@
       parts.push("<h3>Sampled from intervals of the activation range</h3>");
       for (const q of f.quantiles.slice().reverse()) {
         const share = f.fired ? (100 * q.fired / f.fired).toFixed(1) : "0";
-        parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${q.fired} inputs, ${share}%</h4>`,
+        // An image dataset counts patches and shows images, each by its
+        // strongest patch in the interval.
+        const counted = pictures ? count(q.fired, "patch", "patches") : count(q.fired, "input", "inputs");
+        const sampled = pictures ? count(q.samples.length, "image", "images") : q.samples.length;
+        parts.push(`<h4>(${num(q.low)}, ${num(q.high)}]: ${counted}, ${share}%; ${sampled} shown</h4>`,
           ...shown(q.samples));
       }
     }
