@@ -307,10 +307,14 @@ def test_a_killed_recorder_leaves_no_partial_slice_and_a_rerun_records_the_rest(
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     lines = again.stdout.splitlines()
-    assert sorted(int(line.split()[1].rstrip(":")) for line in lines
-                  if "already recorded" in line) == done
-    assert sorted(int(line.split()[1].rstrip(":")) for line in lines
-                  if "recorded in" in line) == missing
+    already = sorted(int(line.split()[1].rstrip(":")) for line in lines
+                     if "already recorded" in line)
+    recorded = sorted(int(line.split()[1].rstrip(":")) for line in lines
+                      if "recorded in" in line)
+    # The other recorder may finish its slice after the failed run wrote
+    # slices.json: that slice is then complete on disk, and found so.
+    assert set(done) <= set(already) and set(recorded) <= set(missing)
+    assert recorded and sorted(already + recorded) == list(range(6))
     union = lines[-1]
     assert union == str(root / "union.json")
     plan = json.loads((root / "slices.json").read_text())
