@@ -74,7 +74,7 @@ const X_BLOCK_FLOATS: usize = 1 << 18;
 /// panels' slice (96 KB for two panels) in L1. 768 steps make GPT-2's
 /// and ViT-B's 768-wide products one pass and MiniLM's 1,536-wide two.
 /// Measured against 256 in the same runs (2 threads, AVX-512): GPT-2
-/// small activations 1,282 against 1,077 tok/s (median of 4), MiniLM
+/// small activations 1,282 against 1,072 tok/s (median of 4), MiniLM
 /// `encode(batch_size=32)` 336–340 against 298–313 sentences/s.
 const K_BLOCK: usize = 768;
 /// Values in the largest tile, rows of its width.
