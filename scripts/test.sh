@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: a venv under target/py with the tests' Python oracles
+# The test command: cmake and nasm for the libjpeg-turbo build
+# (scripts/build-tools.sh); a venv under target/py with the tests' Python oracles
 # (numpy for the reference forward passes, tiktoken, safetensors, ...),
 # first on PATH so every test's `python3` is the venv's; the real test
 # models (cached under target/); every test of the workspace; then the
@@ -20,6 +21,7 @@ fi
 "$venv/bin/python" -m pip install --quiet -r crates/python/requirements-test.txt
 export PATH="$PWD/$venv/bin:$PATH"
 
+scripts/build-tools.sh
 scripts/fetch-test-data.sh
 # The Rust tests whose oracle is transformers or HF tokenizers run it from
 # the heavy venv, made (once) before them.

@@ -188,6 +188,41 @@ fn empty_and_foreign_bytes_are_refused() {
     assert!(matches!(e, ImageError::Unsupported(_)), "{e:?}");
 }
 
+/// A JPEG of `components` (1, 3 or 4) whose frame header declares
+/// `width`×`height` pixels, with one empty scan: refused or not before any
+/// pixel is decoded.
+fn jpeg_header_only(width: u16, height: u16, components: u8) -> Vec<u8> {
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xC0, 0, 8 + 3 * components, 8];
+    jpeg.extend_from_slice(&height.to_be_bytes());
+    jpeg.extend_from_slice(&width.to_be_bytes());
+    jpeg.push(components);
+    for id in 1..=components {
+        jpeg.extend_from_slice(&[id, 0x11, 0]);
+    }
+    jpeg.extend_from_slice(&[0xFF, 0xDA, 0, 6 + 2 * components, components]);
+    for id in 1..=components {
+        jpeg.extend_from_slice(&[id, 0]);
+    }
+    jpeg.extend_from_slice(&[0, 63, 0, 0xFF, 0xD9]);
+    jpeg
+}
+
+#[test]
+fn huge_jpeg_headers_are_refused_before_decoding() {
+    let processor = ImageProcessor::from_json(DINOV2).unwrap();
+    // Above the side limit.
+    let e = image_error(processor.pixel_values(&jpeg_header_only(20_000, 10, 3)));
+    assert!(matches!(e, ImageError::TooLarge(_)), "{e:?}");
+    // Within it, but 10000² RGB pixels (300 MB) exceed the byte budget, and
+    // so do 8500² CMYK pixels, which RGB ones of that size would not.
+    let e = image_error(processor.pixel_values(&jpeg_header_only(10_000, 10_000, 3)));
+    assert!(matches!(e, ImageError::TooLarge(_)), "{e:?}");
+    let e = image_error(processor.pixel_values(&jpeg_header_only(8_500, 8_500, 4)));
+    assert!(matches!(e, ImageError::TooLarge(_)), "{e:?}");
+    let e = image_error(processor.pixel_values(&jpeg_header_only(8_500, 8_500, 3)));
+    assert!(matches!(e, ImageError::Decode(_)), "{e:?}");
+}
+
 #[test]
 fn huge_headers_are_refused_before_decoding() {
     let processor = ImageProcessor::from_json(DINOV2).unwrap();

@@ -2,9 +2,9 @@
 (the PIL ones, and what AutoImageProcessor loads from the same directory):
 the configuration is the file their save_pretrained writes, the images
 scikit-image's sample files plus made ones (EXIF-rotated JPEG, 16-bit and
-RGBA PNGs, an odd aspect ratio, one smaller than the crop). transformers is
-given ImageOps.exif_transpose(Image.open(path)), as its load_image turns
-images upright."""
+RGBA PNGs, an odd aspect ratio, one smaller than the crop). transformers is given
+ImageOps.exif_transpose(Image.open(path)), as its load_image turns images
+upright. JPEGs of every kind PIL writes decode to PIL's pixels."""
 
 import struct
 import zlib
@@ -21,9 +21,6 @@ from transformers import (
 )
 
 from modelbin.vision import ImageProcessor
-
-# The issue's bound before normalization: 2/255 per pixel.
-TOLERANCE = 2 / 255
 
 SAMPLES = ["astronaut.png", "chelsea.png", "rocket.jpg", "camera.png", "logo.png", "text.png"]
 
@@ -127,17 +124,9 @@ def test_pixel_values_equal_transformers(family, images):
             family, images).items():
         assert ours.shape == want.shape
         worst[image] = round(float(np.abs(ours - want).max()) * 255, 2)
-        if image.endswith(".png"):
-            # Lossless input: the same pixels as PIL, to the last bit.
-            np.testing.assert_array_equal(ours, want, err_msg=f"{name} {image}")
-        else:
-            # JPEG: the image crate's decoder (zune-jpeg) and PIL's
-            # (libjpeg-turbo) round their IDCT and chroma upsampling
-            # differently, by up to 4/255 on a pixel; the strict xfail below
-            # holds the issue's bound.
-            assert np.abs(ours - want).max() <= 4 / 255 + 1e-6, (name, image)
-        np.testing.assert_allclose(ours_normalized, want_normalized, rtol=0,
-                                   atol=(np.abs(ours - want) / std).max() + 1e-5,
+        # PNGs and JPEGs alike: the same pixels as PIL, to the last bit.
+        np.testing.assert_array_equal(ours, want, err_msg=f"{name} {image}")
+        np.testing.assert_allclose(ours_normalized, want_normalized, rtol=0, atol=1e-5,
                                    err_msg=f"{name} {image}")
         # AutoImageProcessor's default is the torchvision processor when
         # torchvision is installed (the heavy test venv has it for saev), whose
@@ -145,16 +134,45 @@ def test_pixel_values_equal_transformers(family, images):
         # beyond the decoders' gap.
         np.testing.assert_allclose(
             ours_normalized, auto, rtol=0,
-            atol=(np.abs(ours - want).max() + 2 / 255) / std.min() + 1e-5,
+            atol=2 / 255 / std.min() + 1e-5,
             err_msg=f"{name} {image} ({type(AutoImageProcessor.from_pretrained(family[2])).__name__})")
     print(f"\n{name}: max |ours - transformers| per image, in 1/255: {worst}")
 
 
-@pytest.mark.xfail(strict=True, reason="JPEG decoders differ (zune-jpeg vs libjpeg-turbo) by up to 4/255")
-def test_jpeg_pixel_values_within_two_levels(family, images):
-    for image, (ours, want, *_) in differences(family, images).items():
-        if image.endswith(".jpg"):
-            assert np.abs(ours - want).max() <= TOLERANCE, image
+def jpeg_kinds(out):
+    """name -> path of a JPEG of each kind PIL writes: baseline and
+    progressive at 4:4:4, 4:2:2 and 4:2:0 chroma subsampling, greyscale,
+    CMYK and quality 100; sides that are not whole MCUs."""
+    photo = Image.open(f"{skimage.data.data_dir}/astronaut.png").resize((333, 251))
+    paths = {}
+    for subsampling, name in [(0, "444"), (1, "422"), (2, "420")]:
+        for progressive in (False, True):
+            path = out / f"{name}{'-progressive' if progressive else ''}.jpg"
+            photo.save(path, quality=87, subsampling=subsampling, progressive=progressive)
+            paths[path.name] = path
+    for name, image, options in [("grey.jpg", photo.convert("L"), {}),
+                                 ("grey-progressive.jpg", photo.convert("L"),
+                                  {"progressive": True}),
+                                 ("cmyk.jpg", photo.convert("CMYK"), {}),
+                                 ("q100.jpg", photo, {"quality": 100})]:
+        image.save(out / name, **{"quality": 90, **options})
+        paths[name] = out / name
+    return paths
+
+
+def test_jpegs_decode_to_pils_pixels(tmp_path, images):
+    """The decoded image itself (no resize, a crop of its own size) equals
+    PIL's exif_transpose(Image.open(path)).convert("RGB")."""
+    paths = jpeg_kinds(tmp_path)
+    paths.update({name: images[name] for name in ("rocket.jpg", "rotated.jpg")})
+    for name, path in paths.items():
+        want = np.asarray(ImageOps.exif_transpose(Image.open(path)).convert("RGB"))
+        height, width = want.shape[:2]
+        directory = tmp_path / f"processor-{name}"
+        BitImageProcessorPil(do_resize=False, do_normalize=False,
+                             crop_size={"height": height, "width": width}).save_pretrained(directory)
+        np.testing.assert_array_equal(ImageProcessor(directory).model_view(str(path)), want,
+                                      err_msg=name)
 
 
 def test_model_view_is_the_rescaled_pixels(family, images):
@@ -182,9 +200,13 @@ def test_each_supported_filter_equals_pil(tmp_path, images, resample):
     theirs = CLIPImageProcessorPil(resample=resample)
     theirs.save_pretrained(tmp_path)
     ours = ImageProcessor(tmp_path)
-    for image in ("chelsea.png", "strip.png"):
-        got = ours.pixel_values([images[image]], normalize=False)[0]
-        want = reference(theirs, images[image], do_normalize=False)
+    # Taller than twice its width: Pillow 13 resamples its columns first.
+    astronaut = Image.open(images["astronaut.png"]).resize((250, 600))
+    astronaut.save(tmp_path / "tall.png")
+    paths = {**images, "tall.png": str(tmp_path / "tall.png")}
+    for image in ("chelsea.png", "strip.png", "tall.png"):
+        got = ours.pixel_values([paths[image]], normalize=False)[0]
+        want = reference(theirs, paths[image], do_normalize=False)
         np.testing.assert_array_equal(got, want, err_msg=f"resample {resample} {image}")
 
 

@@ -1,8 +1,9 @@
 """Recording vision transformers over image files, end to end against the
 real parts: random-initialised DINOv2 (with and without registers), CLIP and
 SigLIP models and their PIL image processors made by transformers, over
-scikit-image's sample images; the recorded vectors equal transformers'
-``hidden_states`` of its own ``pixel_values``, read back by modelbin and by
+scikit-image's sample images (PNGs, and JPEGs of several kinds); the
+recorded vectors equal transformers' ``hidden_states`` of its own
+``pixel_values``, read back by modelbin and by
 saev's own reader (saev 0.1.0's ``activations.Dataset``); the dataset
 verifies, trains an autoencoder, and its feature page draws heat maps over
 the images."""
@@ -65,6 +66,22 @@ def copy_images(out: pathlib.Path) -> list:
     return sorted(out / name for name in PNGS)
 
 
+def make_jpegs(out: pathlib.Path) -> list:
+    """JPEGs as datasets hold them: scikit-image's baseline 4:2:0 photo, a
+    progressive one, a greyscale one and a 4:4:4 one with an EXIF
+    rotation."""
+    out.mkdir()
+    shutil.copy(SAMPLES / "rocket.jpg", out / "rocket.jpg")
+    Image.open(SAMPLES / "chelsea.png").save(out / "chelsea-progressive.jpg", quality=85,
+                                              progressive=True)
+    Image.open(SAMPLES / "camera.png").save(out / "camera-grey.jpg", quality=90)
+    exif = Image.Exif()
+    exif[0x0112] = 8  # orientation: rotate 90° counter-clockwise to view
+    Image.open(SAMPLES / "astronaut.png").save(out / "astronaut-rotated.jpg", quality=95,
+                                                subsampling=0, exif=exif.tobytes())
+    return sorted(out.iterdir())
+
+
 def reference_states(model, processor, files) -> list:
     """transformers' hidden states after each of LAYERS, ``[n, tokens, d]``,
     of its processor's pixel values of ``files``."""
@@ -92,10 +109,12 @@ def worst_relative(ours: np.ndarray, theirs: np.ndarray) -> float:
     return float(np.abs(ours - theirs).max() / np.abs(theirs).max())
 
 
-@pytest.mark.parametrize("family", ["dinov2", "dinov2-registers", "clip", "siglip"])
-def test_recorded_images_equal_transformers_hidden_states(tmp_path, family):
+@pytest.mark.parametrize("family,kind", [("dinov2", "png"), ("dinov2-registers", "png"),
+                                         ("clip", "png"), ("siglip", "png"),
+                                         ("dinov2", "jpeg"), ("clip", "jpeg")])
+def test_recorded_images_equal_transformers_hidden_states(tmp_path, family, kind):
     model, processor = make_model(family, tmp_path / "model")
-    files = copy_images(tmp_path / "images")
+    files = (copy_images if kind == "png" else make_jpegs)(tmp_path / "images")
     path = acts.record(tmp_path / "model", images=[tmp_path / "images"], out=tmp_path / "acts",
                        layers=LAYERS, progress=False)
     registers = 2 if family == "dinov2-registers" else 0

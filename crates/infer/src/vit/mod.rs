@@ -35,6 +35,7 @@
 mod config;
 mod image_files;
 mod interpolate;
+mod jpeg;
 mod model;
 pub mod preprocess;
 pub mod resample;

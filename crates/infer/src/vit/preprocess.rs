@@ -30,6 +30,7 @@ use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits, RgbIma
 use modelbin_format::io::source::{self, JsonCaps};
 use serde_json::{Map, Value};
 
+use super::jpeg;
 use super::resample::{Filter, resize};
 use crate::error::{ImageError, Result};
 
@@ -548,7 +549,8 @@ fn decode_error(e: image::ImageError) -> ImageError {
     }
 }
 
-/// `bytes` decoded (JPEG or PNG only), as RGB, turned upright.
+/// `bytes` decoded (JPEG or PNG only), as RGB, turned upright; JPEGs by
+/// libjpeg-turbo, as PIL decodes them ([`jpeg`]).
 fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
     let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
@@ -566,12 +568,8 @@ fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
             ));
         }
     }
-    // The JPEG decoder fills a truncated scan in grey where PIL refuses
-    // the file ("image file is truncated"): refuse it here.
-    if reader.format() == Some(ImageFormat::Jpeg) && !jpeg_is_complete(bytes) {
-        return Err(ImageError::Decode(
-            "the JPEG data ends before its end-of-image marker (the file is truncated)".into(),
-        ));
+    if reader.format() == Some(ImageFormat::Jpeg) {
+        return jpeg::decode(bytes, convert_rgb);
     }
     reader.limits(limits());
     let mut decoder = reader.into_decoder().map_err(decode_error)?;
@@ -589,40 +587,6 @@ fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
     let mut image = DynamicImage::ImageRgb8(to_rgb(image, convert_rgb)?);
     image.apply_orientation(orientation);
     Ok(image.into_rgb8())
-}
-
-/// Whether the JPEG `bytes` reach their end-of-image marker: the marker
-/// segments walked by their lengths, each scan's entropy-coded data up to
-/// the next marker (stuffed `FF 00` bytes and restart markers are data).
-fn jpeg_is_complete(bytes: &[u8]) -> bool {
-    let mut i = 2; // after the start-of-image marker
-    while i + 1 < bytes.len() {
-        if bytes[i] != 0xFF {
-            return false;
-        }
-        let marker = bytes[i + 1];
-        match marker {
-            0xD9 => return true,
-            // Fill bytes, and markers without a length.
-            0xFF => i += 1,
-            0x01 | 0xD0..=0xD7 => i += 2,
-            _ => {
-                let Some(length) = bytes.get(i + 2..i + 4) else {
-                    return false;
-                };
-                i += 2 + usize::from(u16::from_be_bytes([length[0], length[1]]));
-                if marker == 0xDA {
-                    // The scan's data: up to an FF not followed by 00 or a restart marker.
-                    while i + 1 < bytes.len()
-                        && (bytes[i] != 0xFF || matches!(bytes[i + 1], 0x00 | 0xD0..=0xD7))
-                    {
-                        i += 1;
-                    }
-                }
-            }
-        }
-    }
-    false
 }
 
 /// `channel` over an opaque white background with opacity `alpha`, rounded
@@ -714,8 +678,9 @@ fn resized_size(height: u32, width: u32, target: Resize) -> (u32, u32) {
 }
 
 /// Refuses a resize whose buffers exceed [`MAX_BYTES`]: an extreme aspect
-/// ratio makes the long edge huge. Rows are resampled first, into an image
-/// of the output's width and the source's height.
+/// ratio makes the long edge huge. When rows are resampled first, the
+/// intermediate image has the output's width and the source's height; when
+/// columns are, it is smaller than the source.
 fn check_resize_budget(image: &RgbImage, height: u32, width: u32) -> Result<(), ImageError> {
     let intermediate = u64::from(width) * u64::from(image.height()) * 3;
     let output = u64::from(width) * u64::from(height) * 3;

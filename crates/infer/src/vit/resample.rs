@@ -116,7 +116,9 @@ impl Taps {
             let min = ((center - support + 0.5) as i64).max(0) as usize;
             let max = ((center + support + 0.5) as i64).min(in_size as i64) as usize;
             let raw: Vec<f64> = (min..max.max(min))
-                .map(|x| filter.weight((x as f64 - center + 0.5) / filter_scale))
+                // A product with the reciprocal, not a division: PIL's
+                // rounding.
+                .map(|x| filter.weight((x as f64 - center + 0.5) * (1.0 / filter_scale)))
                 .collect();
             let total: f64 = raw.iter().sum();
             let fixed = raw
@@ -157,7 +159,11 @@ impl Taps {
 }
 
 /// `image` resized to `width`×`height` with `filter`, equal to PIL's
-/// `Image.resize((width, height), filter)` on the RGB image.
+/// `Image.resize((width, height), filter)` on the RGB image. The two passes
+/// run in Pillow 13's order: the vertical one first when the height loses
+/// more than twice as many pixels as the width, else the horizontal one.
+/// (Pillow 12 and earlier always ran the horizontal pass first; the order
+/// changes the rounding of the intermediate image.)
 pub fn resize(image: &RgbImage, width: u32, height: u32, filter: Filter) -> RgbImage {
     if image.dimensions() == (width, height) {
         return image.clone();
@@ -165,27 +171,40 @@ pub fn resize(image: &RgbImage, width: u32, height: u32, filter: Filter) -> RgbI
     if filter == Filter::Nearest {
         return nearest(image, width, height);
     }
-    let (in_width, in_height) = (image.width() as usize, image.height() as usize);
-    let mut current = image.clone();
-    if width as usize != in_width {
-        let taps = Taps::new(in_width, width as usize, filter);
-        let source = &current;
-        current = RgbImage::from_fn(width, image.height(), |x, y| {
-            image::Rgb(std::array::from_fn(|c| {
-                taps.apply(x as usize, |sx| source.get_pixel(sx as u32, y).0[c])
-            }))
-        });
+    let shrunk = |from: u32, to: u32| i64::from(from) - i64::from(to);
+    let vertical_first = shrunk(image.height(), height) > 0
+        && shrunk(image.height(), height) > 2 * shrunk(image.width(), width);
+    if vertical_first {
+        horizontal_pass(&vertical_pass(image, height, filter), width, filter)
+    } else {
+        vertical_pass(&horizontal_pass(image, width, filter), height, filter)
     }
-    if height as usize != in_height {
-        let taps = Taps::new(in_height, height as usize, filter);
-        let source = &current;
-        current = RgbImage::from_fn(width, height, |x, y| {
-            image::Rgb(std::array::from_fn(|c| {
-                taps.apply(y as usize, |sy| source.get_pixel(x, sy as u32).0[c])
-            }))
-        });
+}
+
+/// `image` resampled to `width` columns (itself when it has that many).
+fn horizontal_pass(image: &RgbImage, width: u32, filter: Filter) -> RgbImage {
+    if image.width() == width {
+        return image.clone();
     }
-    current
+    let taps = Taps::new(image.width() as usize, width as usize, filter);
+    RgbImage::from_fn(width, image.height(), |x, y| {
+        image::Rgb(std::array::from_fn(|c| {
+            taps.apply(x as usize, |sx| image.get_pixel(sx as u32, y).0[c])
+        }))
+    })
+}
+
+/// `image` resampled to `height` rows (itself when it has that many).
+fn vertical_pass(image: &RgbImage, height: u32, filter: Filter) -> RgbImage {
+    if image.height() == height {
+        return image.clone();
+    }
+    let taps = Taps::new(image.height() as usize, height as usize, filter);
+    RgbImage::from_fn(image.width(), height, |x, y| {
+        image::Rgb(std::array::from_fn(|c| {
+            taps.apply(y as usize, |sy| image.get_pixel(x, sy as u32).0[c])
+        }))
+    })
 }
 
 /// PIL's NEAREST resize (its scaling transform): output pixel `x` takes
