@@ -31,7 +31,7 @@ use modelbin_format::io::source::{self, JsonCaps};
 use serde_json::{Map, Value};
 
 use super::jpeg;
-use super::resample::{Filter, resize};
+use super::resample::{Filter, crop, resize_part};
 use crate::error::{ImageError, Result};
 
 /// The largest width or height decoded.
@@ -488,18 +488,29 @@ impl ImageProcessor {
     /// its EXIF orientation says, converted to RGB, resized and cropped.
     pub fn model_view(&self, bytes: &[u8]) -> Result<RgbImage> {
         let image = decode(bytes, self.convert_rgb)?;
-        let image = match self.resize {
-            Some((target, filter)) => {
+        let (height, width) = match self.resize {
+            Some((target, _)) => {
                 let (height, width) = resized_size(image.height(), image.width(), target);
                 check_resize_budget(&image, height, width)?;
-                resize(&image, width, height, filter)
+                (height, width)
             }
-            None => image,
+            None => (image.height(), image.width()),
         };
-        Ok(match self.crop {
-            Some((height, width)) => center_crop(&image, height, width),
-            None => image,
-        })
+        let (crop_height, crop_width) = self.crop.unwrap_or((height, width));
+        let window = CenterCrop::new(height, width, crop_height, crop_width);
+        // Only the part of the resized image that the crop keeps is made.
+        let kept = match self.resize {
+            Some((_, filter)) => resize_part(
+                &image,
+                width,
+                height,
+                filter,
+                window.columns.clone(),
+                window.rows.clone(),
+            ),
+            None => crop(&image, window.columns.clone(), window.rows.clone()),
+        };
+        Ok(window.padded(&kept))
     }
 
     /// The model's input for `bytes`: `[3, height, width]` values,
@@ -695,20 +706,53 @@ fn check_resize_budget(image: &RgbImage, height: u32, width: u32) -> Result<(), 
     Ok(())
 }
 
-/// The `height`×`width` center of `image`, with transformers'
-/// `center_crop` offsets (`(size - crop) // 2`), zero-padded where the image
+/// transformers' `center_crop` of a `height`×`width` image to
+/// `crop_height`×`crop_width`: its offsets (`(size - crop) // 2`), the
+/// columns and rows of the image it keeps, and zero padding where the image
 /// is smaller than the crop.
-fn center_crop(image: &RgbImage, height: u32, width: u32) -> RgbImage {
-    let top = (i64::from(image.height()) - i64::from(height)).div_euclid(2);
-    let left = (i64::from(image.width()) - i64::from(width)).div_euclid(2);
-    RgbImage::from_fn(width, height, |x, y| {
-        let (sx, sy) = (i64::from(x) + left, i64::from(y) + top);
-        if (0..i64::from(image.width())).contains(&sx)
-            && (0..i64::from(image.height())).contains(&sy)
-        {
-            *image.get_pixel(sx as u32, sy as u32)
-        } else {
-            image::Rgb([0, 0, 0])
+struct CenterCrop {
+    top: i64,
+    left: i64,
+    crop_height: u32,
+    crop_width: u32,
+    columns: std::ops::Range<u32>,
+    rows: std::ops::Range<u32>,
+}
+
+impl CenterCrop {
+    fn new(height: u32, width: u32, crop_height: u32, crop_width: u32) -> CenterCrop {
+        let offset = |size: u32, crop: u32| (i64::from(size) - i64::from(crop)).div_euclid(2);
+        let (top, left) = (offset(height, crop_height), offset(width, crop_width));
+        let kept = |start: i64, crop: u32, size: u32| {
+            let end = (start + i64::from(crop)).min(i64::from(size));
+            start.max(0) as u32..end.max(0) as u32
+        };
+        CenterCrop {
+            top,
+            left,
+            crop_height,
+            crop_width,
+            columns: kept(left, crop_width, width),
+            rows: kept(top, crop_height, height),
         }
-    })
+    }
+
+    /// The crop, from `kept` (the image's `columns` × `rows`), zero-padded.
+    fn padded(&self, kept: &RgbImage) -> RgbImage {
+        if kept.dimensions() == (self.crop_width, self.crop_height) {
+            return kept.clone();
+        }
+        let x0 = i64::from(self.columns.start) - self.left;
+        let y0 = i64::from(self.rows.start) - self.top;
+        RgbImage::from_fn(self.crop_width, self.crop_height, |x, y| {
+            let (kx, ky) = (i64::from(x) - x0, i64::from(y) - y0);
+            if (0..i64::from(kept.width())).contains(&kx)
+                && (0..i64::from(kept.height())).contains(&ky)
+            {
+                *kept.get_pixel(kx as u32, ky as u32)
+            } else {
+                image::Rgb([0, 0, 0])
+            }
+        })
+    }
 }
