@@ -394,14 +394,8 @@ fn bad_input_is_refused_before_training() {
 fn features_over_a_union_of_text_slices_are_the_datasets() {
     let dir = tempfile::tempdir().unwrap();
     let (model, _, data, sae) = text_recording(dir.path());
-    let root = dir.path().join("slices");
     // Windows 0..5, 5 alone, and 6 to the end.
-    let slices = common::slices::split(&data, &[0, 5, 6], &root);
-    let mut args = vec!["acts", "union"];
-    args.extend(slices.iter().map(|p| s(p)));
-    args.extend(["-o", s(&root)]);
-    ok(&args, "");
-    let unions = [vec![root.join("union.json")], slices.clone()];
+    let unions = common::slices::union_of_slices(&data, &[0, 5, 6], &dir.path().join("slices"));
     for patches in ["all", "image"] {
         let more = ["--patches", patches, "--samples", "3", "--model", s(&model)];
         let found = common::slices::assert_same_features(&sae, &data, &unions, &more);

@@ -303,12 +303,7 @@ fn features_over_a_union_of_slices_are_the_datasets_with_each_members_pictures()
     let root = tempfile::tempdir().unwrap();
     let (dataset, sae) = setup(root.path());
     let slices_root = root.path().join("slices");
-    let slices = common::slices::split(&dataset, &[0, 2, 3], &slices_root);
-    let mut args = vec!["acts", "union"];
-    args.extend(slices.iter().map(|p| s(p)));
-    args.extend(["-o", s(&slices_root)]);
-    ok(&args, "");
-    let unions = [vec![slices_root.join("union.json")], slices.clone()];
+    let unions = common::slices::union_of_slices(&dataset, &[0, 2, 3], &slices_root);
     for patches in ["image", "cls", "all"] {
         let more = ["--patches", patches, "--top", "3"];
         common::slices::assert_same_features(&sae, &dataset, &unions, &more);

@@ -48,6 +48,18 @@ pub fn split(whole: &Path, cuts: &[u64], root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The union of [`split`]'s slices, given the two ways a command takes
+/// it: the manifest `acts union` writes under `root`, and the slices
+/// listed.
+pub fn union_of_slices(whole: &Path, cuts: &[u64], root: &Path) -> [Vec<PathBuf>; 2] {
+    let slices = split(whole, cuts, root);
+    let mut args = vec!["acts", "union"];
+    args.extend(slices.iter().map(|p| super::s(p)));
+    args.extend(["-o", super::s(root)]);
+    super::ok(&args, "");
+    [vec![root.join(saev::UNION_FILE)], slices]
+}
+
 /// Runs `sae features SAE DATA... --layer -1 more` over `whole` and over
 /// each of `unions` (each given as its list of paths), as text and as
 /// `--json` with `--html`, and asserts the same lines and the same page;
