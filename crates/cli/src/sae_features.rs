@@ -77,14 +77,13 @@ pub fn features(args: &FeaturesArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    let images = view
-        .dataset()
-        .images()
-        .map_err(|e| at(view.dataset().dir(), e))?;
-    if images.is_none() && view.dataset().token_ids().is_none() {
+    let union = view.union();
+    let images = union.images().map_err(|e| at(union.path(), e))?;
+    let untokenized = union.members().iter().find(|m| m.token_ids().is_none());
+    if let (None, Some(member)) = (&images, untokenized) {
         errln!(
             "note: {} kept no token ids (tokens.bin), so inputs are shown by coordinates; `modelbin acts record` keeps them",
-            view.dataset().dir().display()
+            member.dir().display()
         );
     }
     let mut progress = Progress::new("scanning");

@@ -391,9 +391,47 @@ fn bad_input_is_refused_before_training() {
 }
 
 #[test]
-fn features_show_the_text_around_the_strongest_inputs() {
+fn features_over_a_union_of_text_slices_are_the_datasets() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("m.tllm");
+    let (model, _, data, sae) = text_recording(dir.path());
+    // Windows 0..5, 5 alone, and 6 to the end.
+    let unions = common::slices::union_of_slices(&data, &[0, 5, 6], &dir.path().join("slices"));
+    for patches in ["all", "image"] {
+        let more = ["--patches", patches, "--samples", "3", "--model", s(&model)];
+        let found = common::slices::assert_same_features(&sae, &data, &unions, &more);
+        // Inputs of the later members are shown, and those in the first
+        // 12 tokens of a member show the text before them, its
+        // neighbour's.
+        let contexts: Vec<(u64, u64)> = found
+            .lines()
+            .flat_map(|line| {
+                let feature: serde_json::Value = serde_json::from_str(line).unwrap();
+                let mut hits = feature["top"].as_array().unwrap().clone();
+                for q in feature["quantiles"].as_array().unwrap() {
+                    hits.extend(q["samples"].as_array().unwrap().iter().cloned());
+                }
+                hits.into_iter()
+                    .map(|h| (h["img"].as_u64().unwrap(), h["token"].as_u64().unwrap()))
+            })
+            .collect();
+        assert!(contexts.iter().any(|c| c.0 >= 6), "{contexts:?}");
+        let across = contexts
+            .iter()
+            .filter(|c| (c.0 == 5 || c.0 == 6) && c.1 < 12)
+            .count();
+        println!(
+            "--patches {patches}: {across} of {} contexts run into another member",
+            contexts.len()
+        );
+        assert!(across > 0);
+    }
+}
+
+/// A TLLM, the text it recorded (`acts record`, token ids kept) and an
+/// autoencoder trained over the `all` view of layer -1, under `dir`:
+/// (model, text, dataset, autoencoder).
+fn text_recording(dir: &Path) -> (PathBuf, String, PathBuf, PathBuf) {
+    let model = dir.join("m.tllm");
     ok(
         &[
             "tllm",
@@ -407,10 +445,10 @@ fn features_show_the_text_around_the_strongest_inputs() {
         ],
         "",
     );
-    let text = dir.path().join("t.txt");
+    let text = dir.join("t.txt");
     let content = "Features are read back in the words that made them fire. ".repeat(4);
     std::fs::write(&text, &content).unwrap();
-    let root = dir.path().join("acts");
+    let root = dir.join("acts");
     let recorded: serde_json::Value = serde_json::from_str(&ok(
         &[
             "acts",
@@ -425,13 +463,13 @@ fn features_show_the_text_around_the_strongest_inputs() {
         "",
     ))
     .unwrap();
-    let data = recorded["path"].as_str().unwrap();
-    let out = dir.path().join("sae");
+    let data = PathBuf::from(recorded["path"].as_str().unwrap());
+    let out = dir.join("sae");
     ok(
         &[
             "sae",
             "train",
-            data,
+            s(&data),
             "--layer",
             "-1",
             "--patches",
@@ -449,6 +487,14 @@ fn features_show_the_text_around_the_strongest_inputs() {
         ],
         "",
     );
+    (model, content, data, out)
+}
+
+#[test]
+fn features_show_the_text_around_the_strongest_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, content, data, out) = text_recording(dir.path());
+    let data = s(&data);
     let html = dir.path().join("f.html");
     let features_of = |more: &[&str]| {
         let args = [

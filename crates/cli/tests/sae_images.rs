@@ -299,6 +299,31 @@ fn top_images_carry_each_patch_activation_and_the_page_each_picture_once() {
 }
 
 #[test]
+fn features_over_a_union_of_slices_are_the_datasets_with_each_members_pictures() {
+    let root = tempfile::tempdir().unwrap();
+    let (dataset, sae) = setup(root.path());
+    let slices_root = root.path().join("slices");
+    let unions = common::slices::union_of_slices(&dataset, &[0, 2, 3], &slices_root);
+    for patches in ["image", "cls", "all"] {
+        let more = ["--patches", patches, "--top", "3"];
+        common::slices::assert_same_features(&sae, &dataset, &unions, &more);
+    }
+    // The page (the same as the dataset's) shows every member's pictures.
+    let page = root.path().join("union.html");
+    let mut args = vec!["sae", "features", s(&sae), s(&slices_root)];
+    args.extend(["--layer", "-1", "--html", s(&page)]);
+    ok(&args, "");
+    let data = page_data(&std::fs::read_to_string(&page).unwrap());
+    let list = data["images"]["list"].as_array().unwrap();
+    let shown: Vec<u64> = list.iter().map(|i| i[0].as_u64().unwrap()).collect();
+    assert_eq!(shown, (0..N_IMGS as u64).collect::<Vec<_>>());
+    assert!(
+        list.iter()
+            .all(|i| i[2].as_str().unwrap().starts_with("data:image/jpeg"))
+    );
+}
+
+#[test]
 fn cls_and_all_views_show_the_cls_activation() {
     let root = tempfile::tempdir().unwrap();
     let (dataset, sae) = setup(root.path());

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use common::loader_keys as keys;
 
 use modelbin_format::saev::{
-    self, LayerChoice, Loader, LoaderOptions, Metadata, Patches, UNION_FILE, Union, Writer,
-    write_union,
+    self, ImageEntry, LayerChoice, Loader, LoaderOptions, Metadata, Patches, TokenText, UNION_FILE,
+    Union, VisionInfo, Writer, write_union,
 };
 use modelbin_format::{Error, SaevError};
 use serde_json::json;
@@ -49,12 +49,63 @@ fn write(root: &Path, from: u64, to: u64, data: &str) -> PathBuf {
 }
 
 fn write_of_width(root: &Path, from: u64, to: u64, data: &str, d_vit: u64) -> PathBuf {
-    let m = metadata_of_width(to - from, data, d_vit);
+    write_with(
+        root,
+        from,
+        to,
+        metadata_of_width(to - from, data, d_vit),
+        |_| {},
+    )
+}
+
+/// Writes images `from..to` with metadata `m`, `side` adding side files.
+fn write_with(
+    root: &Path,
+    from: u64,
+    to: u64,
+    m: Metadata,
+    side: impl FnOnce(&mut Writer),
+) -> PathBuf {
     let mut writer = Writer::create(root, m.clone()).unwrap();
     for img in from..to {
         writer.push(&image(&m, img)).unwrap();
     }
+    side(&mut writer);
     writer.finish().unwrap()
+}
+
+/// Images `from..to` with the side files of a recording: token ids (all
+/// distinct, window after window), a vocabulary, and the image list, whose
+/// entries name image files `{img}.png` under `root` (never read here).
+/// `vision` changes the `vision.json` written.
+fn write_recorded(
+    root: &Path,
+    from: u64,
+    to: u64,
+    data: &str,
+    vision: impl FnOnce(&mut VisionInfo),
+) -> PathBuf {
+    let m = metadata(to - from, data);
+    write_with(root, from, to, m, |writer| {
+        let ids: Vec<u32> = (from as u32 * 4..to as u32 * 4).collect();
+        let vocabulary: Vec<String> = (0..23 * 4).map(|id| format!("t{id}")).collect();
+        let vocabulary: Vec<&str> = vocabulary.iter().map(String::as_str).collect();
+        writer.write_tokens(&ids, Some(&vocabulary)).unwrap();
+        let entries: Vec<ImageEntry> = (from..to)
+            .map(|img| ImageEntry::of(&root.join(format!("{img}.png")), &img.to_le_bytes()))
+            .collect();
+        let mut info = VisionInfo {
+            family: "clip".into(),
+            model: format!("/models/{data}"),
+            patch_size: 16,
+            patch_grid: [2, 2],
+            input_size: [32, 32],
+            registers: 0,
+            preprocessor_config: json!({"do_resize": true}).as_object().unwrap().clone(),
+        };
+        vision(&mut info);
+        writer.write_images(&entries, &info).unwrap();
+    })
 }
 
 /// The whole (23 images) and its three slices, all under one root.
@@ -111,6 +162,62 @@ fn a_union_of_slices_reads_and_shuffles_as_the_whole() {
                     .collect();
                 assert_eq!(ordered, expected);
             }
+        }
+    }
+}
+
+#[test]
+fn a_union_of_slices_has_the_wholes_text_and_image_list() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let whole = saev::open(write_recorded(root, 0, 23, "whole", |_| {})).unwrap();
+    // Each slice names its own copy of the model: the directory may differ.
+    let slices = [(0, 5), (5, 6), (6, 23)]
+        .map(|(a, b)| write_recorded(root, a, b, &format!("{a}..{b}"), |_| {}));
+    let union = Union::open(&slices).unwrap();
+    let one = TokenText::of(&whole).unwrap().unwrap();
+    let many = TokenText::of_union(&union).unwrap().unwrap();
+    // Every span, those across a member's edge and past the end included.
+    for start in 0..23 * 4 + 2 {
+        for len in [0, 1, 3, 9, 40] {
+            assert_eq!(one.ids(start, len), many.ids(start, len), "{start}+{len}");
+        }
+    }
+    for img in 0..24 {
+        assert_eq!(one.window(img), many.window(img), "window {img}");
+        for token in 0..5 {
+            assert_eq!(one.context(img, token), many.context(img, token));
+        }
+    }
+    let images = union.images().unwrap().unwrap();
+    assert_eq!(images.entries, whole.images().unwrap().unwrap().entries);
+    assert_eq!(images.vision.model, "/models/0..5");
+
+    // A member without text makes a union without text; one without
+    // images, or recorded with another geometry, is refused naming it.
+    let untouched = write_with(root, 23, 25, metadata(2, "bare"), |_| {});
+    let mixed = Union::open(&[slices[0].clone(), untouched.clone()]).unwrap();
+    assert!(TokenText::of_union(&mixed).unwrap().is_none());
+    let other_grid = write_recorded(root, 0, 2, "other preprocessing", |v| {
+        v.preprocessor_config
+            .insert("do_resize".into(), json!(false));
+    });
+    for (members, field, member) in [
+        ([&slices[0], &untouched], "images.jsonl", &untouched),
+        ([&untouched, &slices[0]], "images.jsonl", &slices[0]),
+        (
+            [&slices[0], &other_grid],
+            "vision.preprocessor_config",
+            &other_grid,
+        ),
+    ] {
+        match Union::open(&members).unwrap().images() {
+            Err(Error::Saev(SaevError::UnionMismatch {
+                member: named,
+                field: found,
+                ..
+            })) => assert_eq!((found, &named), (field, member)),
+            other => panic!("{field}: {other:?}"),
         }
     }
 }

@@ -348,19 +348,6 @@ pub enum SaeError {
         /// The name given.
         name: String,
     },
-    /// A union of several datasets given to a pass that reads one
-    /// dataset's side files (images, token ids) by image.
-    #[error(
-        "{union}: {what} reads one dataset's images or token ids; give one member of this union of {members}"
-    )]
-    UnionOfSeveral {
-        /// The union.
-        union: PathBuf,
-        /// Its number of members.
-        members: usize,
-        /// The pass.
-        what: &'static str,
-    },
     /// The view holds no examples.
     #[error("{dataset}: the view has no examples")]
     EmptyView {

@@ -479,10 +479,7 @@ pub fn sae_features(
         features(sae, &view, options, effects.as_ref(), progress)
     })?;
     if let Some(path) = html {
-        let images = view
-            .dataset()
-            .images()
-            .map_err(crate::errors::format_error)?;
+        let images = view.union().images().map_err(crate::errors::format_error)?;
         let thumbnails = match images {
             Some(images) => {
                 let model_view = model_view(&images).map_err(infer_error)?;
@@ -501,9 +498,10 @@ pub fn sae_features(
 }
 
 /// The page of one latent alone, from the JSON `sae_features` gave for it;
-/// given the `dataset` it was found over, a dataset recorded from images
-/// also shows the pictures of its images (a dataset that no longer opens
-/// shows the heat maps alone: a notebook's display does not fail).
+/// given the `dataset` (or union manifest) it was found over, one recorded
+/// from images also shows the pictures of its images (a dataset that no
+/// longer opens shows the heat maps alone: a notebook's display does not
+/// fail).
 #[pyfunction]
 #[pyo3(signature = (name, examples, d_sae, feature, dataset=None))]
 pub fn sae_latent_page(
@@ -518,7 +516,8 @@ pub fn sae_latent_page(
         .map_err(|e| PyValueError::new_err(format!("a latent's JSON: {e}")))?;
     let thumbnails = dataset.and_then(|dir| {
         py.detach(|| {
-            let images = modelbin_format::saev::open(&dir).ok()?.images().ok()??;
+            let union = modelbin_format::saev::Union::open(&[dir]).ok()?;
+            let images = union.images().ok()??;
             let model_view = model_view(&images).ok()?;
             Some(Thumbnails::of_latent(&images, &feature, &model_view))
         })

@@ -349,7 +349,7 @@ def image_run(tmp_path_factory):
     patches = values[:, 0, 1:, :]
     codes = np.maximum(patches @ sae.W_enc + sae.b_enc, 0)  # [img, patch, latent]
     return dict(root=root, data=data, sae=sae, found=found, html=html, codes=codes,
-                bright=bright, entries=entries)
+                bright=bright, entries=entries, values=values)
 
 
 def test_image_features_are_the_codes_numpy_computes(image_run):
@@ -389,6 +389,39 @@ def test_image_features_are_the_codes_numpy_computes(image_run):
     latent0 = next(f for f in found if f["latent"] == 0)
     assert [c["img"] for c in latent0["top"]] == [5, 4, 3]
     assert [c["token"] - 1 for c in latent0["top"]] == [image_run["bright"][i] for i in (5, 4, 3)]
+
+
+def test_features_over_a_union_of_slices_are_the_datasets(image_run, tmp_path):
+    """The dataset cut into slices (images 0..2, 2 alone, 3..6), each with
+    its own image list, and joined by a manifest: the same latents, inputs
+    and page as the dataset, and a notebook cell draws each member's
+    pictures."""
+    data = image_run["data"]
+    metadata = json.loads((data / "metadata.json").read_text())
+    slices = []
+    for a, b in [(0, 2), (2, 3), (3, N_IMGS)]:
+        writer = modelbin.saev.Writer(tmp_path / "acts",
+                                      dict(metadata, n_imgs=b - a, data=f"images {a}..{b}"))
+        writer.write(image_run["values"][a:b])
+        path = pathlib.Path(writer.close())
+        (path / "images.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in image_run["entries"][a:b]))
+        (path / "vision.json").write_bytes((data / "vision.json").read_bytes())
+        slices.append(path)
+    union = modelbin.saev.write_union(tmp_path / "acts", slices)
+    pages = []
+    for dataset in [data, union]:
+        pages.append(tmp_path / f"{len(pages)}.html")
+        found = modelbin.sae.features(image_run["sae"], dataset, layer=-1, top=3, quantiles=3,
+                                      samples=2, latents=12, html=pages[-1], progress=False)
+        assert found == image_run["found"]
+    assert pages[0].read_text() == pages[1].read_text()
+    latent0 = next(f for f in found if f["latent"] == 0)
+    shown = {c["img"] for c in latent0["top"] + [c for q in latent0["quantiles"]
+                                                 for c in q["samples"]]}
+    assert {0, 1, 2} & shown and {3, 4, 5} & shown, "images of several members"
+    cell = latent0._repr_html_()
+    assert cell.count("data:image/jpeg;base64,") == len(shown), "each image's picture once"
 
 
 def test_the_image_page_in_a_real_browser(image_run, browser, tmp_path):

@@ -183,7 +183,9 @@ pub enum SaevError {
         /// The disagreeing member.
         member: PathBuf,
         /// The metadata field (`vit_family`, `vit_ckpt`, `layers`,
-        /// `n_patches_per_img`, `cls_token` or `d_vit`).
+        /// `n_patches_per_img`, `cls_token` or `d_vit`); for the image
+        /// side files ([`crate::saev::Union::images`]), `images.jsonl` or a
+        /// field of `vision.json` as `vision.<field>`.
         field: &'static str,
         /// The first member's value.
         expected: String,

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::images::{Images, VisionInfo};
 use super::read::{Dataset, Example, LayerChoice, Patches, View};
 use super::{Metadata, open};
 use crate::io::checksum::hex;
@@ -59,6 +60,42 @@ impl From<Dataset> for Union {
     }
 }
 
+/// The fields of `vision.json` a member must share with the first, by
+/// name and value: the model's geometry and how its input was prepared.
+/// The model's directory may differ (each machine of a recording names its
+/// own copy); `vit_ckpt` already names the checkpoint by its hash.
+fn agreed_vision(v: &VisionInfo) -> [(&'static str, String); 6] {
+    [
+        ("vision.family", v.family.clone()),
+        ("vision.patch_size", v.patch_size.to_string()),
+        ("vision.patch_grid", format!("{:?}", v.patch_grid)),
+        ("vision.input_size", format!("{:?}", v.input_size)),
+        ("vision.registers", v.registers.to_string()),
+        (
+            "vision.preprocessor_config",
+            Value::Object(v.preprocessor_config.clone()).to_string(),
+        ),
+    ]
+}
+
+/// The first of `expected` that differs from `found`, as the error naming
+/// it for `member`.
+fn disagreement(
+    member: &Dataset,
+    expected: &[(&'static str, String)],
+    found: &[(&'static str, String)],
+) -> Result<()> {
+    match expected.iter().zip(found).find(|(e, f)| e.1 != f.1) {
+        None => Ok(()),
+        Some(((field, expected), (_, found))) => Err(Error::Saev(SaevError::UnionMismatch {
+            member: member.dir().to_path_buf(),
+            field,
+            expected: expected.clone(),
+            found: found.clone(),
+        })),
+    }
+}
+
 /// The fields a member must share with the first, by name and value.
 fn agreed_fields(m: &Metadata) -> [(&'static str, String); 6] {
     [
@@ -83,18 +120,7 @@ impl Union {
         let mut starts = Vec::with_capacity(members.len() + 1);
         let mut total = 0u64;
         for member in &members {
-            for ((field, expected), (_, found)) in
-                expected.iter().zip(agreed_fields(member.metadata()))
-            {
-                if *expected != found {
-                    return Err(Error::Saev(SaevError::UnionMismatch {
-                        member: member.dir().to_path_buf(),
-                        field,
-                        expected: expected.clone(),
-                        found,
-                    }));
-                }
-            }
+            disagreement(member, &expected, &agreed_fields(member.metadata()))?;
             starts.push(total);
             total += member.metadata().n_imgs;
         }
@@ -191,6 +217,34 @@ impl Union {
     /// The union's index of member `member`'s first image.
     pub fn start_of(&self, member: usize) -> u64 {
         self.starts[member]
+    }
+
+    /// The images the union was recorded from, its members' lists one
+    /// after the other (entry `i` is the union's image `i`), with the
+    /// first member's `vision.json`; `None` when it was not recorded from
+    /// images. Each member must keep its list or none do, and agree with
+    /// the first on the model's geometry and input preparation
+    /// ([`SaevError::UnionMismatch`] names `images.jsonl` or the
+    /// `vision.*` field).
+    pub fn images(&self) -> Result<Option<Images>> {
+        let kept = |images: bool| if images { "kept" } else { "absent" }.to_owned();
+        let mut union: Option<Images> = None;
+        for (i, member) in self.members.iter().enumerate() {
+            match (&mut union, member.images()?) {
+                (Some(union), Some(list)) => {
+                    let expected = agreed_vision(&union.vision);
+                    disagreement(member, &expected, &agreed_vision(&list.vision))?;
+                    union.entries.extend(list.entries);
+                }
+                (None, Some(list)) if i == 0 => union = Some(list),
+                (None, None) => {}
+                (first, list) => {
+                    let expected = [("images.jsonl", kept(first.is_some()))];
+                    disagreement(member, &expected, &[("", kept(list.is_some()))])?;
+                }
+            }
+        }
+        Ok(union)
     }
 
     /// Checks every member ([`Dataset::verify`]).

@@ -235,7 +235,11 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
     adds the decoder row's effects: on the next token (TLLM; a language
     model's directory: ``W_dec[latent] @ W_U``, the tokens shown as its
     tokenizer decodes them) or the nearest word pieces (BERT). The list of what ``--json`` prints; ``html`` also
-    writes the page ``--html`` writes, of every latent."""
+    writes the page ``--html`` writes, of every latent. ``dataset`` may be
+    a union manifest (``union.json``): its members are read as one, each
+    input shown from its own member's text or image (``img`` counts the
+    union's images), so the union of a dataset's slices gives what the
+    dataset gives."""
     source = sae._native if isinstance(sae, SAE) else os.fspath(sae)
     name = "an autoencoder" if isinstance(sae, SAE) else os.fspath(sae)
     callback, bar = _progress.bytes_callback(progress, "scanning")

@@ -4,7 +4,11 @@
 //! metadata names the `site`) each token's bytes, which its `vocab.txt`
 //! spells in GPT-2's byte-to-character alphabet: the text reads as the
 //! model's tokenizer decodes it, spaces and line breaks included.
+//!
+//! The text of a union is its members' texts one after the other, as its
+//! images are: a union of a dataset's slices reads as the dataset.
 
+use super::super::Union;
 use super::{Dataset, TokenIds};
 use crate::Result;
 
@@ -12,9 +16,13 @@ use crate::Result;
 const CONTEXT_BEFORE: usize = 24;
 const CONTEXT_AFTER: usize = 8;
 
-/// A dataset's recorded token ids with what turns them into text.
+/// A dataset's (or a union's) recorded token ids with what turns them
+/// into text.
 pub struct TokenText<'d> {
-    ids: &'d TokenIds,
+    /// Each member's ids, in order (one for a dataset).
+    ids: Vec<&'d TokenIds>,
+    /// The text position of each member's first id, and the total last.
+    starts: Vec<u64>,
     /// `None`: ids are bytes.
     vocabulary: Option<Vec<String>>,
     /// Each token's bytes, for a byte-level vocabulary (a decoder
@@ -28,17 +36,40 @@ pub struct TokenText<'d> {
 impl<'d> TokenText<'d> {
     /// The dataset's token text, or `None` when it kept no token ids.
     pub fn of(dataset: &'d Dataset) -> Result<Option<TokenText<'d>>> {
-        let Some(ids) = dataset.token_ids() else {
+        TokenText::of_members(&[dataset])
+    }
+
+    /// The union's token text, its members' one after the other, or `None`
+    /// when a member kept no token ids. The members agree on the model, so
+    /// the first member's vocabulary spells every member's ids.
+    pub fn of_union(union: &'d Union) -> Result<Option<TokenText<'d>>> {
+        let members: Vec<&Dataset> = union.members().iter().map(|m| &**m).collect();
+        TokenText::of_members(&members)
+    }
+
+    /// The text of `members` (at least one) laid end to end.
+    fn of_members(members: &[&'d Dataset]) -> Result<Option<TokenText<'d>>> {
+        let Some(ids) = members
+            .iter()
+            .map(|m| m.token_ids())
+            .collect::<Option<Vec<_>>>()
+        else {
             return Ok(None);
         };
-        let metadata = dataset.metadata();
-        let vocabulary = dataset.vocabulary()?;
+        let mut starts = vec![0];
+        for member in &ids {
+            starts.push(starts.last().copied().unwrap_or(0) + member.count());
+        }
+        let first = members[0];
+        let metadata = first.metadata();
+        let vocabulary = first.vocabulary()?;
         let token_bytes = vocabulary
             .as_ref()
             .filter(|_| metadata.data.get("site").is_some())
             .map(|v| v.iter().map(|t| byte_level_bytes(t)).collect());
         Ok(Some(TokenText {
             ids,
+            starts,
             vocabulary,
             token_bytes,
             window: metadata.n_patches_per_img,
@@ -56,15 +87,30 @@ impl<'d> TokenText<'d> {
             .map(|(at, &id)| (at, id))
     }
 
-    /// The ids of image `img`'s window.
+    /// The ids of image `img`'s window, or `None` past the last image.
     pub fn window(&self, img: u64) -> Option<Vec<u32>> {
-        self.ids.window(img)
+        let ids = self.ids(img.checked_mul(self.window)?, self.window as usize);
+        (self.window > 0 && ids.len() as u64 == self.window).then_some(ids)
     }
 
     /// Up to `len` ids from position `start` of the text (windows follow
-    /// each other, `[CLS]` excluded).
+    /// each other, `[CLS]` excluded; a union's members' texts too).
     pub fn ids(&self, start: u64, len: usize) -> Vec<u32> {
-        self.ids.span(start, len)
+        let end = start.saturating_add(len as u64);
+        let mut ids = Vec::new();
+        let mut member = self
+            .starts
+            .partition_point(|&s| s <= start)
+            .saturating_sub(1);
+        let mut at = start;
+        while at < end && member < self.ids.len() {
+            let member_end = self.starts[member + 1];
+            let take = end.min(member_end).saturating_sub(at) as usize;
+            ids.extend(self.ids[member].span(at - self.starts[member], take));
+            at = at.max(member_end);
+            member += 1;
+        }
+        ids
     }
 
     /// Each token's own text, made visible, so that the texts laid end to
@@ -159,7 +205,7 @@ impl<'d> TokenText<'d> {
         let at = img * self.window + token - u64::from(self.cls);
         let start = at.saturating_sub(CONTEXT_BEFORE as u64);
         let here = (at - start) as usize;
-        let ids = self.ids.span(start, here + 1 + CONTEXT_AFTER);
+        let ids = self.ids(start, here + 1 + CONTEXT_AFTER);
         let (before, rest) = ids.split_at(here.min(ids.len()));
         let (token, after) = rest.split_at(rest.len().min(1));
         let mut shown = [self.render(before), self.render(token), self.render(after)];

@@ -80,6 +80,11 @@ impl TokenIds {
             .collect()
     }
 
+    /// How many ids the file holds (`n_imgs × n_patches_per_img`).
+    pub(crate) fn count(&self) -> u64 {
+        (self.file.len() / 4) as u64
+    }
+
     /// Every id in order, as stored.
     pub fn all(&self) -> impl Iterator<Item = u32> + '_ {
         self.file

@@ -80,10 +80,9 @@ pub(super) fn second_pass(
         }
     }
     wanted.sort_unstable();
-    let metadata = view.dataset().metadata();
     let rows = Rows {
-        per_image: (view.examples() / metadata.n_imgs.max(1)) as usize,
-        cls: metadata.cls_token,
+        per_image: (view.examples() / view.union().n_imgs().max(1)) as usize,
+        cls: view.union().metadata().cls_token,
         patches: view.patches(),
         grid: images.vision.patch_grid,
         layer: view.layer(),

@@ -14,6 +14,12 @@
 //! each latent's range, fills the histograms, samples inputs from each
 //! interval and reads the activations around every input shown from a ring
 //! of the last few rows' codes.
+//!
+//! The view may read a union of datasets: its inputs are numbered over the
+//! union, and each is shown from its own member's text or image list
+//! ([`modelbin_format::saev::TokenText::of_union`],
+//! [`modelbin_format::saev::Union::images`]), so the union of a dataset's
+//! slices is described exactly as the dataset.
 
 pub mod effects;
 mod image_pass;
@@ -152,7 +158,8 @@ pub struct Shaded {
 pub struct Context {
     /// The latent's activation.
     pub value: f32,
-    /// The input's image (window) in the dataset.
+    /// The input's image (window) in the dataset; over a union, in the
+    /// union (its members' images one after the other).
     pub img: u64,
     /// Its layer.
     pub layer: i64,
@@ -308,7 +315,8 @@ pub struct Features {
     pub examples: u64,
     /// Latents of the autoencoder.
     pub d_sae: usize,
-    /// Whether contexts have text (the dataset kept token ids).
+    /// Whether contexts have text (the dataset, or every member of the
+    /// union, kept token ids).
     pub has_text: bool,
     /// For a dataset recorded from images, the vision transformer and the
     /// geometry of its input (`vision.json`); then every context is an
@@ -340,17 +348,8 @@ pub fn features(
         }
         .into());
     }
-    let members = view.union().members().len();
-    if members > 1 {
-        return Err(SaeError::UnionOfSeveral {
-            union: view.union().path().to_path_buf(),
-            members,
-            what: "the feature pass",
-        }
-        .into());
-    }
-    let images = view.dataset().images()?;
-    let per_image = view.examples() / view.dataset().metadata().n_imgs.max(1);
+    let images = view.union().images()?;
+    let per_image = view.examples() / view.union().n_imgs().max(1);
     let mut ticks = scan::Ticks::new(view, progress);
     let totals = scan::first_pass(
         sae,

@@ -220,9 +220,9 @@ pub(super) fn second_pass(
         }
     }
     wanted.sort_by_key(|w| (w.0, w.1));
-    let dataset = view.dataset();
-    let layout = Layout::of(dataset, view.patches())?;
-    let examples = dataset.view(view.patches(), LayerChoice::One(view.layer()))?;
+    let union = view.union();
+    let layout = Layout::of(union, view.patches())?;
+    let examples = union.view(view.patches(), LayerChoice::One(view.layer()))?;
     let quantiles = options.quantiles.max(1);
     let mut spread = Spread {
         quantiles,

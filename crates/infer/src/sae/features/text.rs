@@ -1,7 +1,10 @@
 //! Where an input's context lies: its tokens' text and, for each token, the
-//! example of the view recorded at it.
+//! example of the view recorded at it. Over a union the text is the
+//! members' one after the other and images are numbered over the union, so
+//! a context near a member's edge runs into its neighbour's text, as it
+//! runs into the next window within a dataset.
 
-use modelbin_format::saev::{Dataset, Patches, TokenText};
+use modelbin_format::saev::{Patches, TokenText, Union};
 
 use super::{CONTEXT_AFTER, CONTEXT_BEFORE};
 use crate::Result;
@@ -16,7 +19,7 @@ pub(super) struct Span {
     pub at: usize,
 }
 
-/// How a dataset's text and a view's examples line up.
+/// How a dataset's (or a union's) text and a view's examples line up.
 pub(super) struct Layout<'d> {
     text: Option<TokenText<'d>>,
     patches: Patches,
@@ -27,19 +30,19 @@ pub(super) struct Layout<'d> {
 }
 
 impl<'d> Layout<'d> {
-    /// The layout of `dataset` seen through `patches`.
-    pub fn of(dataset: &'d Dataset, patches: Patches) -> Result<Layout<'d>> {
-        let metadata = dataset.metadata();
+    /// The layout of `union` seen through `patches`.
+    pub fn of(union: &'d Union, patches: Patches) -> Result<Layout<'d>> {
+        let metadata = union.metadata();
         Ok(Layout {
-            text: TokenText::of(dataset)?,
+            text: TokenText::of_union(union)?,
             patches,
             window: metadata.n_patches_per_img.max(1),
             cls: metadata.cls_token,
-            n_imgs: metadata.n_imgs,
+            n_imgs: union.n_imgs(),
         })
     }
 
-    /// Whether the dataset kept its token ids.
+    /// Whether the dataset (every member of the union) kept its token ids.
     pub fn has_text(&self) -> bool {
         self.text.is_some()
     }

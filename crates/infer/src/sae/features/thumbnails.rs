@@ -33,7 +33,8 @@ const JPEG_QUALITY: u8 = 80;
 /// One image of a page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Thumbnail {
-    /// The image's index in the dataset.
+    /// The image's index in the dataset (or in the union, whose list is
+    /// its members' one after the other).
     pub img: u64,
     /// Its file name.
     pub name: String,
@@ -67,7 +68,8 @@ pub struct Thumbnails {
 }
 
 impl Thumbnails {
-    /// The thumbnails of images `imgs` (repeats made once) of `images`,
+    /// The thumbnails of images `imgs` (repeats made once) of `images` (a
+    /// dataset's list, or a union's: [`modelbin_format::saev::Union::images`]),
     /// made in parallel; `model_view` turns a file's bytes into what the
     /// model saw. An index past the list is left out.
     pub fn of(images: &Images, imgs: impl IntoIterator<Item = u64>, model_view: ModelView) -> Self {
