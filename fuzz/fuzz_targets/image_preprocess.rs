@@ -1,7 +1,8 @@
 //! Fuzz image decoding and preprocessing (DINOv2's processor: shortest edge
 //! 256, center crop 224): any bytes are Ok or a typed error, never a panic
 //! nor an allocation beyond the decoding limits; an accepted image gives
-//! 3×224×224 finite values.
+//! 3×224×224 finite values, and the check that makes no pixels (what a
+//! recording's first pass runs) accepts exactly the images decoding does.
 #![no_main]
 
 use std::sync::LazyLock;
@@ -21,8 +22,10 @@ static PROCESSOR: LazyLock<ImageProcessor> = LazyLock::new(|| {
 });
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(pixels) = PROCESSOR.pixel_values(data) {
+    let decoded = PROCESSOR.pixel_values(data);
+    if let Ok(pixels) = &decoded {
         assert_eq!(pixels.len(), 3 * 224 * 224);
         assert!(pixels.iter().all(|v| v.is_finite()));
     }
+    assert_eq!(PROCESSOR.check(data).is_ok(), decoded.is_ok());
 });

@@ -2,9 +2,10 @@
 """Recording throughput over image files: `modelbin.acts.record(images=...)`
 against transformers' own pipeline on CPU, in the same run.
 
-The images are scikit-image's sample pictures (PNG and JPEG, 26 files,
-from 172x448 to 1000x872 pixels), repeated --copies times under other
-names. The models are random-initialised ones in the shape of public
+The images are scikit-image's sample pictures (26 files, from 172x448 to
+1000x872 pixels) saved as JPEGs of quality 90, as image datasets hold them
+(--originals: the PNG and JPEG files as they are), repeated --copies times
+under other names. The models are random-initialised ones in the shape of public
 checkpoints (scripts/demo/vision_model.py). transformers' side does what a
 recording needs short of writing it: for batches of --batch files, PIL
 opens each (`ImageOps.exif_transpose`), the model's PIL image processor
@@ -50,6 +51,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--originals", action="store_true",
+                        help="record the sample files as they are (mostly PNG)")
     args = parser.parse_args()
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 
@@ -72,7 +75,11 @@ def main() -> None:
         images.mkdir()
         for copy in range(args.copies):
             for original in originals:
-                shutil.copy(original, images / f"{copy}-{original.name}")
+                if args.originals:
+                    shutil.copy(original, images / f"{copy}-{original.name}")
+                else:
+                    Image.open(original).convert("RGB").save(
+                        images / f"{copy}-{original.stem}.jpg", quality=90)
         files = sorted(images.iterdir())
         print(f"{len(files)} images, layers {layers}, threads {args.threads}, torch "
               f"{torch.__version__}, transformers {tf.__version__}", file=sys.stderr)

@@ -170,6 +170,47 @@ fn truncated_jpeg_is_a_decode_error() {
 }
 
 #[test]
+fn check_takes_and_refuses_what_pixel_values_does() {
+    let processor = ImageProcessor::from_json(DINOV2).unwrap();
+    let jpeg = encode(&photo(), ImageFormat::Jpeg);
+    let png = encode(&photo(), ImageFormat::Png);
+    let strip = encode(
+        &image::DynamicImage::ImageRgb8(RgbImage::new(16_000, 1)),
+        ImageFormat::Png,
+    );
+    // A JPEG whose entropy-coded data is overwritten by a run of 0xFF
+    // fill bytes and a restart marker out of sequence.
+    let mut damaged = jpeg.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle..middle + 40].fill(0xFF);
+    damaged[middle + 40] = 0xD5;
+    let mut inputs = vec![
+        jpeg.clone(),
+        png,
+        strip,
+        damaged,
+        jpeg_header_only(20_000, 10, 3),
+        jpeg_header_only(10_000, 10_000, 3),
+        jpeg_header_only(64, 48, 4),
+        b"GIF89a\x01\x00\x01\x00\x00\x00\x00;".to_vec(),
+    ];
+    inputs.extend([jpeg.len() - 2, jpeg.len() / 2, 200].map(|cut| jpeg[..cut].to_vec()));
+    for (i, bytes) in inputs.iter().enumerate() {
+        let decoded = processor.pixel_values(bytes).map(|_| ());
+        let checked = processor.check(bytes);
+        match (decoded, checked) {
+            (Ok(()), Ok(())) => {}
+            (Err(Error::Image(a)), Err(Error::Image(b))) => assert_eq!(
+                std::mem::discriminant(&a),
+                std::mem::discriminant(&b),
+                "input {i}: {a:?} and {b:?}"
+            ),
+            (decoded, checked) => panic!("input {i}: {decoded:?} but {checked:?}"),
+        }
+    }
+}
+
+#[test]
 fn corrupt_png_is_a_decode_error() {
     let mut png = encode(&photo(), ImageFormat::Png);
     let data = png.len() - 20;

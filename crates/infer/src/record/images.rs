@@ -5,10 +5,11 @@
 //! the model's input geometry are kept beside the shards, so every vector
 //! maps back to its image and patch.
 //!
-//! Starting reads every file once (hash and decode, in parallel) so the
+//! Starting reads every file once (hash and check, in parallel) so the
 //! dataset knows its image count: a file that does not decode is skipped
-//! and reported, or refused in strict mode. Each round then decodes a few
-//! images again, checks that their bytes still hash the same, and runs the
+//! and reported, or refused in strict mode. The check reads all of a file's
+//! data without making its pixels. Each round then reads a few files again,
+//! checks that their bytes still hash the same, decodes them and runs the
 //! model over them; memory stays bounded by the round, whatever the
 //! number of files.
 
@@ -285,10 +286,12 @@ fn scan(
     Ok((decoded, images, skipped))
 }
 
-/// A file's list entry once it is read and decodes; else why not.
+/// A file's list entry once it is read and decodes; else why not. The
+/// check makes no pixels ([`ImageProcessor::check`]): each image is decoded
+/// once, in its round.
 fn check(processor: &ImageProcessor, path: &Path) -> std::result::Result<ImageEntry, String> {
     let bytes = read_image_file(path).map_err(|e| e.to_string())?;
-    processor.pixel_values(&bytes).map_err(|e| e.to_string())?;
+    processor.check(&bytes).map_err(|e| e.to_string())?;
     let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
     Ok(ImageEntry::of(&absolute, &bytes))
 }

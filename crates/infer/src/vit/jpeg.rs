@@ -101,8 +101,9 @@ impl Decompressor {
         Ok(())
     }
 
-    /// Decodes `bytes`, whose header this handle read as `width`×`height`
-    /// pixels, into rows of `format`.
+    /// Decodes `bytes`, whose header this handle read, into rows of
+    /// `format`; `width`×`height` is the image's size at the handle's
+    /// scaling factor.
     fn decompress(
         &self,
         bytes: &[u8],
@@ -113,8 +114,8 @@ impl Decompressor {
         let pitch = width as usize * channels(format);
         let mut pixels = vec![0u8; pitch * height as usize];
         // SAFETY: `bytes` is a live slice of the length passed; `pixels`
-        // holds `height` rows of `pitch` bytes, the size of the image whose
-        // header this handle read from the same bytes.
+        // holds `height` rows of `pitch` bytes, the scaled size of the image
+        // whose header this handle read from the same bytes.
         let status = unsafe {
             tj::tj3Decompress8(
                 self.0,
@@ -136,10 +137,18 @@ fn channels(format: tj::TJPF) -> usize {
     if format == tj::TJPF_TJPF_CMYK { 4 } else { 3 }
 }
 
-/// `bytes` (a JPEG file) decoded as PIL decodes it, converted to RGB and
-/// turned upright. With `convert_rgb` false only colour (YCbCr or RGB)
-/// files are taken.
-pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
+/// A JPEG file whose header was read and checked, ready to decode.
+struct Opened {
+    decompressor: Decompressor,
+    width: u32,
+    height: u32,
+    format: tj::TJPF,
+}
+
+/// Reads the header of `bytes` (a JPEG file) and refuses, before any pixel
+/// is decoded, a truncated file, a size beyond the limits, and (with
+/// `convert_rgb` false) a file that is not in colour.
+fn open(bytes: &[u8], convert_rgb: bool) -> Result<Opened, ImageError> {
     if !is_complete(bytes) {
         return Err(ImageError::Decode(
             "the JPEG data ends before its end-of-image marker (the file is truncated)".into(),
@@ -177,14 +186,31 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
             }
         )));
     }
-    let pixels = u64::from(width) * u64::from(height);
-    let decoded_bytes = pixels * channels(format) as u64;
+    let decoded_bytes = u64::from(width) * u64::from(height) * channels(format) as u64;
     if decoded_bytes > MAX_BYTES {
         return Err(ImageError::TooLarge(format!(
             "{width}×{height} pixels take more than {} MiB",
             MAX_BYTES >> 20
         )));
     }
+    Ok(Opened {
+        decompressor,
+        width,
+        height,
+        format,
+    })
+}
+
+/// `bytes` (a JPEG file) decoded as PIL decodes it, converted to RGB and
+/// turned upright. With `convert_rgb` false only colour (YCbCr or RGB)
+/// files are taken.
+pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
+    let Opened {
+        decompressor,
+        width,
+        height,
+        format,
+    } = open(bytes, convert_rgb)?;
     let decoded = decompressor.decompress(bytes, width, height, format)?;
     let rgb = if format == tj::TJPF_TJPF_CMYK {
         decoded
@@ -199,6 +225,38 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
     let mut image = image::DynamicImage::ImageRgb8(image);
     image.apply_orientation(orientation(bytes));
     Ok(image.into_rgb8())
+}
+
+/// The upright `(width, height)` of `bytes` (a JPEG file) if [`decode`]
+/// takes it, found without making its pixels: the file is decoded at an
+/// eighth of its size, which reads every coefficient of every scan (so
+/// damaged data fails as in a full decode) but skips most of the inverse
+/// DCT, the upsampling and the colour conversion.
+pub(super) fn check(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
+    let Opened {
+        decompressor,
+        width,
+        height,
+        format,
+    } = open(bytes, convert_rgb)?;
+    let eighth = tj::tjscalingfactor { num: 1, denom: 8 };
+    // SAFETY: a live handle; 1/8 is one of libjpeg-turbo's scaling factors.
+    if unsafe { tj::tj3SetScalingFactor(decompressor.0, eighth) } != 0 {
+        return Err(ImageError::Decode(decompressor.message()));
+    }
+    decompressor.decompress(bytes, width.div_ceil(8), height.div_ceil(8), format)?;
+    let turned = matches!(
+        orientation(bytes),
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    );
+    Ok(if turned {
+        (height, width)
+    } else {
+        (width, height)
+    })
 }
 
 /// One CMYK pixel as libjpeg-turbo gives it, read with Adobe's inverted

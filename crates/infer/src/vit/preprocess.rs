@@ -491,7 +491,7 @@ impl ImageProcessor {
         let (height, width) = match self.resize {
             Some((target, _)) => {
                 let (height, width) = resized_size(image.height(), image.width(), target);
-                check_resize_budget(&image, height, width)?;
+                check_resize_budget(image.dimensions(), height, width)?;
                 (height, width)
             }
             None => (image.height(), image.width()),
@@ -511,6 +511,19 @@ impl ImageProcessor {
             None => crop(&image, window.columns.clone(), window.rows.clone()),
         };
         Ok(window.padded(&kept))
+    }
+
+    /// Whether [`Self::model_view`] takes `bytes`, found without making the
+    /// image: the same refusals (format, size limits, damaged data, the
+    /// resize budget), a JPEG's pixels left unmade ([`jpeg`] decodes it at
+    /// an eighth of its size, which reads all its data).
+    pub fn check(&self, bytes: &[u8]) -> Result<()> {
+        let (width, height) = decoded_size(bytes, self.convert_rgb)?;
+        if let Some((target, _)) = self.resize {
+            let (resized_height, resized_width) = resized_size(height, width, target);
+            check_resize_budget((width, height), resized_height, resized_width)?;
+        }
+        Ok(())
     }
 
     /// The model's input for `bytes`: `[3, height, width]` values,
@@ -560,28 +573,29 @@ fn decode_error(e: image::ImageError) -> ImageError {
     }
 }
 
-/// `bytes` decoded (JPEG or PNG only), as RGB, turned upright; JPEGs by
-/// libjpeg-turbo, as PIL decodes them ([`jpeg`]).
-fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
-    let mut reader = ImageReader::new(Cursor::new(bytes))
+/// The format of `bytes`, refused unless JPEG or PNG.
+fn format_of(bytes: &[u8]) -> Result<ImageFormat, ImageError> {
+    let reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| ImageError::Decode(e.to_string()))?;
     match reader.format() {
-        Some(ImageFormat::Jpeg | ImageFormat::Png) => {}
-        Some(other) => {
-            return Err(ImageError::Unsupported(format!(
-                "{other:?} images are not read; JPEG and PNG are"
-            )));
-        }
-        None => {
-            return Err(ImageError::Decode(
-                "the bytes are neither a JPEG nor a PNG image".into(),
-            ));
-        }
+        Some(format @ (ImageFormat::Jpeg | ImageFormat::Png)) => Ok(format),
+        Some(other) => Err(ImageError::Unsupported(format!(
+            "{other:?} images are not read; JPEG and PNG are"
+        ))),
+        None => Err(ImageError::Decode(
+            "the bytes are neither a JPEG nor a PNG image".into(),
+        )),
     }
-    if reader.format() == Some(ImageFormat::Jpeg) {
+}
+
+/// `bytes` decoded (JPEG or PNG only), as RGB, turned upright; JPEGs by
+/// libjpeg-turbo, as PIL decodes them ([`jpeg`]).
+fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
+    if format_of(bytes)? == ImageFormat::Jpeg {
         return jpeg::decode(bytes, convert_rgb);
     }
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Png);
     reader.limits(limits());
     let mut decoder = reader.into_decoder().map_err(decode_error)?;
     let (width, height) = decoder.dimensions();
@@ -598,6 +612,16 @@ fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
     let mut image = DynamicImage::ImageRgb8(to_rgb(image, convert_rgb)?);
     image.apply_orientation(orientation);
     Ok(image.into_rgb8())
+}
+
+/// The upright `(width, height)` of `bytes` if [`decode`] takes them: a
+/// JPEG checked without making its pixels ([`jpeg::check`]), a PNG
+/// decoded.
+fn decoded_size(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
+    if format_of(bytes)? == ImageFormat::Jpeg {
+        return jpeg::check(bytes, convert_rgb);
+    }
+    Ok(decode(bytes, convert_rgb)?.dimensions())
 }
 
 /// `channel` over an opaque white background with opacity `alpha`, rounded
@@ -692,14 +716,16 @@ fn resized_size(height: u32, width: u32, target: Resize) -> (u32, u32) {
 /// ratio makes the long edge huge. When rows are resampled first, the
 /// intermediate image has the output's width and the source's height; when
 /// columns are, it is smaller than the source.
-fn check_resize_budget(image: &RgbImage, height: u32, width: u32) -> Result<(), ImageError> {
-    let intermediate = u64::from(width) * u64::from(image.height()) * 3;
+fn check_resize_budget(
+    (source_width, source_height): (u32, u32),
+    height: u32,
+    width: u32,
+) -> Result<(), ImageError> {
+    let intermediate = u64::from(width) * u64::from(source_height) * 3;
     let output = u64::from(width) * u64::from(height) * 3;
     if intermediate.max(output) > MAX_BYTES {
         return Err(ImageError::TooLarge(format!(
-            "resizing {}×{} to {width}×{height} takes more than {} MiB",
-            image.width(),
-            image.height(),
+            "resizing {source_width}×{source_height} to {width}×{height} takes more than {} MiB",
             MAX_BYTES >> 20
         )));
     }
