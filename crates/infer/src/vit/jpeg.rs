@@ -233,18 +233,16 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
 /// damaged data fails as in a full decode) but skips most of the inverse
 /// DCT, the upsampling and the colour conversion.
 pub(super) fn check(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
-    let Opened {
-        decompressor,
-        width,
-        height,
-        format,
-    } = open(bytes, convert_rgb)?;
+    let opened = open(bytes, convert_rgb)?;
     let eighth = tj::tjscalingfactor { num: 1, denom: 8 };
     // SAFETY: a live handle; 1/8 is one of libjpeg-turbo's scaling factors.
-    if unsafe { tj::tj3SetScalingFactor(decompressor.0, eighth) } != 0 {
-        return Err(ImageError::Decode(decompressor.message()));
+    if unsafe { tj::tj3SetScalingFactor(opened.decompressor.0, eighth) } != 0 {
+        return Err(ImageError::Decode(opened.decompressor.message()));
     }
-    decompressor.decompress(bytes, width.div_ceil(8), height.div_ceil(8), format)?;
+    let (width, height) = (opened.width, opened.height);
+    opened
+        .decompressor
+        .decompress(bytes, width.div_ceil(8), height.div_ceil(8), opened.format)?;
     let turned = matches!(
         orientation(bytes),
         Orientation::Rotate90
