@@ -231,18 +231,26 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
 /// takes it, found without making its pixels: the file is decoded at an
 /// eighth of its size, which reads every coefficient of every scan (so
 /// damaged data fails as in a full decode) but skips most of the inverse
-/// DCT, the upsampling and the colour conversion.
+/// DCT, the upsampling and the colour conversion. A lossless file, which
+/// cannot be scaled, is decoded whole.
 pub(super) fn check(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
     let opened = open(bytes, convert_rgb)?;
-    let eighth = tj::tjscalingfactor { num: 1, denom: 8 };
-    // SAFETY: a live handle; 1/8 is one of libjpeg-turbo's scaling factors.
-    if unsafe { tj::tj3SetScalingFactor(opened.decompressor.0, eighth) } != 0 {
+    // A lossless file has no DCT to scale; it is decoded whole.
+    let lossless = opened.decompressor.get(tj::TJPARAM_TJPARAM_LOSSLESS) != 0;
+    let scale = if lossless { 1 } else { 8 };
+    let factor = tj::tjscalingfactor {
+        num: 1,
+        denom: scale,
+    };
+    // SAFETY: a live handle; 1/1 and 1/8 are libjpeg-turbo scaling factors.
+    if unsafe { tj::tj3SetScalingFactor(opened.decompressor.0, factor) } != 0 {
         return Err(ImageError::Decode(opened.decompressor.message()));
     }
     let (width, height) = (opened.width, opened.height);
+    let scaled = |side: u32| side.div_ceil(scale as u32);
     opened
         .decompressor
-        .decompress(bytes, width.div_ceil(8), height.div_ceil(8), opened.format)?;
+        .decompress(bytes, scaled(width), scaled(height), opened.format)?;
     let turned = matches!(
         orientation(bytes),
         Orientation::Rotate90
@@ -384,6 +392,50 @@ mod tests {
             None
         );
         assert_eq!(xmp_orientation(b"tiff:Orientation x"), None);
+    }
+
+    /// A lossless JPEG of `pixels` (RGB, `width`×`height`), written by
+    /// libjpeg-turbo's compressor.
+    fn lossless_jpeg(pixels: &[u8], width: usize, height: usize) -> Vec<u8> {
+        let mut jpeg: *mut u8 = std::ptr::null_mut();
+        let mut size: tj::size_t = 0;
+        // SAFETY: a fresh compressor handle, destroyed at the end; `pixels`
+        // holds `height` rows of `3 × width` bytes; the output buffer is
+        // allocated by the library, copied out and freed with `tj3Free`.
+        unsafe {
+            let handle = tj::tj3Init(tj::TJINIT_TJINIT_COMPRESS as c_int);
+            assert!(!handle.is_null());
+            assert_eq!(
+                tj::tj3Set(handle, tj::TJPARAM_TJPARAM_LOSSLESS as c_int, 1),
+                0
+            );
+            let status = tj::tj3Compress8(
+                handle,
+                pixels.as_ptr(),
+                width as c_int,
+                0,
+                height as c_int,
+                tj::TJPF_TJPF_RGB as c_int,
+                &mut jpeg,
+                &mut size,
+            );
+            assert_eq!(status, 0);
+            let bytes = std::slice::from_raw_parts(jpeg, size as usize).to_vec();
+            tj::tj3Free(jpeg.cast());
+            tj::tj3Destroy(handle);
+            bytes
+        }
+    }
+
+    #[test]
+    fn lossless_files_decode_to_their_pixels_and_pass_the_check() {
+        let (width, height) = (21, 13);
+        let pixels: Vec<u8> = (0..width * height * 3)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let jpeg = lossless_jpeg(&pixels, width, height);
+        assert_eq!(decode(&jpeg, true).unwrap().into_raw(), pixels);
+        assert_eq!(check(&jpeg, true).unwrap(), (21, 13));
     }
 
     #[test]

@@ -515,8 +515,8 @@ impl ImageProcessor {
 
     /// Whether [`Self::model_view`] takes `bytes`, found without making the
     /// image: the same refusals (format, size limits, damaged data, the
-    /// resize budget), a JPEG's pixels left unmade ([`jpeg`] decodes it at
-    /// an eighth of its size, which reads all its data).
+    /// resize budget), a JPEG's pixels left unmade (it is decoded at an
+    /// eighth of its size, which reads all its data).
     pub fn check(&self, bytes: &[u8]) -> Result<()> {
         let (width, height) = decoded_size(bytes, self.convert_rgb)?;
         if let Some((target, _)) = self.resize {
