@@ -100,37 +100,6 @@ impl Decompressor {
         }
         Ok(())
     }
-
-    /// Decodes `bytes`, whose header this handle read, into rows of
-    /// `format`; `width`×`height` is the image's size at the handle's
-    /// scaling factor.
-    fn decompress(
-        &self,
-        bytes: &[u8],
-        width: u32,
-        height: u32,
-        format: tj::TJPF,
-    ) -> Result<Vec<u8>, ImageError> {
-        let pitch = width as usize * channels(format);
-        let mut pixels = vec![0u8; pitch * height as usize];
-        // SAFETY: `bytes` is a live slice of the length passed; `pixels`
-        // holds `height` rows of `pitch` bytes, the scaled size of the image
-        // whose header this handle read from the same bytes.
-        let status = unsafe {
-            tj::tj3Decompress8(
-                self.0,
-                bytes.as_ptr(),
-                bytes.len() as tj::size_t,
-                pixels.as_mut_ptr(),
-                pitch as c_int,
-                format as c_int,
-            )
-        };
-        if status != 0 && !self.only_warned() {
-            return Err(ImageError::Decode(self.message()));
-        }
-        Ok(pixels)
-    }
 }
 
 fn channels(format: tj::TJPF) -> usize {
@@ -143,6 +112,45 @@ struct Opened {
     width: u32,
     height: u32,
     format: tj::TJPF,
+}
+
+impl Opened {
+    /// The file's pixels in its `format`, decoded at `1/denominator` of its
+    /// size (1 or 8, libjpeg-turbo scaling factors): rows of
+    /// `width.div_ceil(denominator)` pixels.
+    fn pixels(&self, bytes: &[u8], denominator: u32) -> Result<Vec<u8>, ImageError> {
+        let factor = tj::tjscalingfactor {
+            num: 1,
+            denom: denominator as c_int,
+        };
+        let handle = self.decompressor.0;
+        // SAFETY: a live handle; the factor is one the library supports.
+        if unsafe { tj::tj3SetScalingFactor(handle, factor) } != 0 {
+            return Err(ImageError::Decode(self.decompressor.message()));
+        }
+        // libjpeg-turbo's TJSCALED: the side times the factor, rounded up.
+        let width = self.width.div_ceil(denominator) as usize;
+        let height = self.height.div_ceil(denominator) as usize;
+        let pitch = width * channels(self.format);
+        let mut pixels = vec![0u8; pitch * height];
+        // SAFETY: `bytes` is a live slice of the length passed; `pixels`
+        // holds `height` rows of `pitch` bytes: the size, at the factor just
+        // set, of the image whose header this handle read from these bytes.
+        let status = unsafe {
+            tj::tj3Decompress8(
+                handle,
+                bytes.as_ptr(),
+                bytes.len() as tj::size_t,
+                pixels.as_mut_ptr(),
+                pitch as c_int,
+                self.format as c_int,
+            )
+        };
+        if status != 0 && !self.decompressor.only_warned() {
+            return Err(ImageError::Decode(self.decompressor.message()));
+        }
+        Ok(pixels)
+    }
 }
 
 /// Reads the header of `bytes` (a JPEG file) and refuses, before any pixel
@@ -205,14 +213,9 @@ fn open(bytes: &[u8], convert_rgb: bool) -> Result<Opened, ImageError> {
 /// turned upright. With `convert_rgb` false only colour (YCbCr or RGB)
 /// files are taken.
 pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
-    let Opened {
-        decompressor,
-        width,
-        height,
-        format,
-    } = open(bytes, convert_rgb)?;
-    let decoded = decompressor.decompress(bytes, width, height, format)?;
-    let rgb = if format == tj::TJPF_TJPF_CMYK {
+    let opened = open(bytes, convert_rgb)?;
+    let decoded = opened.pixels(bytes, 1)?;
+    let rgb = if opened.format == tj::TJPF_TJPF_CMYK {
         decoded
             .chunks_exact(4)
             .flat_map(inverted_cmyk_to_rgb)
@@ -220,8 +223,8 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
     } else {
         decoded
     };
-    let image =
-        RgbImage::from_raw(width, height, rgb).expect("the buffer holds width × height RGB pixels");
+    let image = RgbImage::from_raw(opened.width, opened.height, rgb)
+        .expect("the buffer holds width × height RGB pixels");
     let mut image = image::DynamicImage::ImageRgb8(image);
     image.apply_orientation(orientation(bytes));
     Ok(image.into_rgb8())
@@ -232,25 +235,12 @@ pub(super) fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageE
 /// eighth of its size, which reads every coefficient of every scan (so
 /// damaged data fails as in a full decode) but skips most of the inverse
 /// DCT, the upsampling and the colour conversion. A lossless file, which
-/// cannot be scaled, is decoded whole.
+/// has no DCT to scale, is decoded whole.
 pub(super) fn check(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
     let opened = open(bytes, convert_rgb)?;
-    // A lossless file has no DCT to scale; it is decoded whole.
     let lossless = opened.decompressor.get(tj::TJPARAM_TJPARAM_LOSSLESS) != 0;
-    let scale = if lossless { 1 } else { 8 };
-    let factor = tj::tjscalingfactor {
-        num: 1,
-        denom: scale,
-    };
-    // SAFETY: a live handle; 1/1 and 1/8 are libjpeg-turbo scaling factors.
-    if unsafe { tj::tj3SetScalingFactor(opened.decompressor.0, factor) } != 0 {
-        return Err(ImageError::Decode(opened.decompressor.message()));
-    }
+    opened.pixels(bytes, if lossless { 1 } else { 8 })?;
     let (width, height) = (opened.width, opened.height);
-    let scaled = |side: u32| side.div_ceil(scale as u32);
-    opened
-        .decompressor
-        .decompress(bytes, scaled(width), scaled(height), opened.format)?;
     let turned = matches!(
         orientation(bytes),
         Orientation::Rotate90

@@ -592,9 +592,15 @@ fn format_of(bytes: &[u8]) -> Result<ImageFormat, ImageError> {
 /// `bytes` decoded (JPEG or PNG only), as RGB, turned upright; JPEGs by
 /// libjpeg-turbo, as PIL decodes them ([`jpeg`]).
 fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
-    if format_of(bytes)? == ImageFormat::Jpeg {
-        return jpeg::decode(bytes, convert_rgb);
+    match format_of(bytes)? {
+        ImageFormat::Jpeg => jpeg::decode(bytes, convert_rgb),
+        _ => decode_png(bytes, convert_rgb),
     }
+}
+
+/// `bytes` (a PNG file) decoded by the `image` crate, as RGB, turned
+/// upright.
+fn decode_png(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
     let mut reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Png);
     reader.limits(limits());
     let mut decoder = reader.into_decoder().map_err(decode_error)?;
@@ -618,10 +624,10 @@ fn decode(bytes: &[u8], convert_rgb: bool) -> Result<RgbImage, ImageError> {
 /// JPEG checked without making its pixels ([`jpeg::check`]), a PNG
 /// decoded.
 fn decoded_size(bytes: &[u8], convert_rgb: bool) -> Result<(u32, u32), ImageError> {
-    if format_of(bytes)? == ImageFormat::Jpeg {
-        return jpeg::check(bytes, convert_rgb);
+    match format_of(bytes)? {
+        ImageFormat::Jpeg => jpeg::check(bytes, convert_rgb),
+        _ => Ok(decode_png(bytes, convert_rgb)?.dimensions()),
     }
-    Ok(decode(bytes, convert_rgb)?.dimensions())
 }
 
 /// `channel` over an opaque white background with opacity `alpha`, rounded
