@@ -13,7 +13,9 @@ makes the pixel values, the model runs with `output_hidden_states=True`
 under `torch.inference_mode()`, and the recorded layers' hidden states are
 copied out as numpy arrays. modelbin's side is the whole recording: every
 file read, hashed and checked, then decoded, resized and run, and the SAEV
-dataset written and synced. Both on --threads threads
+dataset written and synced. The last two columns time one image's
+preparation alone (decode, resize, crop, normalize), one file at a time:
+PIL + the model's image processor against `ImageProcessor.pixel_values`. Both on --threads threads
 (`torch.set_num_threads`, `RAYON_NUM_THREADS`), alternating, best of
 --repeats.
 
@@ -109,8 +111,21 @@ def main() -> None:
                                 progress=False)
                 return run
 
+            from modelbin.vision import ImageProcessor
+            ours = ImageProcessor(model_dir)
+
+            def prepare_transformers():
+                for f in files:
+                    processor(images=ImageOps.exif_transpose(Image.open(f)).convert("RGB"),
+                              return_tensors="np")
+
+            def prepare_modelbin():
+                for f in files:
+                    ours.pixel_values([str(f)])
+
             engines = (("transformers", run_transformers), ("modelbin", recorder(False)),
-                       ("int8", recorder(True)))
+                       ("int8", recorder(True)), ("prepare: transformers", prepare_transformers),
+                       ("prepare: modelbin", prepare_modelbin))
             best = {engine: float("inf") for engine, _ in engines}
             for _ in range(args.repeats):
                 for engine, run in engines:
@@ -121,12 +136,15 @@ def main() -> None:
             rows.append((name, rate))
             print(f"{name}: " + ", ".join(f"{k} {v:.2f} images/s" for k, v in rate.items()),
                   file=sys.stderr)
-    print("| model | transformers images/s | modelbin f32 | ratio | modelbin int8 | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| model | transformers images/s | modelbin f32 | ratio | modelbin int8 | ratio "
+          "| one image prepared, ms: PIL + processor | modelbin |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, rate in rows:
         t = rate["transformers"]
         print(f"| {name} | {t:.2f} | {rate['modelbin']:.2f} | {rate['modelbin'] / t:.2f}x "
-              f"| {rate['int8']:.2f} | {rate['int8'] / t:.2f}x |")
+              f"| {rate['int8']:.2f} | {rate['int8'] / t:.2f}x "
+              f"| {1e3 / rate['prepare: transformers']:.2f} "
+              f"| {1e3 / rate['prepare: modelbin']:.2f} |")
 
 
 if __name__ == "__main__":
