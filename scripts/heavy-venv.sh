@@ -25,7 +25,8 @@ if [ ! -f "$venv/.complete" ]; then
     mkdir -p "$root"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$venv/bin/python" -m pip install --quiet -r "$requirements" >&2
+    # --no-cache-dir: a cached copy of the wheels would take 5 GB more.
+    "$venv/bin/python" -m pip install --quiet --no-cache-dir -r "$requirements" >&2
     touch "$venv/.complete"
 fi
 
