@@ -13,6 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A fresh clone's build takes about 6 GB under target/ (and the heavy venv
+# 6.5 GB once): warn before the compiler fails on a full disk.
+mkdir -p target
+free_gb=$(df -Pk target | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "$free_gb" -lt 8 ]; then
+    echo "test.sh: only ${free_gb} GB free under target/; the build needs about 6 GB" >&2
+fi
+
 venv=target/py
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"

@@ -83,6 +83,7 @@ pub trait Stepped {
 pub use modelbin_format::io::rng;
 pub use nn::int8::{Int8Kernel, quantize_weight_blocks};
 pub use nn::kernels::F32Tier;
+pub use nn::packed::PackedWeights;
 pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};
 
 /// The instruction set the f32 kernels run (LayerNorm, GELU, softmax,

@@ -80,7 +80,20 @@ const K_BLOCK: usize = 768;
 /// Values in the largest tile, rows of its width.
 const TILE_VALUES: usize = 12 * 2 * NR;
 
-/// A weight matrix `W[n, k]` packed for `x · Wᵀ`.
+/// A weight matrix `W[n, k]` packed for `x · Wᵀ`, the product every
+/// engine's f32 linear layers run.
+///
+/// ```
+/// use modelbin_infer::PackedWeights;
+///
+/// // W is 2×3 (two output features of three inputs), as PyTorch stores it.
+/// let w = [1.0, 0.0, 2.0, 0.0, 1.0, 0.0];
+/// let packed = PackedWeights::new(&[&w], 3);
+/// let mut out = [0.0; 2];
+/// packed.linear(&[1.0, 2.0, 3.0], &[0.5, -0.5], &mut out);
+/// assert_eq!(out, [7.5, 1.5]);
+/// assert_eq!(packed.rows(), w);
+/// ```
 #[derive(Debug, Clone)]
 pub struct PackedWeights {
     n: usize,
@@ -96,6 +109,9 @@ pub struct PackedWeights {
 impl PackedWeights {
     /// Packs the rows of `parts` (each row-major with rows of `k`, stacked
     /// in order).
+    ///
+    /// # Panics
+    /// If `k` is 0 or a part is not whole rows of `k`.
     pub fn new(parts: &[&[f32]], k: usize) -> Self {
         let rows = rows_of(parts, k);
         let n = rows.len();
@@ -137,6 +153,10 @@ impl PackedWeights {
 
     /// `out[m, n] = bias + x[m, k] · Wᵀ`, spread over the rayon pool: by
     /// rows when there are many, by panels otherwise.
+    ///
+    /// # Panics
+    /// If `x` is not whole rows of `k`, or `bias` and `out` do not hold
+    /// `n` and `m × n` values.
     pub fn linear(&self, x: &[f32], bias: &[f32], out: &mut [f32]) {
         let (n, k) = (self.n, self.k);
         let m = x.len() / k;

@@ -1,0 +1,112 @@
+"""The packed f32 product against torch's `linear`, one thread, on a vision
+transformer's products, each as a share of this core's FMA peak.
+
+`kernel_bench` (crates/infer/examples) measures the peak on register
+chains of the tier's width and times our products; torch's
+`torch.nn.functional.linear` (MKL/oneDNN) runs the same shapes in the same
+process run, alternating with ours, best of the repeats.
+
+    $(scripts/heavy-venv.sh)/bin/python scripts/bench/kernel.py \\
+        [--rows 1576] [--widths 384,768] [--tiers avx512,avx2] [--repeats 3]
+
+The default rows are a batch of 8 ViT-B/16 images at 224 px (197 tokens
+each). Prints a Markdown table.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ours(binary, tier, rows, widths):
+    out = subprocess.run([binary, tier, str(rows), *map(str, widths)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def shapes(d):
+    """A ViT block's products of width `d`, as kernel_bench names them."""
+    return [("qkv", 3 * d, d), ("attn_out", d, d), ("mlp_in", 4 * d, d), ("mlp_out", d, 4 * d)]
+
+
+def torch_rate(m, n, k):
+    """Best of five timings of at least 0.2 s, in flop/s."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(m, k, generator=g) * 2 - 1
+    w = torch.rand(n, k, generator=g) * 2 - 1
+    b = torch.rand(n, generator=g)
+    out = torch.empty(m, n)
+    with torch.inference_mode():
+        torch.addmm(b, x, w.t(), out=out)
+        calls, started = 0, time.perf_counter()
+        while time.perf_counter() - started < 0.05:
+            torch.addmm(b, x, w.t(), out=out)
+            calls += 1
+        per = max(1, int(0.2 / (time.perf_counter() - started) * calls))
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(per):
+                torch.addmm(b, x, w.t(), out=out)
+            best = min(best, (time.perf_counter() - started) / per)
+    return 2 * m * n * k / best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=8 * 197)
+    parser.add_argument("--widths", default="384,768")
+    parser.add_argument("--tiers", default="avx512,avx2")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    widths = [int(w) for w in args.widths.split(",")]
+    torch.set_num_threads(1)
+    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "modelbin-infer",
+                    "--example", "kernel_bench"], check=True, cwd=ROOT)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    binary = os.path.join(target, "release", "examples", "kernel_bench")
+
+    best = {}  # (tier, width, product) -> best of ours; ("torch", width, product)
+    peaks = {}
+    for _ in range(args.repeats):
+        for tier in args.tiers.split(","):
+            report = ours(binary, tier, args.rows, widths)
+            peaks[tier] = max(peaks.get(tier, 0), report["peak_gflops"])
+            for p in report["products"]:
+                key = (tier, p["width"], p["product"])
+                if p["of_peak"] > best.get(key, {"of_peak": 0})["of_peak"]:
+                    best[key] = p
+        for d in widths:
+            for name, n, k in shapes(d):
+                gflops = torch_rate(args.rows, n, k) / 1e9
+                best[("torch", d, name)] = max(best.get(("torch", d, name), 0), gflops)
+
+    tiers = args.tiers.split(",")
+    print(f"rows {args.rows}, one thread, best of {args.repeats}; FMA peak "
+          + ", ".join(f"{t} {peaks[t]:.1f} GFLOP/s" for t in tiers))
+    print()
+    header = "| width | product | m×n×k | " + " | ".join(
+        f"{t} GFLOP/s (of peak)" for t in tiers) + f" | torch GFLOP/s (of {tiers[0]} peak) | {tiers[0]} / torch |"
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for d in widths:
+        for name, _, _ in shapes(d):
+            first = best[(tiers[0], d, name)]
+            cells = [f"{best[(t, d, name)]['gflops']:.1f} ({best[(t, d, name)]['of_peak']:.0%})"
+                     for t in tiers]
+            torch_gflops = best[("torch", d, name)]
+            print(f"| {d} | {name} | {first['m']}×{first['n']}×{first['k']} | "
+                  + " | ".join(cells)
+                  + f" | {torch_gflops:.1f} ({torch_gflops / peaks[tiers[0]]:.0%})"
+                  + f" | {first['gflops'] / torch_gflops:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()
