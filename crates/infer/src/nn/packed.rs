@@ -46,12 +46,13 @@ struct Tile {
 /// one thread, Xeon with AVX-512), as shares of the FMA peak:
 /// - The AVX2 tile's panel (16 features, 48 KB over 768 steps) stays in
 ///   L1 while every row tile of a block passes over it: groups outer,
-///   82–87%, against 77–84% rows outer.
+///   82–88%, against 73–84% rows outer.
 /// - The AVX-512 tile's two panels (96 KB) do not, and there groups outer
 ///   writes each group's sums down every row of the block, a column strip
-///   whose cache misses cost a tenth of the time: rows outer, each row
-///   tile keeps its inputs in L1 and writes its sums along the rows,
-///   83–90%, against 77–88% groups outer.
+///   whose cache misses cost a tenth of the time (the products ran at
+///   86–94% with those writes left out): rows outer, each row tile keeps
+///   its inputs in L1 and writes its sums along the rows, 82–89%, against
+///   72–87% groups outer.
 #[derive(Debug, Clone, Copy)]
 enum TileOrder {
     /// For each group of panels, every row tile of a block of rows.
@@ -280,7 +281,7 @@ unsafe fn by_panels(
     // whose panels stay in L2.
     let block_rows = match order {
         TileOrder::GroupsOuter => (X_BLOCK_FLOATS / k / tile.rows).max(1) * tile.rows,
-        TileOrder::RowsOuter => m,
+        TileOrder::RowsOuter => m.max(1),
     };
     let groups_per_block = (PANEL_BLOCK_FLOATS / (k.min(k_block) * tile.width())).max(1);
     for_each_block(m, n, tile.width(), tile.rows, out, |rows, groups, out| {
