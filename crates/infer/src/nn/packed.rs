@@ -228,6 +228,83 @@ pub fn linear_unpacked(parts: &[&[f32]], k: usize, x: &[f32], bias: &[f32], out:
     unsafe { by_panels(tier, Panels::Unpacked(&rows), k, n, x, bias, out) };
 }
 
+/// The weights of a [`product_on_thread`], read where they are: `values`
+/// from the first weight on, `stride` values between rows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum StridedWeights<'a> {
+    /// `W[n, k]`: row `j`, the `k` weights of output feature `j`, starts
+    /// at `values[j · stride]` (attention's keys).
+    Rows(&'a [f32], usize),
+    /// `Wᵀ[k, n]`: row `kk`, step `kk`'s weight for each of the `n`
+    /// features, starts at `values[kk · stride]` (attention's values).
+    Columns(&'a [f32], usize),
+}
+
+/// `out[m, n] = x[m, k] · Wᵀ` on the calling thread, with `x`'s rows
+/// `x_stride` apart: attention's products (a head's queries against its
+/// keys, its scores against its values), each a rayon task of its own.
+/// The panels are packed first (`n × k` values, a few tens of KB for a
+/// head); each output adds its products in `k` order as in every packed
+/// product. Only where [`simd_available`].
+pub(crate) fn product_on_thread(
+    (x, x_stride): (&[f32], usize),
+    weights: StridedWeights<'_>,
+    (m, k, n): (usize, usize, usize),
+    out: &mut [f32],
+) {
+    let tier = F32Tier::chosen();
+    assert!(
+        tier != F32Tier::Portable,
+        "the packed kernel needs AVX2 and FMA"
+    );
+    assert!(out.len() == m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let mut panels = vec![0.0f32; n.div_ceil(NR) * k * NR];
+    for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
+        let features = p * NR..n.min((p + 1) * NR);
+        match weights {
+            StridedWeights::Rows(values, stride) => {
+                for (j, feature) in features.enumerate() {
+                    let row = &values[feature * stride..feature * stride + k];
+                    for (d, &v) in panel[j..].iter_mut().step_by(NR).zip(row) {
+                        *d = v;
+                    }
+                }
+            }
+            StridedWeights::Columns(values, stride) => {
+                for (kk, step) in panel.chunks_exact_mut(NR).enumerate() {
+                    let at = kk * stride;
+                    step[..features.len()]
+                        .copy_from_slice(&values[at + features.start..at + features.end]);
+                }
+            }
+        }
+    }
+    let tile = Tile::of(tier);
+    let zeros = vec![0.0f32; n];
+    let mut block = BlockOut::whole(out, n);
+    let part = Part {
+        x,
+        k,
+        stride: x_stride,
+        rows: 0..m,
+        steps: 0..k,
+    };
+    let panels: Vec<&[f32]> = panels.chunks_exact(k * NR).collect();
+    for (g, group) in panels.chunks(tile.panels).enumerate() {
+        let col = g * tile.width();
+        let bias = &zeros[col..n.min(col + tile.width())];
+        // SAFETY: `F32Tier::chosen` checked the tier's features.
+        unsafe { panel_product(tier, &part, group, bias, &mut block, col) };
+    }
+}
+
 /// Where a product's panels come from.
 enum Panels<'a> {
     /// Packed already, one after another.
@@ -299,6 +376,7 @@ unsafe fn by_panels(
             let part = Part {
                 x,
                 k,
+                stride: k,
                 rows: part_rows,
                 steps: steps.clone(),
             };
@@ -366,6 +444,8 @@ fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
 struct Part<'a> {
     x: &'a [f32],
     k: usize,
+    /// Values from one row of `x` to the next.
+    stride: usize,
     rows: std::ops::Range<usize>,
     steps: std::ops::Range<usize>,
 }
@@ -385,14 +465,14 @@ unsafe fn panel_product(
     out: &mut BlockOut<'_>,
     col: usize,
 ) {
-    let (k, steps) = (part.k, &part.steps);
+    let (k, stride, steps) = (part.k, part.stride, &part.steps);
     let width = panels.len() * NR;
     let features = col..col + bias.len();
     let mut tile = [0.0f32; TILE_VALUES];
     for (row0, rows) in row_tiles(part.rows.clone(), Tile::of(tier).rows) {
         let rows_in = KernelRows {
-            x: &part.x[row0 * k + steps.start..(row0 + rows - 1) * k + steps.end],
-            stride: k,
+            x: &part.x[row0 * stride + steps.start..(row0 + rows - 1) * stride + steps.end],
+            stride,
             steps: steps.len(),
         };
         let accumulate = steps.start > 0;
@@ -681,6 +761,62 @@ mod tests {
             let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.7).sin()).collect();
             let (top, bottom) = w.split_at(n / 2 * k);
             assert_eq!(PackedWeights::new(&[top, bottom], k).rows(), w, "{n}×{k}");
+        }
+    }
+
+    /// Products on one thread read strided inputs, and weights as rows or
+    /// as columns, and give the plain products, on every SIMD tier.
+    #[test]
+    fn products_on_a_thread_read_strided_rows_and_columns() {
+        for (m, k, n) in [
+            (1, 1, 1),
+            (5, 7, 3),
+            (13, 64, 37),
+            (30, 257, 64),
+            (25, 64, 257),
+        ] {
+            let (x_stride, w_stride) = (k + 3, 2 * k.max(n) + 5);
+            let x: Vec<f32> = (0..m * x_stride)
+                .map(|i| ((i * 13 % 97) as f32 - 48.0) / 48.0)
+                .collect();
+            let w: Vec<f32> = (0..k.max(n) * w_stride)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+                .collect();
+            let want = |i: usize, j: usize, weight: &dyn Fn(usize, usize) -> f32| {
+                (0..k)
+                    .map(|p| x[i * x_stride + p] * weight(j, p))
+                    .sum::<f32>()
+            };
+            for tier in usable_tiers()
+                .into_iter()
+                .filter(|&t| t != F32Tier::Portable)
+            {
+                for (weights, weight) in [
+                    (
+                        StridedWeights::Rows(&w, w_stride),
+                        &(|j: usize, p: usize| w[j * w_stride + p]) as &dyn Fn(usize, usize) -> f32,
+                    ),
+                    (
+                        StridedWeights::Columns(&w, w_stride),
+                        &(|j: usize, p: usize| w[p * w_stride + j]) as &dyn Fn(usize, usize) -> f32,
+                    ),
+                ] {
+                    let mut out = vec![f32::NAN; m * n];
+                    F32Tier::capped(tier, || {
+                        product_on_thread((&x, x_stride), weights, (m, k, n), &mut out)
+                    });
+                    for i in 0..m {
+                        for j in 0..n {
+                            let (got, want) = (out[i * n + j], want(i, j, weight));
+                            assert!(
+                                (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                                "({m},{k},{n}) {weights:?} {} [{i},{j}] {got} vs {want}",
+                                tier.name()
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

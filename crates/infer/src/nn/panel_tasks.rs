@@ -23,7 +23,7 @@ pub(crate) struct BlockOut<'a> {
 
 impl<'a> BlockOut<'a> {
     /// All of `out`, rows of `columns` values.
-    fn whole(out: &'a mut [f32], columns: usize) -> Self {
+    pub(crate) fn whole(out: &'a mut [f32], columns: usize) -> Self {
         BlockOut {
             start: out.as_mut_ptr(),
             ldo: columns,
