@@ -180,6 +180,11 @@ fn attention_in_blocks(
     }
 }
 
+/// Queries from which [`attend`] runs the packed kernel (a kernel tile's
+/// rows several times over: the keys and values packed for them cost
+/// about one product per query row of a tile).
+const PACKED_QUERIES: usize = 32;
+
 /// `softmax(scale · q · kᵀ) · v` for `rows` query rows against `seen`
 /// keys and values (each row `d` wide at its matrix's stride), query `r`
 /// seeing the first `visible(r)` keys only: `[rows, d]`.
@@ -192,12 +197,13 @@ fn attend(
     let holds =
         |m: Strided<'_>, count: usize| count == 0 || m.values.len() >= (count - 1) * m.stride + d;
     assert!(holds(q, rows) && holds(k, seen) && holds(v, seen));
-    // On the SIMD tiers both products run the packed kernel, which keeps
-    // a head's small products near the FMA peak where the `gemm` crate's
-    // general kernel, packing both operands of each, ran them at about a
-    // third of the rate of the linear layers' (a DINOv2-small forward's
-    // profile).
-    let simd = simd_available();
+    // With many queries, both products run the packed kernel on the SIMD
+    // tiers: it keeps a head's products near the FMA peak, where the
+    // `gemm` crate's general kernel ran them at about a third of the rate
+    // of the linear layers' (a DINOv2-small forward's profile). With few,
+    // packing the keys and values costs more than the products: one query
+    // at a time, GPT-2's generation took a fifth longer.
+    let simd = simd_available() && rows >= PACKED_QUERIES;
     let mut scores = vec![0.0f32; rows * seen];
     if simd {
         product_on_thread(
