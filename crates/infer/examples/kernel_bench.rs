@@ -3,21 +3,27 @@
 //! in the same run):
 //!
 //! ```text
-//! kernel_bench TIER ROWS WIDTH...   # TIER: avx512 or avx2
+//! kernel_bench TIER ROWS WIDTH...          # TIER: avx512 or avx2
+//! kernel_bench --int8 KERNEL ROWS WIDTH...  # KERNEL: avx512-vnni, avx-vnni, avx2
 //! ```
 //!
 //! For each model width `d` it times the four products of a ViT block over
 //! `ROWS` rows (tokens × images): `d → 3d` (query, key, value), `d → d`
 //! (attention output), `d → 4d` and `4d → d` (MLP). Next to each rate it
-//! prints the share of the FMA peak: what this core's fused multiply-adds
-//! reach on independent register chains of the tier's width, measured in
-//! the same run (so a turbo clock or a noisy neighbour moves both). One
-//! thread; weights packed before timing; best of five timings of at least
-//! 0.2 s each. Prints one JSON object.
+//! prints the share of the peak: what this core's fused multiply-adds (or,
+//! with `--int8` and a VNNI kernel, its `vpdpbusd`s, each 4 multiply-adds
+//! per lane) reach on independent register chains of the tier's width,
+//! measured in the same run (so a turbo clock or a noisy neighbour moves
+//! both). With `--int8` the weights are quantized as the vision models'
+//! are (a scale per 32 inputs) and the rates count an int8 multiply-add as
+//! two operations. One thread; weights packed before timing; best of five
+//! timings of at least 0.2 s each. Prints one JSON object.
 
 use std::time::Instant;
 
-use modelbin_infer::{F32Tier, Int8Kernel, Kernels, PackedWeights};
+use modelbin_infer::{
+    F32Tier, Int8Kernel, Kernels, PackedWeights, QuantizedWeights, quantize_weight_blocks,
+};
 
 /// Floating-point operations per second of `work` (which does `flops`),
 /// best of five timings of at least 0.2 s each.
@@ -94,6 +100,53 @@ mod peak {
         }
         lanes.iter().sum()
     }
+
+    /// `steps` `vpdpbusd`s on each of [`AVX512_CHAINS`] 512-bit registers.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F and AVX-512 VNNI.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub unsafe fn avx512_vnni(steps: usize) -> i32 {
+        let mut acc = [_mm512_set1_epi32(1); AVX512_CHAINS];
+        let (a, b) = (
+            _mm512_set1_epi32(0x0102_0304),
+            _mm512_set1_epi32(0x0101_0101),
+        );
+        for _ in 0..steps {
+            for acc in &mut acc {
+                *acc = _mm512_dpbusd_epi32(*acc, a, b);
+            }
+        }
+        acc.iter().map(|&v| _mm512_reduce_add_epi32(v)).sum()
+    }
+
+    /// `steps` `vpdpbusd`s on each of [`AVX2_CHAINS`] 256-bit registers.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-VNNI.
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub unsafe fn avx_vnni(steps: usize) -> i32 {
+        let mut acc = [_mm256_set1_epi32(1); AVX2_CHAINS];
+        let (a, b) = (
+            _mm256_set1_epi32(0x0102_0304),
+            _mm256_set1_epi32(0x0101_0101),
+        );
+        for _ in 0..steps {
+            for acc in &mut acc {
+                *acc = _mm256_dpbusd_avx_epi32(*acc, a, b);
+            }
+        }
+        let mut lanes = [0i32; 8];
+        for v in acc {
+            let mut out = [0i32; 8];
+            // SAFETY: `out` holds 8 i32.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) };
+            for (l, o) in lanes.iter_mut().zip(out) {
+                *l = l.wrapping_add(o);
+            }
+        }
+        lanes.iter().fold(0, |a, &b| a.wrapping_add(b))
+    }
 }
 
 /// The FMA peak of one core at `tier`'s width, in flop/s.
@@ -122,6 +175,34 @@ fn fma_peak(_: F32Tier) -> f64 {
     unreachable!("the packed kernels need x86-64")
 }
 
+/// The `vpdpbusd` peak of one core for a VNNI `kernel`, in int8 operations
+/// per second (a multiply and an add each); `None` for the other kernels.
+#[cfg(target_arch = "x86_64")]
+fn vnni_peak(kernel: Int8Kernel) -> Option<f64> {
+    const STEPS: usize = 1 << 16;
+    let lanes = match kernel {
+        Int8Kernel::Avx512Vnni => 16 * peak::AVX512_CHAINS,
+        Int8Kernel::AvxVnni => 8 * peak::AVX2_CHAINS,
+        _ => return None,
+    };
+    let ops = (STEPS * lanes * 4 * 2) as f64;
+    Some(rate(ops, || {
+        // SAFETY: `main` checked that the CPU runs `kernel`.
+        let sum = unsafe {
+            match kernel {
+                Int8Kernel::Avx512Vnni => peak::avx512_vnni(STEPS),
+                _ => peak::avx_vnni(STEPS),
+            }
+        };
+        std::hint::black_box(sum);
+    }))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn vnni_peak(_: Int8Kernel) -> Option<f64> {
+    None
+}
+
 /// Deterministic values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed;
@@ -135,53 +216,119 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// The four products of a ViT block of width `d`: name, outputs, inputs.
+fn block_products(d: usize) -> [(&'static str, usize, usize); 4] {
+    [
+        ("qkv", 3 * d, d),
+        ("attn_out", d, d),
+        ("mlp_in", 4 * d, d),
+        ("mlp_out", d, 4 * d),
+    ]
+}
+
+/// What one run measures: the kernels, their peak, and each product's
+/// rate as `(width, name, m, n, k, operations per second)`.
+struct Run {
+    tier: &'static str,
+    peak: Option<f64>,
+    products: Vec<(usize, &'static str, usize, usize, usize, f64)>,
+}
+
+/// The f32 products of `widths` over `rows` rows at `tier`.
+fn f32_run(tier: F32Tier, rows: usize, widths: &[usize]) -> Run {
+    let mut products = Vec::new();
+    for &d in widths {
+        for (name, n, k) in block_products(d) {
+            let packed = PackedWeights::new(&[&values(n * k, 1)], k);
+            let (x, bias) = (values(rows * k, 2), values(n, 3));
+            let mut out = vec![0.0f32; rows * n];
+            let flops = 2.0 * (rows * n * k) as f64;
+            let rate = rate(flops, || packed.linear(&x, &bias, &mut out));
+            products.push((d, name, rows, n, k, rate));
+        }
+    }
+    Run {
+        tier: tier.name(),
+        peak: Some(fma_peak(tier)),
+        products,
+    }
+}
+
+/// The int8 products of `widths` over `rows` rows through `kernel`.
+fn int8_run(kernel: Int8Kernel, rows: usize, widths: &[usize]) -> Run {
+    let mut products = Vec::new();
+    for &d in widths {
+        for (name, n, k) in block_products(d) {
+            let (q, scales) = quantize_weight_blocks(&values(n * k, 1), k, 32);
+            let packed = QuantizedWeights::new(&[&q], &scales, k, 32);
+            let (x, bias) = (values(rows * k, 2), values(n, 3));
+            let mut out = vec![0.0f32; rows * n];
+            let ops = 2.0 * (rows * n * k) as f64;
+            let rate = rate(ops, || packed.linear(&x, &bias, &mut out, kernel));
+            products.push((d, name, rows, n, k, rate));
+        }
+    }
+    Run {
+        tier: kernel.name(),
+        peak: vnni_peak(kernel),
+        products,
+    }
+}
+
 fn main() -> Result<(), modelbin_infer::Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: kernel_bench TIER ROWS WIDTH...";
-    let tier = args
-        .first()
-        .and_then(|name| F32Tier::from_name(name))
-        .filter(|&t| t != F32Tier::Portable)
-        .expect(usage);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: kernel_bench [--int8] TIER ROWS WIDTH...";
+    let int8 = args.first().is_some_and(|a| a == "--int8");
+    if int8 {
+        args.remove(0);
+    }
+    let tier = args.first().expect(usage);
     let rows: usize = args.get(1).and_then(|r| r.parse().ok()).expect(usage);
     let widths: Vec<usize> = args[2..].iter().map(|w| w.parse().expect(usage)).collect();
-    modelbin_infer::set_kernels(
+    let kernels = if int8 {
+        let kernel = Int8Kernel::from_name(tier)
+            .filter(|&k| k != Int8Kernel::Portable)
+            .expect(usage);
+        // The activations are quantized by the element-wise code of the
+        // best f32 tier, as in a model.
         Kernels {
-            f32: tier,
+            f32: F32Tier::best(),
+            int8: kernel,
+        }
+    } else {
+        let f32 = F32Tier::from_name(tier)
+            .filter(|&t| t != F32Tier::Portable)
+            .expect(usage);
+        Kernels {
+            f32,
             int8: Int8Kernel::Portable,
         }
-        .check()?,
-    )?;
+    };
+    modelbin_infer::set_kernels(kernels.check()?)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .expect("a one-thread pool");
-
-    let peak = fma_peak(tier);
-    let mut products = Vec::new();
-    for &d in &widths {
-        for (name, n, k) in [
-            ("qkv", 3 * d, d),
-            ("attn_out", d, d),
-            ("mlp_in", 4 * d, d),
-            ("mlp_out", d, 4 * d),
-        ] {
-            let weights = values(n * k, 1);
-            let packed = PackedWeights::new(&[&weights], k);
-            let x = values(rows * k, 2);
-            let bias = values(n, 3);
-            let mut out = vec![0.0f32; rows * n];
-            let flops = 2.0 * (rows * n * k) as f64;
-            let rate = pool.install(|| rate(flops, || packed.linear(&x, &bias, &mut out)));
-            products.push(serde_json::json!({
-                "width": d, "product": name, "m": rows, "n": n, "k": k,
-                "gflops": rate / 1e9, "of_peak": rate / peak,
-            }));
+    let run = pool.install(|| {
+        if int8 {
+            int8_run(kernels.int8, rows, &widths)
+        } else {
+            f32_run(kernels.f32, rows, &widths)
         }
-    }
+    });
+    let products: Vec<_> = run
+        .products
+        .iter()
+        .map(|&(d, name, m, n, k, rate)| {
+            serde_json::json!({
+                "width": d, "product": name, "m": m, "n": n, "k": k,
+                "gflops": rate / 1e9, "of_peak": run.peak.map(|p| rate / p),
+            })
+        })
+        .collect();
     let report = serde_json::json!({
-        "tier": tier.name(),
-        "peak_gflops": peak / 1e9,
+        "tier": run.tier,
+        "peak_gflops": run.peak.map(|p| p / 1e9),
         "products": products,
     });
     println!("{report}");

@@ -81,7 +81,7 @@ pub trait Stepped {
 }
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::io::rng;
-pub use nn::int8::{Int8Kernel, quantize_weight_blocks};
+pub use nn::int8::{Int8Kernel, QuantizedWeights, quantize_weight_blocks};
 pub use nn::kernels::F32Tier;
 pub use nn::packed::PackedWeights;
 pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};

@@ -33,7 +33,7 @@ pub(crate) mod quantize;
 pub(crate) mod weights;
 
 pub use kernels::Int8Kernel;
-pub(crate) use pack::QuantizedWeights;
+pub use pack::QuantizedWeights;
 pub use weights::quantize_weight_blocks;
 
 use kernels::{Panel, QMR, QNR, Rows, Tile};

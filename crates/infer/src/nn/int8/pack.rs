@@ -10,9 +10,22 @@ use super::MAX_INPUT_FEATURES;
 use super::kernels::QNR;
 
 /// An int8 weight matrix `q[n, k]` with a scale per block of inputs of each
-/// row, packed for `x · Wᵀ`.
+/// row, packed for `x · Wᵀ`: what the engines' int8 linear layers run on.
+///
+/// ```
+/// use modelbin_infer::{Int8Kernel, QuantizedWeights, quantize_weight_blocks};
+///
+/// // Two output features of four inputs, one scale per row.
+/// let w = [0.5f32, -1.0, 0.25, 1.0, 2.0, 0.0, -2.0, 1.0];
+/// let (q, scales) = quantize_weight_blocks(&w, 4, 4);
+/// let packed = QuantizedWeights::new(&[&q], &scales, 4, 4);
+/// let mut out = [0.0f32; 2];
+/// packed.linear(&[1.0, 2.0, 3.0, 4.0], &[0.0, 1.0], &mut out, Int8Kernel::Portable);
+/// // 0.5 - 2 + 0.75 + 4 = 3.25 and 2 - 6 + 4 + 1 = 1, within int8's error.
+/// assert!((out[0] - 3.25).abs() < 0.05 && (out[1] - 1.0).abs() < 0.05);
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct QuantizedWeights {
+pub struct QuantizedWeights {
     /// Output features (rows).
     pub(super) n: usize,
     /// Input features.
