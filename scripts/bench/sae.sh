@@ -3,17 +3,15 @@
 # with the same d_in, d_sae, k and batch, on the same SAEV dataset, at 1 and 2
 # threads. Prints one JSON line per run and a table of vectors/s.
 #
-# PyTorch comes from PyPI into target/bench-torch/venv. PyPI's Linux x86_64
-# torch wheel is a CUDA build: libtorch_cpu.so itself links libcudart and
-# libcupti, so `pip install torch --no-deps` does not import, and the nvidia-*
-# wheels come along (about 2.8 GB of wheels, 5.4 GB installed). They are
-# downloaded once into target/bench-torch/wheels; later runs install from there
-# without the network. No GPU is used (torch.cuda.is_available() is False).
+# PyTorch runs from the heavy test venv (scripts/heavy-venv.sh: torch and numpy
+# pinned, made once outside the clone and reused), so the benchmark does not
+# install a second copy of the 5 GB CUDA build. No GPU is used
+# (torch.cuda.is_available() is False).
 #
 # Settings (environment): STEPS (timed steps, default 100), THREADS ("1 2"),
 # D_SAE (4096), K (32), BATCH (4096), D_IN (384, as MiniLM), N_IMGS (8400
 # images of 49 patches: 411,600 vectors, one epoch for 100 steps),
-# TORCH_VERSION (2.15.0), VARIANTS (torch encoder:decode pairs, default
+# VARIANTS (torch encoder:decode pairs, default
 # "sparse:embedding_bag", the fastest; "centered:dense" is SAELens's
 # formulation, see sae_torch.py --help).
 set -euo pipefail
@@ -26,21 +24,9 @@ K="${K:-32}"
 BATCH="${BATCH:-4096}"
 D_IN="${D_IN:-384}"
 N_IMGS="${N_IMGS:-8400}"
-TORCH_VERSION="${TORCH_VERSION:-2.15.0}"
 VARIANTS="${VARIANTS:-sparse:embedding_bag}"
 
-# PyTorch (CPU use of the CUDA wheel), idempotent.
-venv=target/bench-torch/venv
-wheels=target/bench-torch/wheels
-if ! "$venv/bin/python" -c "import sys, torch, numpy; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    pkgs=("torch==$TORCH_VERSION" "numpy==2.4.6")
-    if ! "$venv/bin/python" -m pip install --quiet --no-index --find-links "$wheels" "${pkgs[@]}" 2>/dev/null; then
-        "$venv/bin/python" -m pip download --quiet --only-binary=:all: -d "$wheels" "${pkgs[@]}"
-        "$venv/bin/python" -m pip install --quiet --no-index --find-links "$wheels" "${pkgs[@]}"
-    fi
-fi
-python="$venv/bin/python"
+python="$(scripts/heavy-venv.sh)/bin/python"
 
 cargo build --release -p modelbin
 modelbin=target/release/modelbin

@@ -526,9 +526,9 @@ impl Trainer {
     }
 
     /// One Adam step on a batch of raw inputs (`[rows, d_in]`). The
-    /// pre-activations and the selection run in `chunks` pieces in parallel
-    /// (the result may depend on `chunks`, not on the thread count); the
-    /// gradient sums run latent by latent in a fixed order.
+    /// selection runs in `chunks` pieces in parallel (the result may depend
+    /// on `chunks`, not on the thread count); the gradient sums run latent
+    /// by latent in a fixed order.
     pub fn step(&mut self, batch: &[f32], chunks: usize) -> StepReport {
         let d_in = self.sae.d_in;
         let rows = batch.len() / d_in;
@@ -546,10 +546,7 @@ impl Trainer {
         let per_chunk = rows.div_ceil(chunks.max(1)).max(1);
         let sae = &self.sae;
         let (mut pre, mut centered) = (vec![0.0f32; rows * sae.d_sae], vec![0.0f32; batch.len()]);
-        pre.par_chunks_mut(per_chunk * sae.d_sae)
-            .zip(centered.par_chunks_mut(per_chunk * d_in))
-            .zip(scaled.par_chunks(per_chunk * d_in))
-            .for_each(|((pre, centered), x)| sae.pre_activations_into(x, centered, pre));
+        sae.pre_activations_packed(&scaled, &mut centered, &mut pre);
         let in_chunks = |select: &(dyn Fn(&[f32]) -> Codes<f32> + Sync)| {
             Codes::concat(pre.par_chunks(per_chunk * sae.d_sae).map(select).collect())
         };
