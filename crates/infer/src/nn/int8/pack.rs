@@ -53,8 +53,8 @@ impl QuantizedWeights {
     /// −127 (the quantizer never writes it).
     ///
     /// # Panics
-    /// If the sizes disagree, if `k` exceeds [`MAX_INPUT_FEATURES`], or if
-    /// `block` is neither a multiple of four nor at least `k`.
+    /// If the sizes disagree, if `k` exceeds 65,536 (`MAX_INPUT_FEATURES`),
+    /// or if `block` is neither a multiple of four nor at least `k`.
     pub fn new(parts: &[&[i8]], scales: &[f32], k: usize, block: usize) -> Self {
         assert!(k > 0 && k <= MAX_INPUT_FEATURES && block > 0);
         assert!(block.is_multiple_of(4) || block >= k);
