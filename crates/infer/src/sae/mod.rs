@@ -161,21 +161,23 @@ impl<T: Float> Codes<T> {
     }
 }
 
+/// Rows from which an f32 batch's encoder product runs on the packed
+/// kernel: packing the encoder copies it once, which fewer rows' products
+/// would not repay.
+const PACKED_ROWS: usize = 256;
+
+/// Rows of pre-activations per selection task.
+const SELECT_TASK_ROWS: usize = 64;
+
 impl Sae<f32> {
-    /// [`Sae::pre_activations_into`] for a large batch, through the packed
-    /// f32 kernel ([`PackedWeights`], packed here, once for the batch): a
-    /// training step's encoder product. The `gemm` crate's kernels use
-    /// 256-bit registers, and on an AVX-512 CPU they ran this product at
-    /// about half the packed kernel's rate. Each pre-activation is the
-    /// same whatever the thread count (see [`PackedWeights::linear`]).
-    pub(crate) fn pre_activations_packed(&self, x: &[f32], centered: &mut [f32], pre: &mut [f32]) {
-        let rows = x.len() / self.d_in.max(1);
-        assert!(
-            x.len() == rows * self.d_in
-                && centered.len() == x.len()
-                && pre.len() == rows * self.d_sae,
-            "pre_activations_packed: buffers of the wrong size"
-        );
+    /// [`Sae::pre_activations_into`] for a batch of [`PACKED_ROWS`] or
+    /// more, through the packed f32 kernel ([`PackedWeights`], packed here,
+    /// once for the batch) on the rayon pool. The `gemm` crate's kernels
+    /// use 256-bit registers, and on an AVX-512 CPU they ran this product at
+    /// about half the packed kernel's rate (and on one thread). Each
+    /// pre-activation is the same whatever the thread count (see
+    /// [`PackedWeights::linear`]).
+    fn pre_activations_packed(&self, x: &[f32], centered: &mut [f32], pre: &mut [f32]) {
         let per_task = self.d_in * 256;
         centered
             .par_chunks_mut(per_task)
@@ -216,6 +218,11 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
                 && self.b_dec.len() == d_in,
             "pre_activations_into: buffers or parameters of the wrong size"
         );
+        if rows >= PACKED_ROWS
+            && let Some((sae, x, centered, pre)) = as_f32(self, x, centered, pre)
+        {
+            return sae.pre_activations_packed(x, centered, pre);
+        }
         self.center(x, centered);
         for row in pre.chunks_exact_mut(d_sae) {
             row.copy_from_slice(&self.b_enc);
@@ -248,14 +255,21 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
     }
 
     /// The latents of each row of `pre` that fire under the activation.
+    /// Each row is selected alone, so the rows run in parallel.
     pub fn select(&self, pre: &[T]) -> Codes<T> {
-        match &self.activation {
+        let select = |pre: &[T]| match &self.activation {
             Activation::TopK(k) => top_k_of(pre, self.d_sae, *k, |_| true),
             Activation::JumpRelu(threshold) => {
                 firing_of(pre, self.d_sae, |j, v| v > T::zero() && v > threshold[j])
             }
             Activation::Relu => firing_of(pre, self.d_sae, |_, v| v > T::zero()),
+        };
+        let rows = pre.len() / self.d_sae.max(1);
+        if rows <= SELECT_TASK_ROWS {
+            return select(pre);
         }
+        let task = SELECT_TASK_ROWS * self.d_sae;
+        Codes::concat(pre.par_chunks(task).map(select).collect())
     }
 
     /// Encodes a batch of `rows` inputs.
@@ -283,6 +297,28 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
     /// Encodes and decodes a batch.
     pub fn forward(&self, x: &[T], rows: usize) -> Vec<T> {
         self.decode(&self.encode(x, rows))
+    }
+}
+
+/// An autoencoder's product arguments as f32, when `T` is f32 (`None`
+/// otherwise): what lets the generic product take the packed f32 kernel.
+#[allow(clippy::type_complexity)]
+fn as_f32<'a, T: 'static>(
+    sae: &'a Sae<T>,
+    x: &'a [T],
+    centered: &'a mut [T],
+    pre: &'a mut [T],
+) -> Option<(&'a Sae<f32>, &'a [f32], &'a mut [f32], &'a mut [f32])> {
+    let sae = (sae as &dyn std::any::Any).downcast_ref::<Sae<f32>>()?;
+    // SAFETY: the downcast succeeded, so `T` is f32 and each slice holds
+    // f32 values, borrowed as before.
+    unsafe {
+        Some((
+            sae,
+            std::slice::from_raw_parts(x.as_ptr().cast(), x.len()),
+            std::slice::from_raw_parts_mut(centered.as_mut_ptr().cast(), centered.len()),
+            std::slice::from_raw_parts_mut(pre.as_mut_ptr().cast(), pre.len()),
+        ))
     }
 }
 

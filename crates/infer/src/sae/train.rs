@@ -554,7 +554,7 @@ impl Trainer {
         // Every value is written before it is read.
         pre.resize(rows * sae.d_sae, 0.0);
         centered.resize(batch.len(), 0.0);
-        sae.pre_activations_packed(&scaled, &mut centered, &mut pre);
+        sae.pre_activations_into(&scaled, &mut centered, &mut pre);
         let in_chunks = |select: &(dyn Fn(&[f32]) -> Codes<f32> + Sync)| {
             Codes::concat(pre.par_chunks(per_chunk * sae.d_sae).map(select).collect())
         };
