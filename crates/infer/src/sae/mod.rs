@@ -538,6 +538,42 @@ mod tests {
     }
 
     #[test]
+    fn top_k_of_wide_rows_equals_a_sort() {
+        // Rows of many scan blocks, most of them skipped: random values,
+        // values drawn from a few levels (ties across blocks), rows with
+        // NaN and rows with fewer positive entries than k.
+        let mut rng = crate::rng::Rng::new(3);
+        let width = 1000;
+        for case in 0..40 {
+            let row: Vec<f32> = (0..width)
+                .map(|i| {
+                    let u = rng.uniform() as f32;
+                    match case % 4 {
+                        0 => u * 2.0 - 1.0,
+                        1 => (u * 5.0).floor(),
+                        2 if i % 97 == 5 => f32::NAN,
+                        2 => u,
+                        _ => u - 0.98,
+                    }
+                })
+                .collect();
+            for k in [1, 5, 32, 64] {
+                let mut want: Vec<(f32, u32)> = row
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| **v > 0.0)
+                    .map(|(j, &v)| (v, j as u32))
+                    .collect();
+                want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                want.truncate(k);
+                let codes = top_k_of(&row, width, k, |_| true);
+                let got: Vec<(f32, u32)> = codes.values.into_iter().zip(codes.latents).collect();
+                assert_eq!(got, want, "case {case}, k {k}");
+            }
+        }
+    }
+
+    #[test]
     fn top_k_orders_by_value_and_breaks_ties_by_index() {
         let codes = top_k_of(&[1.0f64, 3.0, 3.0, -1.0, 2.0], 5, 3, |_| true);
         assert_eq!(codes.latents, [1, 2, 4]);
