@@ -100,10 +100,11 @@ def main():
     for _ in range(args.repeats):
         for tier in args.tiers.split(","):
             report = ours(binary, args.int8, tier, args.rows, widths)
-            peaks[tier] = max(peaks.get(tier, 0), report["peak_gflops"])
+            # The int8 kernels without VNNI have no peak to measure.
+            peaks[tier] = max(peaks.get(tier, 0), report["peak_gflops"] or 0)
             for p in report["products"]:
                 key = (tier, p["width"], p["product"])
-                if p["of_peak"] > best.get(key, {"of_peak": 0})["of_peak"]:
+                if p["gflops"] > best.get(key, {"gflops": 0})["gflops"]:
                     best[key] = p
         for d in widths:
             for name, n, k in shapes(d):
@@ -113,7 +114,7 @@ def main():
     tiers = args.tiers.split(",")
     print(f"rows {args.rows}, one thread, best of {args.repeats}; "
           + ("vpdpbusd" if args.int8 else "FMA") + " peak "
-          + ", ".join(f"{t} {peaks[t]:.1f} {unit}" for t in tiers))
+          + ", ".join(f"{t} {peaks[t]:.1f} {unit}" for t in tiers if peaks[t]))
     print()
     header = "| width | product | m×n×k | " + " | ".join(
         f"{t} {unit} (of peak)" for t in tiers) + f" | torch {unit} (of {tiers[0]} peak) | {tiers[0]} / torch |"
@@ -122,12 +123,14 @@ def main():
     for d in widths:
         for name, _, _ in shapes(d):
             first = best[(tiers[0], d, name)]
-            cells = [f"{best[(t, d, name)]['gflops']:.1f} ({best[(t, d, name)]['of_peak']:.0%})"
+            cells = [f"{best[(t, d, name)]['gflops']:.1f}"
+                     + (f" ({best[(t, d, name)]['of_peak']:.0%})" if peaks[t] else "")
                      for t in tiers]
             torch_gflops = best[("torch", d, name)]
             print(f"| {d} | {name} | {first['m']}×{first['n']}×{first['k']} | "
                   + " | ".join(cells)
-                  + f" | {torch_gflops:.1f} ({torch_gflops / peaks[tiers[0]]:.0%})"
+                  + f" | {torch_gflops:.1f}"
+                  + (f" ({torch_gflops / peaks[tiers[0]]:.0%})" if peaks[tiers[0]] else "")
                   + f" | {first['gflops'] / torch_gflops:.2f}× |")
 
 
