@@ -10,10 +10,9 @@
 #
 # Settings (environment): STEPS (timed steps, default 100), THREADS ("1 2"),
 # D_SAE (4096), K (32), BATCH (4096), D_IN (384, as MiniLM), N_IMGS (8400
-# images of 49 patches: 411,600 vectors, one epoch for 100 steps),
-# VARIANTS (torch encoder:decode pairs, default
-# "sparse:embedding_bag", the fastest; "centered:dense" is SAELens's
-# formulation, see sae_torch.py --help).
+# images of 49 patches: 411,600 vectors, one epoch for 100 steps), VARIANTS
+# (torch encoder:decode pairs, default "sparse:embedding_bag", the fastest;
+# "centered:dense" is SAELens's formulation, see sae_torch.py --help).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
