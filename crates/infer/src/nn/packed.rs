@@ -266,18 +266,18 @@ pub(crate) fn product_on_thread(
         return;
     }
     let mut panels = vec![0.0f32; n.div_ceil(NR) * k * NR];
-    for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
-        let features = p * NR..n.min((p + 1) * NR);
-        match weights {
-            StridedWeights::Rows(values, stride) => {
-                for (j, feature) in features.enumerate() {
-                    let row = &values[feature * stride..feature * stride + k];
-                    for (d, &v) in panel[j..].iter_mut().step_by(NR).zip(row) {
-                        *d = v;
-                    }
-                }
+    match weights {
+        StridedWeights::Rows(values, stride) => {
+            let rows: Vec<&[f32]> = (0..n)
+                .map(|j| &values[j * stride..j * stride + k])
+                .collect();
+            for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
+                pack_panel(&rows, p, panel);
             }
-            StridedWeights::Columns(values, stride) => {
+        }
+        StridedWeights::Columns(values, stride) => {
+            for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
+                let features = p * NR..n.min((p + 1) * NR);
                 for (kk, step) in panel.chunks_exact_mut(NR).enumerate() {
                     let at = kk * stride;
                     step[..features.len()]
@@ -439,8 +439,8 @@ fn pack_panel(rows: &[&[f32]], p: usize, panel: &mut [f32]) {
     }
 }
 
-/// Part of a product's input: some rows of `x` (whole rows of `k`), and
-/// in each the values of some `k` steps.
+/// Part of a product's input: some rows of `x` (`stride` apart, each of
+/// `k` values), and in each the values of some `k` steps.
 struct Part<'a> {
     x: &'a [f32],
     k: usize,
