@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use modelbin_infer::SaeError;
-use modelbin_infer::generation::generate_with;
-use modelbin_infer::lm::{LanguageModel, LoadOptions, Steered, Steering, generate};
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Steering, generate_steered};
 use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 
@@ -175,17 +174,15 @@ pub fn run(command: LmCommand) -> Result<(), Failure> {
             };
             let s = &sampling;
             print_generation(s.json, &mut render, |on_token| {
-                match &steering {
-                    Some(steering) => generate_with(
-                        &Steered::new(&model, steering),
-                        &prompt,
-                        s.max_tokens,
-                        s.sampling(),
-                        &stop,
-                        on_token,
-                    ),
-                    None => generate(&model, &prompt, s.max_tokens, s.sampling(), &stop, on_token),
-                }
+                generate_steered(
+                    &model,
+                    steering.as_ref(),
+                    &prompt,
+                    s.max_tokens,
+                    s.sampling(),
+                    &stop,
+                    on_token,
+                )
                 .map_err(invalid)
             })
         }

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use modelbin_format::saev::Patches;
 use modelbin_infer::SaeError;
 use modelbin_infer::sae::Sae;
+use modelbin_infer::sae::config::SaeConfig;
 use modelbin_infer::sae::evaluate::open_for_view as open_for_view_of;
 use modelbin_infer::sae::run::SaeSetting;
 use modelbin_infer::sae::view::View;
@@ -168,10 +169,7 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
 
 /// Opens the autoencoder in `dir` and the view; refused when their widths
 /// differ.
-pub fn open_for_view(
-    dir: &Path,
-    view: &ViewArgs,
-) -> Result<(Sae<f32>, serde_json::Value, View), Failure> {
+pub fn open_for_view(dir: &Path, view: &ViewArgs) -> Result<(Sae<f32>, SaeConfig, View), Failure> {
     let opened = view.open()?;
     let (sae, config) = open_for_view_of(dir, &opened).map_err(|e| sae_failure(e, dir))?;
     Ok((sae, config, opened))

@@ -175,7 +175,7 @@ fn checkpoints_resume_and_refuse_other_settings() {
         serde_json::from_str(&ok(&refs(&train("9", &["--resume"])), "")).unwrap();
     assert_eq!(resumed["steps"], 9);
     let (_, config) = modelbin_infer::sae::saelens::load(&out).unwrap();
-    assert_eq!(config["metadata"]["steps"], 9);
+    assert_eq!(config.json["metadata"]["steps"], 9);
 }
 
 #[test]
@@ -207,15 +207,15 @@ fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
             "",
         );
         let (sae, config) = modelbin_infer::sae::saelens::load(&out).unwrap();
-        assert_eq!(config["architecture"], saved);
-        assert_eq!(config["metadata"]["trained_as"], architecture);
+        assert_eq!(config.json["architecture"], saved);
+        assert_eq!(config.json["metadata"]["trained_as"], architecture);
         match (&sae.activation, architecture) {
             (modelbin_infer::sae::Activation::JumpRelu(threshold), "batchtopk") => {
                 assert!(threshold[0] > 0.0 && threshold.iter().all(|&t| t == threshold[0]));
-                assert_eq!(config["metadata"]["k"], 4);
+                assert_eq!(config.json["metadata"]["k"], 4);
             }
             (modelbin_infer::sae::Activation::Relu, "relu") => {
-                assert_eq!(config["metadata"]["l1_coeff"], 5.0);
+                assert_eq!(config.json["metadata"]["l1_coeff"], 5.0);
             }
             (other, _) => panic!("{architecture}: {other:?}"),
         }

@@ -125,6 +125,7 @@ fn setup_named(root: &Path, stem: &str) -> (PathBuf, PathBuf) {
         w_enc,
         b_enc,
         b_dec: vec![0.0; D],
+        io: modelbin_infer::sae::Io::default(),
     };
     let sae_dir = root.join("sae");
     saelens::save(&sae_dir, &sae, json!({"layer": -1})).unwrap();
@@ -382,6 +383,7 @@ fn every_interval_with_inputs_shows_images_from_it() {
         w_dec: vec![1.0; D],
         b_enc: vec![0.0],
         b_dec: vec![0.0; D],
+        io: modelbin_infer::sae::Io::default(),
     };
     let sae_dir = root.path().join("every");
     saelens::save(&sae_dir, &sae, json!({"layer": -1})).unwrap();

@@ -148,7 +148,8 @@ pub enum Error {
 pub enum LmError {
     /// A `model_type` that is none of the families supported.
     #[error(
-        "config.json model_type {model_type:?} is not supported: expected gpt2, gpt_neox, llama or qwen2"
+        "config.json model_type {model_type:?} is not supported: expected {}",
+        crate::lm::Family::names()
     )]
     UnsupportedModelType {
         /// The model type as written (empty when the key is missing or not a string).
@@ -222,6 +223,17 @@ pub enum LmError {
         layer: usize,
         /// The model's layers.
         layers: usize,
+    },
+    /// A steering whose values leave f32's range: the vector itself, the
+    /// steered rows, or what the model computes from them.
+    #[error(
+        "steering by {steering} at {hook_name}: the steered residual stream is no longer finite in float32; use smaller alphas"
+    )]
+    SteeringOverflow {
+        /// What was steered (`latent 3 × 1e30`).
+        steering: String,
+        /// Where (`blocks.0.hook_resid_post`).
+        hook_name: String,
     },
     /// Token ids that are not whole windows.
     #[error("{ids} token ids are not whole windows of {window}")]
@@ -495,6 +507,44 @@ pub enum SaeError {
         /// The model's width at the site.
         model: usize,
     },
+    /// An autoencoder's `cfg.json` key that is missing where it is needed,
+    /// of the wrong type, or of a value that changes what the autoencoder
+    /// computes in a way not supported.
+    #[error("{path}: {key} = {value}: {reason}")]
+    BadConfig {
+        /// The `cfg.json`.
+        path: PathBuf,
+        /// The key (dotted inside an object).
+        key: String,
+        /// Its value as JSON (`null` when missing).
+        value: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// A tensor in an autoencoder's weights that its architecture does
+    /// not have (SAELens refuses to load such a file too).
+    #[error("{path}: tensor {name:?} is not one of the {architecture} architecture's")]
+    UnexpectedTensor {
+        /// The weights file.
+        path: PathBuf,
+        /// The tensor.
+        name: String,
+        /// The architecture.
+        architecture: &'static str,
+    },
+    /// The autoencoder was trained at another hook point than the one the
+    /// dataset's layer was recorded at (or the model is hooked at).
+    #[error(
+        "{dir}: the autoencoder was trained at {hook_name}; the dataset's layer was recorded at {recorded}"
+    )]
+    OtherHook {
+        /// The autoencoder's directory.
+        dir: PathBuf,
+        /// Its `hook_name`.
+        hook_name: String,
+        /// The hook the dataset's layer was recorded at.
+        recorded: String,
+    },
     /// The autoencoder's configuration names no hook point.
     #[error("{dir}: cfg.json names no hook_name (metadata.hook_name) to steer at")]
     NoHookName {
@@ -520,6 +570,19 @@ pub enum SaeError {
         hash: String,
         /// The hash the dataset names.
         recorded: String,
+    },
+    /// The autoencoder was trained on another model than the one it is
+    /// applied to (its `cfg.json` names the checkpoint).
+    #[error("{model}: its checkpoint is {hash}; the autoencoder {sae} was trained on {trained}")]
+    TrainedOnOtherModel {
+        /// The autoencoder's directory.
+        sae: PathBuf,
+        /// The model.
+        model: PathBuf,
+        /// The model's checkpoint id.
+        hash: String,
+        /// The checkpoint the autoencoder names.
+        trained: String,
     },
     /// Decoder effects are read from TLLM, BERT and decoder language
     /// models only.

@@ -52,6 +52,7 @@ pub mod bert;
 mod error;
 pub mod generation;
 mod hf;
+pub mod identity;
 pub mod lm;
 mod nn;
 pub mod record;

@@ -186,6 +186,219 @@ fn odd_values_name_their_key() {
     }
 }
 
+/// A tiny configuration of each family: a model type and the keys that
+/// keep it small.
+fn tiny_configs() -> Vec<Value> {
+    vec![
+        json!({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "vocab_size": 10, "n_positions": 6}),
+        json!({"model_type": "gpt_neox", "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+               "intermediate_size": 16, "vocab_size": 10, "max_position_embeddings": 6, "rotary_pct": 0.5}),
+        llama_config(),
+        with(llama_config(), "model_type", json!("qwen2")),
+    ]
+}
+
+/// Every key each family reads, as the docs list them.
+fn keys_read(model_type: &str) -> Vec<&'static str> {
+    let common = ["tie_word_embeddings", "bos_token_id", "eos_token_id"];
+    let family: &[&str] = match model_type {
+        "gpt2" => &[
+            "vocab_size",
+            "n_positions",
+            "n_embd",
+            "n_layer",
+            "n_head",
+            "n_inner",
+            "activation_function",
+            "layer_norm_epsilon",
+            "scale_attn_weights",
+            "scale_attn_by_inverse_layer_idx",
+            "add_cross_attention",
+        ],
+        "gpt_neox" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "layer_norm_eps",
+            "use_parallel_residual",
+            "attention_bias",
+            "rotary_pct",
+            "rotary_emb_base",
+            "rope_scaling",
+            "rope_parameters",
+        ],
+        "llama" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "attention_bias",
+            "mlp_bias",
+            "rope_theta",
+            "partial_rotary_factor",
+            "rope_scaling",
+            "rope_parameters",
+        ],
+        "qwen2" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "rope_theta",
+            "partial_rotary_factor",
+            "rope_scaling",
+            "rope_parameters",
+            "use_sliding_window",
+            "max_window_layers",
+            "layer_types",
+        ],
+        other => panic!("no key list for {other}"),
+    };
+    family.iter().chain(&common).copied().collect()
+}
+
+/// Opens a directory holding `config` alone: the configuration is read
+/// (and refused) before any tensor.
+fn open_config(config: &Value) -> modelbin_infer::Result<LanguageModel> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
+    LanguageModel::open(dir.path())
+}
+
+#[test]
+fn every_key_a_family_reads_refuses_a_value_of_the_wrong_type() {
+    // Values no key takes: transformers would read the strings and the
+    // number 1 by Python's truthiness where a boolean is meant, and the
+    // default must not be taken silently either.
+    let wrong = [
+        json!("yes"),
+        json!("no"),
+        json!([1]),
+        json!({"a": 1}),
+        json!(true),
+        json!(1),
+    ];
+    for config in tiny_configs() {
+        let model_type = config["model_type"].as_str().unwrap().to_owned();
+        for key in keys_read(&model_type) {
+            for value in &wrong {
+                // A value the key may legitimately hold is not a wrong one.
+                let fits = match key {
+                    "eos_token_id" => value == &json!(1) || value == &json!([1]),
+                    "bos_token_id" => value == &json!(1),
+                    "rope_scaling" | "rope_parameters" => value.is_object(),
+                    _ if value == &json!(true) => {
+                        key.starts_with("scale_attn")
+                            || [
+                                "tie_word_embeddings",
+                                "add_cross_attention",
+                                "use_parallel_residual",
+                                "attention_bias",
+                                "mlp_bias",
+                                "use_sliding_window",
+                            ]
+                            .contains(&key)
+                    }
+                    _ if value == &json!(1) => ![
+                        "tie_word_embeddings",
+                        "add_cross_attention",
+                        "use_parallel_residual",
+                        "attention_bias",
+                        "mlp_bias",
+                        "use_sliding_window",
+                        "scale_attn_weights",
+                        "scale_attn_by_inverse_layer_idx",
+                        "hidden_act",
+                        "activation_function",
+                        "rope_scaling",
+                        "rope_parameters",
+                        "layer_types",
+                        "layer_norm_epsilon",
+                        "layer_norm_eps",
+                        "rms_norm_eps",
+                    ]
+                    .contains(&key),
+                    _ => false,
+                };
+                if fits {
+                    continue;
+                }
+                match open_config(&with(config.clone(), key, value.clone())) {
+                    Err(Error::Format(modelbin_format::Error::Model(
+                        ModelError::InvalidMetadata { key: named, .. },
+                    ))) => assert_eq!(named, format!("config.json {key}"), "{model_type} {value}"),
+                    // The activation keys name an unsupported activation.
+                    Err(Error::Lm(LmError::UnsupportedActivation { key: named, .. }))
+                        if named == key => {}
+                    other => panic!("{model_type} {key} = {value}: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn keys_of_the_audit_are_refused_by_name() {
+    let gpt2 = &tiny_configs()[0];
+    for value in [json!("yes"), json!("no"), json!(1)] {
+        let config = with(gpt2.clone(), "scale_attn_by_inverse_layer_idx", value);
+        assert!(matches!(
+            model_error(open_config(&config)),
+            ModelError::InvalidMetadata { key, .. } if key == "config.json scale_attn_by_inverse_layer_idx"
+        ));
+    }
+    let neox = with(
+        tiny_configs()[1].clone(),
+        "use_parallel_residual",
+        json!("no"),
+    );
+    assert!(matches!(
+        model_error(open_config(&neox)),
+        ModelError::InvalidMetadata { key, .. } if key == "config.json use_parallel_residual"
+    ));
+    let linear = with(llama_config(), "rope_scaling", json!("linear"));
+    assert!(matches!(
+        model_error(open_config(&linear)),
+        ModelError::InvalidMetadata { key, .. } if key == "config.json rope_scaling"
+    ));
+    let mut qwen = tiny_configs()[3].clone();
+    qwen["num_hidden_layers"] = json!(2);
+    qwen["layer_types"] = json!(["full_attention"]);
+    assert!(matches!(
+        model_error(open_config(&qwen)),
+        ModelError::InvalidMetadata { key, .. } if key == "config.json layer_types"
+    ));
+    qwen["layer_types"] = json!(["full_attention", "local"]);
+    assert!(matches!(
+        model_error(open_config(&qwen)),
+        ModelError::InvalidMetadata { key, .. } if key == "config.json layer_types"
+    ));
+    // Full attention on every layer, one entry per layer: runs.
+    qwen["layer_types"] = json!(["full_attention", "full_attention"]);
+    assert!(!matches!(
+        open_config(&qwen),
+        Err(Error::Format(modelbin_format::Error::Model(
+            ModelError::InvalidMetadata { .. }
+        )))
+    ));
+}
+
 #[test]
 fn eos_may_be_a_list() {
     let model = open(&with(llama_config(), "eos_token_id", json!([2, 7]))).unwrap();

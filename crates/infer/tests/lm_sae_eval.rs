@@ -16,6 +16,7 @@ use std::path::Path;
 
 use modelbin_infer::generation::{Sampling, generate_with};
 use modelbin_infer::lm::{LanguageModel, Site, Steered, generate};
+use modelbin_infer::sae::config::SaeConfig;
 use modelbin_infer::sae::splice::{Splice, Target, special_tokens};
 use modelbin_infer::sae::steer::steering;
 use modelbin_infer::sae::{Sae, saelens};
@@ -164,7 +165,7 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
 
 /// A latent past the autoencoder's, and a configuration without a hook
 /// name, are refused by their variants.
-fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Value) {
+fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &SaeConfig) {
     assert!(matches!(
         steering(model, sae, dir, config, &[(sae.d_sae, 1.0)]),
         Err(modelbin_infer::Error::Sae(
@@ -172,7 +173,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Val
         ))
     ));
     let mut unhooked = config.clone();
-    unhooked["metadata"]["hook_name"] = Value::Null;
+    unhooked.hook_name = None;
     assert!(matches!(
         steering(model, sae, dir, &unhooked, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Sae(
@@ -180,7 +181,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Val
         ))
     ));
     let mut odd = config.clone();
-    odd["metadata"]["hook_name"] = "blocks.0.attn.hook_z".into();
+    odd.hook_name = Some("blocks.0.attn.hook_z".into());
     assert!(matches!(
         steering(model, sae, dir, &odd, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Sae(
@@ -188,7 +189,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Val
         ))
     ));
     let mut deep = config.clone();
-    deep["metadata"]["hook_name"] = "blocks.9.hook_resid_post".into();
+    deep.hook_name = Some("blocks.9.hook_resid_post".into());
     assert!(matches!(
         steering(model, sae, dir, &deep, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Lm(

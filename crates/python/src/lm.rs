@@ -1,10 +1,9 @@
 //! Decoder language models and their `tokenizer.json` behind
 //! `modelbin.LanguageModel` (`modelbin_infer::lm`, `modelbin_tokenize::HfTokenizer`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use modelbin_infer::generation::generate_with;
-use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, Steered, generate};
+use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, generate_steered};
 use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
@@ -16,9 +15,9 @@ use crate::errors::{infer_error_at, tokenize_error};
 use crate::generating::SamplingArgs;
 use crate::sae::NativeSae;
 
-/// What `generate` is steered by: an autoencoder, its `cfg.json` text and
-/// `(latent, alpha)` pairs.
-type Steer = (Py<NativeSae>, String, Vec<(usize, f32)>);
+/// What `generate` is steered by: an autoencoder and `(latent, alpha)`
+/// pairs.
+type Steer = (Py<NativeSae>, Vec<(usize, f32)>);
 
 /// A decoder language model (GPT-2, GPT-NeoX, Llama, Qwen2) loaded from a
 /// Hugging Face model directory. Thread-safe; the GIL is released while it
@@ -123,9 +122,8 @@ impl NativeLanguageModel {
     /// (temperature 0: greedy); stops early after an id of `stop`.
     /// Returns the ids and why it stopped (`max_tokens` or `stop_id`).
     /// `sampling` is `(temperature, top_k, top_p, seed)`. `steer` is an
-    /// autoencoder, its `cfg.json` text and `(latent, alpha)` pairs: their
-    /// decoder rows, scaled, are added at the autoencoder's site at every
-    /// position.
+    /// autoencoder and `(latent, alpha)` pairs: their decoder rows, scaled,
+    /// are added at the autoencoder's site at every position.
     #[pyo3(signature = (prompt, max_tokens, sampling, stop, steer = None))]
     fn generate(
         &self,
@@ -137,27 +135,25 @@ impl NativeLanguageModel {
         steer: Option<Steer>,
     ) -> PyResult<(Vec<u32>, &'static str)> {
         let steering = match &steer {
-            Some((sae, config, latents)) => {
-                let config: serde_json::Value = serde_json::from_str(config)
-                    .map_err(|e| PyValueError::new_err(format!("the cfg: {e}")))?;
-                let dir = Path::new("the autoencoder");
+            Some((sae, latents)) => {
+                let sae = sae.get();
                 Some(
-                    steering(&self.model, &sae.get().sae, dir, &config, latents)
+                    py.detach(|| steering(&self.model, &sae.sae, &sae.dir, &sae.config, latents))
                         .map_err(crate::errors::infer_error)?,
                 )
             }
             None => None,
         };
-        crate::generating::run(py, sampling, |sampling| match &steering {
-            Some(steering) => generate_with(
-                &Steered::new(&self.model, steering),
+        crate::generating::run(py, sampling, |sampling| {
+            generate_steered(
+                &self.model,
+                steering.as_ref(),
                 &prompt,
                 max_tokens,
                 sampling,
                 &stop,
                 |_| {},
-            ),
-            None => generate(&self.model, &prompt, max_tokens, sampling, &stop, |_| {}),
+            )
         })
     }
 }

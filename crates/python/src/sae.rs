@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use modelbin_format::saev::Patches;
-use modelbin_infer::sae::evaluate::{evaluate, open_for_view};
+use modelbin_infer::sae::config::{Kind, SaeConfig};
+use modelbin_infer::sae::evaluate::{check_fits_view, evaluate, open_for_view};
 use modelbin_infer::sae::features::{
     DecoderEffects, FeatureOptions, Thumbnails, features, html_page, latent_page, model_view,
 };
@@ -14,7 +15,7 @@ use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::splice::Splice;
 use modelbin_infer::sae::train::Architecture;
 use modelbin_infer::sae::view::View;
-use modelbin_infer::sae::{Activation, Codes, Sae};
+use modelbin_infer::sae::{Activation, Codes, Normalization, Sae};
 use modelbin_infer::{SaeError, Stepped};
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
@@ -24,49 +25,63 @@ use pyo3::prelude::*;
 
 use crate::errors::infer_error;
 
-/// An autoencoder's parameters, held by the engine.
+/// An autoencoder's parameters and configuration, held by the engine.
 #[pyclass(module = "modelbin._native", frozen)]
 pub struct NativeSae {
     pub(crate) sae: Sae<f32>,
+    pub(crate) config: SaeConfig,
+    /// Where it was read from, or what errors call it when it was built
+    /// from arrays.
+    pub(crate) dir: PathBuf,
 }
 
 #[pymethods]
 impl NativeSae {
     /// From SAELens's arrays: `W_enc [d_in, d_sae]`, `W_dec [d_sae, d_in]`,
-    /// `b_enc [d_sae]`, `b_dec [d_in]`, and the architecture's `k` (topk) or
-    /// `threshold [d_sae]` (jumprelu).
+    /// `b_enc [d_sae]`, `b_dec [d_in]`, `threshold [d_sae]` (jumprelu), and
+    /// the `cfg.json` text, read by the library as `modelbin sae` reads it
+    /// (its architecture, `k`, and the keys that change what is computed);
+    /// `path` is where it was read from, for errors.
     #[new]
-    #[pyo3(signature = (w_enc, w_dec, b_enc, b_dec, architecture, k=None, threshold=None))]
+    #[pyo3(signature = (w_enc, w_dec, b_enc, b_dec, threshold, cfg, path=None))]
     fn new(
         w_enc: PyReadonlyArray2<'_, f32>,
         w_dec: PyReadonlyArray2<'_, f32>,
         b_enc: PyReadonlyArray1<'_, f32>,
         b_dec: PyReadonlyArray1<'_, f32>,
-        architecture: &str,
-        k: Option<usize>,
         threshold: Option<PyReadonlyArray1<'_, f32>>,
+        cfg: &str,
+        path: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let [d_in, d_sae] = <[usize; 2]>::try_from(w_enc.shape()).expect("two dimensions");
-        if w_dec.shape() != [d_sae, d_in] || b_enc.len() != d_sae || b_dec.len() != d_in {
+        let dir = path.unwrap_or_else(|| PathBuf::from("an autoencoder built from arrays"));
+        let json: serde_json::Value = serde_json::from_str(cfg)
+            .map_err(|e| PyValueError::new_err(format!("the cfg is not JSON: {e}")))?;
+        let config = SaeConfig::parse(&dir, &json).map_err(infer_error)?;
+        let (d_in, d_sae) = (config.d_in, config.d_sae);
+        if w_enc.shape() != [d_in, d_sae]
+            || w_dec.shape() != [d_sae, d_in]
+            || b_enc.len() != d_sae
+            || b_dec.len() != d_in
+        {
             return Err(PyValueError::new_err(format!(
-                "inconsistent shapes: W_enc {:?}, W_dec {:?}, b_enc [{}], b_dec [{}]",
+                "shapes W_enc {:?}, W_dec {:?}, b_enc [{}], b_dec [{}] are not those of d_in {d_in}, d_sae {d_sae}",
                 w_enc.shape(),
                 w_dec.shape(),
                 b_enc.len(),
                 b_dec.len()
             )));
         }
-        let activation = match (architecture, k, threshold) {
-            ("topk", Some(k), _) if (1..=d_sae).contains(&k) => Activation::TopK(k),
-            ("jumprelu", _, Some(threshold)) if threshold.len() == d_sae => {
+        let activation = match (config.kind, threshold) {
+            (Kind::TopK(k), _) => Activation::TopK(k),
+            (Kind::JumpRelu, Some(threshold)) if threshold.len() == d_sae => {
                 Activation::JumpRelu(threshold.as_array().to_vec())
             }
-            ("standard", _, _) => Activation::Relu,
-            _ => {
+            (Kind::JumpRelu, _) => {
                 return Err(PyValueError::new_err(format!(
-                    "architecture {architecture:?} with k {k:?} and a threshold of the wrong shape or none"
+                    "a jumprelu autoencoder needs threshold [{d_sae}]"
                 )));
             }
+            (Kind::Standard, _) => Activation::Relu,
         };
         // The engine holds the encoder one row per latent.
         let w_enc = w_enc.as_array().t().iter().copied().collect();
@@ -79,8 +94,34 @@ impl NativeSae {
                 b_enc: b_enc.as_array().to_vec(),
                 w_dec: w_dec.as_array().iter().copied().collect(),
                 b_dec: b_dec.as_array().to_vec(),
+                io: config.io,
             },
+            config,
+            dir,
         })
+    }
+
+    /// SAELens's name of the architecture (`topk`, `jumprelu`, `standard`).
+    #[getter]
+    fn architecture(&self) -> &'static str {
+        self.sae.activation.saelens_name()
+    }
+
+    /// The latents a TopK autoencoder keeps per input (`None` for the
+    /// others).
+    #[getter]
+    fn k(&self) -> Option<usize> {
+        match self.sae.activation {
+            Activation::TopK(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Whether decoding needs the statistics of an encoding (the inputs
+    /// are normalised: `decode` alone cannot restore their scale).
+    #[getter]
+    fn normalizes(&self) -> bool {
+        self.sae.io.normalization != Normalization::None
     }
 
     /// Latent activations `[rows, d_sae]` of inputs `[rows, d_in]`.
@@ -106,6 +147,21 @@ impl NativeSae {
         numpy::PyArray1::from_vec(py, dense).reshape([rows, d_sae])
     }
 
+    /// `decode(encode(x))`: reconstructions `[rows, d_in]` of inputs
+    /// `[rows, d_in]` (what `decode` alone cannot give a normalising
+    /// autoencoder).
+    fn forward<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let [rows, width] = <[usize; 2]>::try_from(x.shape()).expect("two dimensions");
+        check_width("inputs", width, self.sae.d_in)?;
+        let input = x.as_array().iter().copied().collect::<Vec<f32>>();
+        let recon = py.detach(|| self.sae.forward(&input, rows));
+        numpy::PyArray1::from_vec(py, recon).reshape([rows, self.sae.d_in])
+    }
+
     /// Reconstructions `[rows, d_in]` of latent activations `[rows, d_sae]`.
     fn decode<'py>(
         &self,
@@ -114,11 +170,18 @@ impl NativeSae {
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let [rows, width] = <[usize; 2]>::try_from(z.shape()).expect("two dimensions");
         check_width("codes", width, self.sae.d_sae)?;
+        if self.normalizes() {
+            return Err(PyValueError::new_err(format!(
+                "this autoencoder normalises its inputs (normalize_activations {:?}): decode needs the statistics of their encoding; use forward",
+                self.sae.io.normalization.saelens_name()
+            )));
+        }
         let z = z.as_array();
         let mut codes = Codes {
             offsets: Vec::with_capacity(rows + 1),
             latents: Vec::new(),
             values: Vec::new(),
+            norms: Vec::new(),
         };
         codes.offsets.push(0);
         for row in z.rows() {
@@ -156,6 +219,7 @@ type LoadedSae<'py> = (
 pub fn sae_load<'py>(py: Python<'py>, path: PathBuf) -> PyResult<LoadedSae<'py>> {
     let (sae, config) = py
         .detach(|| modelbin_infer::sae::saelens::load(&path))
+        .map(|(sae, config)| (sae, config.json))
         .map_err(|e| match e {
             // Worded as SAE.load has always worded a missing tensor.
             modelbin_infer::Error::Format(modelbin_format::Error::TensorNotFound(name)) => {
@@ -336,7 +400,11 @@ fn resolve_sae<'s>(
     view: &View,
 ) -> PyResult<&'s Sae<f32>> {
     let sae = match sae {
-        SaeSource::Loaded(native) => &native.get().sae,
+        SaeSource::Loaded(native) => {
+            let native = native.get();
+            check_fits_view(&native.dir, &native.sae, &native.config, view).map_err(infer_error)?;
+            &native.sae
+        }
         SaeSource::Directory(dir) => {
             let read = py
                 .detach(|| open_for_view(dir, view))
@@ -345,13 +413,6 @@ fn resolve_sae<'s>(
             loaded.insert(read)
         }
     };
-    if sae.d_in != view.d_in() {
-        return Err(PyValueError::new_err(format!(
-            "the autoencoder takes vectors of {} values, the dataset holds {}",
-            sae.d_in,
-            view.d_in()
-        )));
-    }
     Ok(sae)
 }
 

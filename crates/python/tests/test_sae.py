@@ -109,11 +109,15 @@ def test_the_native_autoencoder_refuses_shapes_it_cannot_run():
     from modelbin import _native
 
     w = np.zeros((6, 10), np.float32)
-    with pytest.raises(ValueError, match="inconsistent shapes"):
+    cfg = json.dumps({"architecture": "topk", "d_in": 6, "d_sae": 10, "k": 3})
+    with pytest.raises(ValueError, match=r"W_dec \[10, 5\].*are not those of d_in 6, d_sae 10"):
         _native.NativeSae(w, np.zeros((10, 5), np.float32), np.zeros(10, np.float32),
-                          np.zeros(6, np.float32), "topk", 3)
+                          np.zeros(6, np.float32), None, cfg)
+    with pytest.raises(ValueError, match="architecture = \"gated\""):
+        _native.NativeSae(w, np.zeros((10, 6), np.float32), np.zeros(10, np.float32),
+                          np.zeros(6, np.float32), None, cfg.replace("topk", "gated"))
     sae = _native.NativeSae(w, np.zeros((10, 6), np.float32), np.zeros(10, np.float32),
-                            np.zeros(6, np.float32), "topk", 3)
+                            np.zeros(6, np.float32), None, cfg)
     with pytest.raises(ValueError, match="inputs of width 5"):
         sae.encode(np.zeros((2, 5), np.float32))
     with pytest.raises(ValueError, match="codes of width 6"):

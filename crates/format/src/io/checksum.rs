@@ -35,6 +35,24 @@ pub fn sha256_unless(bytes: &[u8], stop: &AtomicBool) -> Option<[u8; 32]> {
     Some(hasher.finalize().into())
 }
 
+/// SHA-256 digest of the concatenation of `parts`, or `None` once `stop`
+/// is set (looked at between chunks of 16 MiB, as [`sha256_unless`]).
+pub fn sha256_of_parts_unless<'a>(
+    parts: impl IntoIterator<Item = &'a [u8]>,
+    stop: &AtomicBool,
+) -> Option<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        for chunk in part.chunks(16 << 20) {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            hasher.update(chunk);
+        }
+    }
+    Some(hasher.finalize().into())
+}
+
 /// Lowercase hexadecimal form of a byte string (for SHA-256 digests).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -1,10 +1,17 @@
 //! What every Hugging Face `config.json` reader shares (the vision
 //! transformers' and the decoder language models'): each key read as a
-//! [`Raw`] value that keeps its JSON to name it in errors, counts and
-//! numbers checked against their ranges, and the error that names a key.
+//! [`Raw`] value that keeps its JSON to name it in errors, typed accessors
+//! that refuse a value of the wrong type naming the key, counts and numbers
+//! checked against their ranges.
+//!
+//! The rule: every key a loader reads goes through an accessor here, so a
+//! value of the wrong type is an error (never the default taken silently,
+//! where transformers would read Python's truthiness of `"no"` as true); a
+//! key the loader does not read is passed over, as transformers passes
+//! over it. JSON `null` counts as the key left out.
 
 use modelbin_format::ModelError;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::Result;
 
@@ -23,25 +30,110 @@ pub(crate) fn invalid(key: &str, value: &Value, reason: &str) -> crate::Error {
     .into()
 }
 
-/// One key of `config.json` as read: its JSON (`null` when the key is
-/// missing), kept to name it in errors, and the same as a `T` when it is
-/// one. A value of another type is not an error here: the model's `validate`
-/// refuses it where transformers would, and passes over it where the key
-/// does not matter.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Raw<T> {
-    pub json: Value,
-    pub value: Option<T>,
+/// A JSON type a key is read as, and how an error names it.
+pub(crate) trait JsonType: Sized + Clone {
+    /// What a value of the type is, for an error: "expected {EXPECTED}".
+    const EXPECTED: &'static str;
+    /// The value as this type, if it is one.
+    fn from_json(json: &Value) -> Option<Self>;
 }
 
-impl<'de, T: serde::de::DeserializeOwned> serde::Deserialize<'de> for Raw<T> {
+impl JsonType for bool {
+    const EXPECTED: &'static str = "true or false";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_bool()
+    }
+}
+
+impl JsonType for u64 {
+    const EXPECTED: &'static str = "an integer";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_u64()
+    }
+}
+
+impl JsonType for f64 {
+    const EXPECTED: &'static str = "a number";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_f64()
+    }
+}
+
+impl JsonType for String {
+    const EXPECTED: &'static str = "a string";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_str().map(str::to_owned)
+    }
+}
+
+impl JsonType for Map<String, Value> {
+    const EXPECTED: &'static str = "an object";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_object().cloned()
+    }
+}
+
+impl JsonType for Vec<String> {
+    const EXPECTED: &'static str = "an array of strings";
+    fn from_json(json: &Value) -> Option<Self> {
+        json.as_array()?
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// One key of `config.json` as read: its JSON (`null` when the key is
+/// missing), kept to name it in errors. Its value is reached only through
+/// the typed accessors, which refuse a value of another type.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Raw<T> {
+    json: Value,
+    _type: std::marker::PhantomData<T>,
+}
+
+impl<'de, T> serde::Deserialize<'de> for Raw<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let json = Value::deserialize(deserializer)?;
-        let value = match json {
-            Value::Null => None,
-            ref json => T::deserialize(json).ok(),
-        };
-        Ok(Raw { json, value })
+        Ok(Raw {
+            json: Value::deserialize(deserializer)?,
+            _type: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T> Raw<T> {
+    /// The key's JSON as written (`null` when it is missing).
+    pub(crate) fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// Whether the key is missing (or `null`).
+    pub(crate) fn is_missing(&self) -> bool {
+        self.json.is_null()
+    }
+}
+
+impl<T: JsonType> Raw<T> {
+    /// The value, `None` when the key is missing.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming `key` when the value is not
+    /// a `T`.
+    pub(crate) fn get(&self, key: &str) -> Result<Option<T>> {
+        if self.json.is_null() {
+            return Ok(None);
+        }
+        T::from_json(&self.json)
+            .map(Some)
+            .ok_or_else(|| invalid(key, &self.json, &format!("expected {}", T::EXPECTED)))
+    }
+
+    /// The value, `default` when the key is missing.
+    ///
+    /// # Errors
+    /// As [`Raw::get`].
+    pub(crate) fn or(&self, key: &str, default: T) -> Result<T> {
+        Ok(self.get(key)?.unwrap_or(default))
     }
 }
 
@@ -61,17 +153,27 @@ impl Raw<u64> {
     /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
     /// from 1 to `max`.
     pub(crate) fn count_up_to(&self, key: &str, default: u64, max: u64) -> Result<usize> {
+        self.integer_in(key, default, 1, max)
+    }
+
+    /// The integer, `default` when the key is missing.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidMetadata`] naming `key` unless it is an integer
+    /// from `min` to `max`.
+    pub(crate) fn integer_in(&self, key: &str, default: u64, min: u64, max: u64) -> Result<usize> {
         if self.json.is_null() {
             return Ok(default as usize);
         }
-        self.value
-            .filter(|n| (1..=max).contains(n))
+        self.json
+            .as_u64()
+            .filter(|n| (min..=max).contains(n))
             .map(|n| n as usize)
             .ok_or_else(|| {
                 invalid(
                     key,
                     &self.json,
-                    &format!("expected an integer from 1 to {max}"),
+                    &format!("expected an integer from {min} to {max}"),
                 )
             })
     }
@@ -93,7 +195,8 @@ impl Raw<f64> {
         if self.json.is_null() {
             return Ok(default);
         }
-        self.value
+        self.json
+            .as_f64()
             .filter(|&v| accept(v))
             .ok_or_else(|| invalid(key, &self.json, reason))
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use modelbin_format::safetensors::sharded::Sharded;
-use modelbin_format::{DType, ModelError, TensorView};
+use modelbin_format::{DType, ModelError};
 
 use crate::Result;
 
@@ -33,9 +33,10 @@ impl Weights {
         self.prefix = prefix.to_owned();
     }
 
-    /// The tensor `name` (under the prefix), if the checkpoint has it.
-    pub(crate) fn view(&self, name: &str) -> Option<TensorView<'_>> {
-        self.file.get(&format!("{}{name}", self.prefix))
+    /// Whether the checkpoint has a tensor of the full name `name` (the
+    /// prefix not applied).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.file.get(name).is_some()
     }
 
     /// The float tensor `name` (under the prefix) as f32, if the file has

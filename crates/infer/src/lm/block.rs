@@ -1,5 +1,5 @@
 //! One decoder block, the same code for every family, its variants being
-//! data: LayerNorm or RMSNorm, fused query/key/value rows with or without
+//! data ([`LmConfig`]): LayerNorm or RMSNorm, fused query/key/value rows with or without
 //! biases, rotary embeddings or none, grouped-query heads, a plain or
 //! gated (SwiGLU) MLP, and a sequential or parallel residual.
 //!
@@ -25,9 +25,9 @@ use crate::nn::linear::LinearWeights;
 /// A block's normalisation.
 #[derive(Debug, Clone)]
 pub(crate) enum Norm {
-    /// LayerNorm (GPT-2, GPT-NeoX): weight and bias.
+    /// LayerNorm: weight and bias.
     Layer(Vec<f32>, Vec<f32>),
-    /// RMSNorm (Llama, Qwen2): weight.
+    /// RMSNorm: weight.
     Rms(Vec<f32>),
 }
 
@@ -70,8 +70,6 @@ pub(crate) struct Block {
     pub up: Linear,
     /// The MLP's second layer.
     pub down: Linear,
-    /// Whether the MLP is gated: `act(gate) · up`.
-    pub gated: bool,
 }
 
 impl Block {
@@ -119,32 +117,20 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// Floats per row of the buffers of a pass.
     pub(crate) fn floats_per_row(c: &LmConfig) -> usize {
-        let up = if c.family_is_gated() { 2 } else { 1 } * c.intermediate;
-        3 * c.hidden + c.qkv_width() + c.heads * c.head_dim + up + c.intermediate
+        3 * c.hidden + c.qkv_width() + c.heads * c.head_dim + c.up_width() + c.intermediate
     }
 
     /// The buffers of a pass over `rows` rows.
     pub(crate) fn new(rows: usize, c: &LmConfig) -> Scratch {
-        let up = if c.family_is_gated() { 2 } else { 1 } * c.intermediate;
         Scratch {
             normed: vec![0.0; rows * c.hidden],
             qkv: vec![0.0; rows * c.qkv_width()],
             context: vec![0.0; rows * c.heads * c.head_dim],
             attn_out: vec![0.0; rows * c.hidden],
-            up: vec![0.0; rows * up],
+            up: vec![0.0; rows * c.up_width()],
             act: vec![0.0; rows * c.intermediate],
             mlp_out: vec![0.0; rows * c.hidden],
         }
-    }
-}
-
-impl LmConfig {
-    /// Whether the MLP is gated (Llama, Qwen2).
-    pub(crate) fn family_is_gated(&self) -> bool {
-        matches!(
-            self.family,
-            crate::lm::Family::Llama | crate::lm::Family::Qwen2
-        )
     }
 }
 
@@ -249,12 +235,12 @@ impl Block {
         }
         self.norm2.apply(x, &mut s.normed, h, c.norm_eps);
         self.up.apply(&s.normed, &mut s.up, kernel);
-        if self.gated {
+        if c.gated_mlp {
             activate_gated(&s.up, &mut s.act, inter, c.activation);
         } else {
             activate(&mut s.up, inter, c.activation);
         }
-        let act = if self.gated { &s.act } else { &s.up };
+        let act = if c.gated_mlp { &s.act } else { &s.up };
         self.down.apply(act, &mut s.mlp_out, kernel);
         hook(Site::MlpOut, &mut s.mlp_out);
         if c.parallel_residual {

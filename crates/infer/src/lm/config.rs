@@ -1,59 +1,24 @@
-//! A decoder language model's configuration, read from a Hugging Face
-//! `config.json` with transformers' defaults for the keys it leaves out,
-//! per family: the keys each family's configuration class reads, under
-//! their own names (GPT-2's `n_embd`, the others' `hidden_size`), and the
-//! RoPE parameters in both layouts (the top-level `rope_theta` /
-//! `rope_scaling` of hub files, and transformers 5's `rope_parameters`).
+//! A decoder language model's configuration once read: the shape and the
+//! block description every family's `config.json` becomes (see
+//! [`super::family`], one file per family, for the keys each reads and
+//! transformers' defaults), and the readers the families share: the RoPE
+//! parameters in both layouts (the top-level `rope_theta` / `rope_scaling`
+//! of hub files, and transformers 5's `rope_parameters`), the activation
+//! names, the special token ids.
 
 use std::path::Path;
 
 use modelbin_format::io::source::{self, JsonCaps};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::hf::config::{Raw, invalid};
+use crate::lm::family::Family;
 use crate::{LmError, Result};
 
 /// The largest vocabulary or context a configuration may give (Llama 3
 /// has 128,256 tokens and 131,072 positions).
-const MAX_TABLE: u64 = 1 << 22;
-
-/// A family of decoder language models, by `config.json`'s `model_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// OpenAI's GPT-2 (`gpt2`): learned positions, LayerNorm, GELU MLP,
-    /// Conv1D weights stored `[in, out]`.
-    Gpt2,
-    /// EleutherAI's GPT-NeoX (`gpt_neox`, Pythia): partial rotary
-    /// embeddings, parallel or sequential residual, fused per-head QKV.
-    GptNeox,
-    /// Meta's Llama (`llama`; TinyLlama, SmolLM, Llama 3.x): RMSNorm, RoPE
-    /// with optional scaling, SwiGLU, grouped-query attention.
-    Llama,
-    /// Alibaba's Qwen2 (`qwen2`): Llama with biases on the query, key and
-    /// value projections.
-    Qwen2,
-}
-
-impl Family {
-    /// Every family.
-    pub const ALL: [Family; 4] = [Family::Gpt2, Family::GptNeox, Family::Llama, Family::Qwen2];
-
-    /// The family whose `model_type` is `model_type`.
-    pub fn from_model_type(model_type: &str) -> Option<Family> {
-        Family::ALL.into_iter().find(|f| f.name() == model_type)
-    }
-
-    /// The family's `model_type`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Family::Gpt2 => "gpt2",
-            Family::GptNeox => "gpt_neox",
-            Family::Llama => "llama",
-            Family::Qwen2 => "qwen2",
-        }
-    }
-}
+pub(crate) const MAX_TABLE: u64 = 1 << 22;
 
 /// The `model_type` `dir/config.json` names, if it names one (nothing
 /// else is read or checked: [`LanguageModel::open`] does). For faces
@@ -105,6 +70,15 @@ pub(crate) enum Activation {
     Relu,
 }
 
+/// A block's normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NormKind {
+    /// LayerNorm: weight and bias, the mean subtracted (GPT-2, NeoX).
+    Layer,
+    /// RMSNorm: weight only (Llama, Qwen2).
+    Rms,
+}
+
 /// How the inverse frequencies of the rotary embedding are scaled
 /// (transformers' `rope_type`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -141,7 +115,9 @@ pub(crate) struct Rope {
     pub scaling: RopeScaling,
 }
 
-/// What a decoder language model's `config.json` says, once validated.
+/// What a decoder language model's `config.json` says, once validated:
+/// the shape, and the block as data (norms, biases, MLP, rotary
+/// embedding), so the one block of [`super::block`] runs every family.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LmConfig {
@@ -173,8 +149,12 @@ pub struct LmConfig {
     /// Whether the output projection is the token embedding.
     pub tie_word_embeddings: bool,
     pub(crate) activation: Activation,
-    /// LayerNorm (GPT-2, NeoX) or RMSNorm (Llama, Qwen2) epsilon.
+    /// The norms' kind, before attention, before the MLP and at the end.
+    pub(crate) norm: NormKind,
+    /// The norms' epsilon.
     pub(crate) norm_eps: f32,
+    /// A gated MLP: `act(gate) · up`, the gate and up projections stacked.
+    pub(crate) gated_mlp: bool,
     pub(crate) rope: Option<Rope>,
     /// NeoX: attention and MLP read the same input, their outputs added
     /// together to it.
@@ -192,54 +172,6 @@ pub struct LmConfig {
     pub(crate) scale_attention: bool,
 }
 
-/// The keys of the four families' configuration classes (`GPT2Config`,
-/// `GPTNeoXConfig`, `LlamaConfig`, `Qwen2Config`); each family reads its
-/// own. Other keys are passed over.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RawConfig {
-    model_type: Raw<String>,
-    vocab_size: Raw<u64>,
-    // GPT-2's names.
-    n_positions: Raw<u64>,
-    n_embd: Raw<u64>,
-    n_layer: Raw<u64>,
-    n_head: Raw<u64>,
-    n_inner: Raw<u64>,
-    activation_function: Raw<String>,
-    layer_norm_epsilon: Raw<f64>,
-    scale_attn_weights: Raw<bool>,
-    scale_attn_by_inverse_layer_idx: Raw<bool>,
-    add_cross_attention: Raw<bool>,
-    // The others'.
-    hidden_size: Raw<u64>,
-    num_hidden_layers: Raw<u64>,
-    num_attention_heads: Raw<u64>,
-    num_key_value_heads: Raw<u64>,
-    head_dim: Raw<u64>,
-    intermediate_size: Raw<u64>,
-    hidden_act: Raw<String>,
-    max_position_embeddings: Raw<u64>,
-    layer_norm_eps: Raw<f64>,
-    rms_norm_eps: Raw<f64>,
-    attention_bias: Raw<bool>,
-    mlp_bias: Raw<bool>,
-    use_parallel_residual: Raw<bool>,
-    rotary_pct: Raw<f64>,
-    rotary_emb_base: Raw<f64>,
-    rope_theta: Raw<f64>,
-    partial_rotary_factor: Raw<f64>,
-    rope_scaling: Raw<serde_json::Map<String, Value>>,
-    rope_parameters: Raw<serde_json::Map<String, Value>>,
-    use_sliding_window: Raw<bool>,
-    max_window_layers: Raw<u64>,
-    layer_types: Raw<Vec<String>>,
-    // All.
-    tie_word_embeddings: Raw<bool>,
-    bos_token_id: Raw<u64>,
-    eos_token_id: Raw<Value>,
-}
-
 impl LmConfig {
     /// Reads `dir/config.json`.
     pub(crate) fn read(dir: &Path) -> Result<LmConfig> {
@@ -248,22 +180,89 @@ impl LmConfig {
         LmConfig::parse(&json)
     }
 
-    /// The model `json` (a whole `config.json`) describes.
+    /// The model `json` (a whole `config.json`) describes: its family's
+    /// keys read (each of the right type) with transformers' defaults.
     pub(crate) fn parse(json: &Value) -> Result<LmConfig> {
         // Checked first: serde would read an array's items as the fields
         // in order.
         if !json.is_object() {
             return Err(invalid("", json, "expected a JSON object"));
         }
-        RawConfig::deserialize(json)
-            .map_err(|e| invalid("", &Value::Null, &e.to_string()))?
-            .validate()
+        let model_type = json
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(family) = Family::from_model_type(model_type) else {
+            return Err(LmError::UnsupportedModelType {
+                model_type: model_type.to_owned(),
+            }
+            .into());
+        };
+        family.config(json)
     }
 
     /// Width of the query, key and value rows together.
     pub(crate) fn qkv_width(&self) -> usize {
         (self.heads + 2 * self.kv_heads) * self.head_dim
     }
+
+    /// Width of the MLP's first layer (the gate and up rows together in a
+    /// gated MLP).
+    pub(crate) fn up_width(&self) -> usize {
+        let parts = if self.gated_mlp { 2 } else { 1 };
+        parts * self.intermediate
+    }
+}
+
+/// Reads the keys `K` from a whole `config.json` (an object: checked by
+/// [`LmConfig::parse`]). Keys of `K` are [`Raw`] values, so only a
+/// value's type can fail, and that when the family reads it.
+pub(crate) fn keys<K: serde::de::DeserializeOwned>(json: &Value) -> Result<K> {
+    K::deserialize(json).map_err(|e| invalid("", &Value::Null, &e.to_string()))
+}
+
+/// The keys every family reads besides its shape: whether the output
+/// projection is tied, and the special token ids.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct CommonKeys {
+    tie_word_embeddings: Raw<bool>,
+    bos_token_id: Raw<u64>,
+    eos_token_id: Raw<Value>,
+}
+
+/// transformers' defaults for a family's common keys.
+pub(crate) struct CommonDefaults {
+    /// `tie_word_embeddings`.
+    pub tie: bool,
+    /// `bos_token_id`.
+    pub bos: Option<u32>,
+    /// `eos_token_id`.
+    pub eos: Option<u32>,
+}
+
+/// The common keys' values: (tied, BOS, EOS ids).
+pub(crate) fn common(
+    json: &Value,
+    defaults: CommonDefaults,
+) -> Result<(bool, Option<u32>, Vec<u32>)> {
+    let keys: CommonKeys = keys(json)?;
+    let tie = keys
+        .tie_word_embeddings
+        .or("tie_word_embeddings", defaults.tie)?;
+    let bos = match keys.bos_token_id.get("bos_token_id")? {
+        None => defaults.bos,
+        Some(_) => Some(token_id("bos_token_id", keys.bos_token_id.json())?),
+    };
+    let eos = match keys.eos_token_id.json() {
+        Value::Null => defaults.eos.into_iter().collect(),
+        Value::Array(ids) => ids
+            .iter()
+            .map(|id| token_id("eos_token_id", id))
+            .collect::<Result<_>>()?,
+        id => vec![token_id("eos_token_id", id)?],
+    };
+    Ok((tie, bos, eos))
 }
 
 /// A token id from the JSON value (a number below 2^32).
@@ -273,269 +272,32 @@ fn token_id(key: &str, json: &Value) -> Result<u32> {
         .ok_or_else(|| invalid(key, json, "expected a token id"))
 }
 
-impl RawConfig {
-    /// The configuration, with transformers' defaults for the keys left
-    /// out, once the rules hold.
-    fn validate(self) -> Result<LmConfig> {
-        let model_type = self.model_type.value.clone().unwrap_or_default();
-        let Some(family) = Family::from_model_type(&model_type) else {
-            return Err(LmError::UnsupportedModelType { model_type }.into());
-        };
-        let eps = |raw: &Raw<f64>, key: &str, default: f64| {
-            raw.number(
-                key,
-                default,
-                |e| e > 0.0 && e < 1.0,
-                "expected a number in (0, 1)",
-            )
-            .map(|e| e as f32)
-        };
-        let flag = |raw: &Raw<bool>, default: bool| raw.value.unwrap_or(default);
-        let config = match family {
-            Family::Gpt2 => {
-                if flag(&self.add_cross_attention, false) {
-                    return Err(LmError::CrossAttention.into());
-                }
-                let hidden = self.n_embd.count("n_embd", 768)?;
-                let heads = self.n_head.count("n_head", 12)?;
-                let head_dim = divided(hidden, heads)?;
-                LmConfig {
-                    family,
-                    model_type,
-                    hidden,
-                    layers: self.n_layer.count("n_layer", 12)?,
-                    heads,
-                    kv_heads: heads,
-                    head_dim,
-                    intermediate: self.n_inner.count("n_inner", 4 * hidden as u64)?,
-                    vocab_size: self
-                        .vocab_size
-                        .count_up_to("vocab_size", 50257, MAX_TABLE)?,
-                    max_positions: self
-                        .n_positions
-                        .count_up_to("n_positions", 1024, MAX_TABLE)?,
-                    bos_token_id: None,
-                    eos_token_ids: Vec::new(),
-                    tie_word_embeddings: flag(&self.tie_word_embeddings, true),
-                    activation: activation(
-                        &self.activation_function,
-                        "activation_function",
-                        "gelu_new",
-                    )?,
-                    norm_eps: eps(&self.layer_norm_epsilon, "layer_norm_epsilon", 1e-5)?,
-                    rope: None,
-                    parallel_residual: false,
-                    qkv_bias: true,
-                    out_bias: true,
-                    mlp_bias: true,
-                    scale_by_layer: flag(&self.scale_attn_by_inverse_layer_idx, false),
-                    scale_attention: flag(&self.scale_attn_weights, true),
-                }
-            }
-            Family::GptNeox => {
-                let hidden = self.hidden_size.count("hidden_size", 6144)?;
-                let heads = self.num_attention_heads.count("num_attention_heads", 64)?;
-                let head_dim = divided(hidden, heads)?;
-                let bias = flag(&self.attention_bias, true);
-                LmConfig {
-                    family,
-                    model_type,
-                    hidden,
-                    layers: self.num_hidden_layers.count("num_hidden_layers", 44)?,
-                    heads,
-                    kv_heads: heads,
-                    head_dim,
-                    intermediate: self.intermediate_size.count("intermediate_size", 24576)?,
-                    vocab_size: self
-                        .vocab_size
-                        .count_up_to("vocab_size", 50432, MAX_TABLE)?,
-                    max_positions: self.max_position_embeddings.count_up_to(
-                        "max_position_embeddings",
-                        2048,
-                        MAX_TABLE,
-                    )?,
-                    bos_token_id: None,
-                    eos_token_ids: Vec::new(),
-                    tie_word_embeddings: flag(&self.tie_word_embeddings, false),
-                    activation: activation(&self.hidden_act, "hidden_act", "gelu")?,
-                    norm_eps: eps(&self.layer_norm_eps, "layer_norm_eps", 1e-5)?,
-                    rope: Some(self.neox_rope(head_dim)?),
-                    parallel_residual: flag(&self.use_parallel_residual, true),
-                    qkv_bias: bias,
-                    out_bias: bias,
-                    mlp_bias: true,
-                    scale_by_layer: false,
-                    scale_attention: true,
-                }
-            }
-            Family::Llama | Family::Qwen2 => {
-                let qwen = family == Family::Qwen2;
-                let hidden = self.hidden_size.count("hidden_size", 4096)?;
-                let heads = self.num_attention_heads.count("num_attention_heads", 32)?;
-                let kv_heads = self
-                    .num_key_value_heads
-                    .count("num_key_value_heads", heads as u64)?;
-                if !heads.is_multiple_of(kv_heads) {
-                    return Err(LmError::KvHeadsDoNotDivide { heads, kv_heads }.into());
-                }
-                let head_dim = if self.head_dim.json.is_null() {
-                    divided(hidden, heads)?
-                } else {
-                    self.head_dim.count("head_dim", 0)?
-                };
-                if qwen {
-                    self.check_sliding_window()?;
-                }
-                let max_positions = self.max_position_embeddings.count_up_to(
-                    "max_position_embeddings",
-                    if qwen { 32768 } else { 2048 },
-                    MAX_TABLE,
-                )?;
-                let attention_bias = !qwen && flag(&self.attention_bias, false);
-                LmConfig {
-                    family,
-                    model_type,
-                    hidden,
-                    layers: self.num_hidden_layers.count("num_hidden_layers", 32)?,
-                    heads,
-                    kv_heads,
-                    head_dim,
-                    intermediate: self
-                        .intermediate_size
-                        .count("intermediate_size", if qwen { 22016 } else { 11008 })?,
-                    vocab_size: self.vocab_size.count_up_to(
-                        "vocab_size",
-                        if qwen { 151936 } else { 32000 },
-                        MAX_TABLE,
-                    )?,
-                    max_positions,
-                    bos_token_id: None,
-                    eos_token_ids: Vec::new(),
-                    tie_word_embeddings: flag(&self.tie_word_embeddings, false),
-                    activation: activation(&self.hidden_act, "hidden_act", "silu")?,
-                    norm_eps: eps(&self.rms_norm_eps, "rms_norm_eps", 1e-6)?,
-                    rope: Some(self.llama_rope(head_dim, max_positions)?),
-                    parallel_residual: false,
-                    qkv_bias: qwen || attention_bias,
-                    out_bias: attention_bias,
-                    mlp_bias: !qwen && flag(&self.mlp_bias, false),
-                    scale_by_layer: false,
-                    scale_attention: true,
-                }
-            }
-        };
-        // transformers' defaults for each family (Qwen2 names none).
-        let (default_bos, default_eos) = match family {
-            Family::Gpt2 => (Some(50256), Some(50256)),
-            Family::GptNeox => (Some(0), Some(2)),
-            Family::Llama => (Some(1), Some(2)),
-            Family::Qwen2 => (None, None),
-        };
-        let bos_token_id = if self.bos_token_id.json.is_null() {
-            default_bos
-        } else {
-            Some(token_id("bos_token_id", &self.bos_token_id.json)?)
-        };
-        let eos_json = &self.eos_token_id.json;
-        let eos_token_ids = match eos_json {
-            Value::Null => default_eos.into_iter().collect(),
-            Value::Array(ids) => ids
-                .iter()
-                .map(|id| token_id("eos_token_id", id))
-                .collect::<Result<_>>()?,
-            id => vec![token_id("eos_token_id", id)?],
-        };
-        Ok(LmConfig {
-            bos_token_id,
-            eos_token_ids,
-            ..config
-        })
-    }
-
-    /// Qwen2's sliding-window layers: refused (transformers gives layers
-    /// from `max_window_layers` on sliding-window attention when
-    /// `use_sliding_window` is set, or as `layer_types` says).
-    fn check_sliding_window(&self) -> Result<()> {
-        if let Some(types) = &self.layer_types.value
-            && let Some(layer) = types.iter().position(|t| t == "sliding_attention")
-        {
-            return Err(LmError::SlidingWindow { layer }.into());
-        }
-        if self.use_sliding_window.value == Some(true) {
-            let layer = self.max_window_layers.value.unwrap_or(28) as usize;
-            let layers = self.num_hidden_layers.value.unwrap_or(32) as usize;
-            if layer < layers {
-                return Err(LmError::SlidingWindow { layer }.into());
-            }
-        }
-        Ok(())
-    }
-
-    /// The RoPE parameters as transformers gathers them: `rope_scaling`
-    /// when it is an object, else `rope_parameters`, else nothing.
-    fn rope_dict(&self) -> serde_json::Map<String, Value> {
-        self.rope_scaling
-            .value
-            .clone()
-            .or_else(|| self.rope_parameters.value.clone())
-            .unwrap_or_default()
-    }
-
-    /// GPT-NeoX's rotary embedding: the base from the parameters, else
-    /// `rotary_emb_base`, else 10000; the rotating fraction of each head
-    /// from the parameters' `partial_rotary_factor`, else `rotary_pct`,
-    /// else 0.25 (top-level `rope_theta` and `partial_rotary_factor` are
-    /// not read for this family, as in transformers).
-    fn neox_rope(&self, head_dim: usize) -> Result<Rope> {
-        let params = self.rope_dict();
-        let theta = param(&params, "rope_theta")?
-            .or(self.rotary_emb_base.value)
-            .unwrap_or(10000.0);
-        let fraction = param(&params, "partial_rotary_factor")?
-            .or(self.rotary_pct.value)
-            .unwrap_or(0.25);
-        rope(&params, theta, fraction, head_dim, None)
-    }
-
-    /// Llama's and Qwen2's rotary embedding: the base from the
-    /// parameters, else the top-level `rope_theta`, else 10000; every
-    /// dimension of each head rotates.
-    fn llama_rope(&self, head_dim: usize, max_positions: usize) -> Result<Rope> {
-        let params = self.rope_dict();
-        let theta = param(&params, "rope_theta")?
-            .or(self.rope_theta.value)
-            .unwrap_or(10000.0);
-        let fraction = param(&params, "partial_rotary_factor")?
-            .or(self.partial_rotary_factor.value)
-            .unwrap_or(1.0);
-        if fraction != 1.0 {
-            return Err(LmError::BadRope {
-                key: "partial_rotary_factor",
-                reason: format!(
-                    "{fraction}: only 1 (every dimension rotates) is supported for this family"
-                ),
-            }
-            .into());
-        }
-        rope(&params, theta, 1.0, head_dim, Some(max_positions))
-    }
-}
-
 /// `hidden / heads`, when the heads divide it.
-fn divided(hidden: usize, heads: usize) -> Result<usize> {
+pub(crate) fn divided(hidden: usize, heads: usize) -> Result<usize> {
     if !hidden.is_multiple_of(heads) {
         return Err(LmError::HeadsDoNotDivide { hidden, heads }.into());
     }
     Ok(hidden / heads)
 }
 
+/// A norm's epsilon: `raw` under `key`, `default` when missing.
+pub(crate) fn epsilon(raw: &Raw<f64>, key: &str, default: f64) -> Result<f32> {
+    raw.number(
+        key,
+        default,
+        |e| e > 0.0 && e < 1.0,
+        "expected a number in (0, 1)",
+    )
+    .map(|e| e as f32)
+}
+
 /// The activation named by `raw` (`default` when missing).
-fn activation(raw: &Raw<String>, key: &'static str, default: &str) -> Result<Activation> {
-    let name = match &raw.json {
-        Value::Null => default.to_owned(),
-        Value::String(name) => name.clone(),
-        other => other.to_string(),
-    };
+pub(crate) fn activation(
+    raw: &Raw<String>,
+    key: &'static str,
+    default: &str,
+) -> Result<Activation> {
+    let name = raw.or(key, default.to_owned())?;
     Ok(match name.as_str() {
         "gelu" => Activation::GeluErf,
         "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
@@ -545,8 +307,20 @@ fn activation(raw: &Raw<String>, key: &'static str, default: &str) -> Result<Act
     })
 }
 
+/// The RoPE parameters as transformers gathers them: `rope_scaling`
+/// when it is given, else `rope_parameters`, else nothing; each must be an
+/// object.
+pub(crate) fn rope_parameters(
+    rope_scaling: &Raw<Map<String, Value>>,
+    rope_parameters: &Raw<Map<String, Value>>,
+) -> Result<Map<String, Value>> {
+    let scaling = rope_scaling.get("rope_scaling")?;
+    let parameters = rope_parameters.get("rope_parameters")?;
+    Ok(scaling.or(parameters).unwrap_or_default())
+}
+
 /// The number `key` of the RoPE parameters, if present.
-fn param(params: &serde_json::Map<String, Value>, key: &'static str) -> Result<Option<f64>> {
+pub(crate) fn param(params: &Map<String, Value>, key: &'static str) -> Result<Option<f64>> {
     match params.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value
@@ -566,20 +340,18 @@ fn param(params: &serde_json::Map<String, Value>, key: &'static str) -> Result<O
 /// The rotary embedding of the RoPE parameters `params`: base `theta`,
 /// the fraction `fraction` of each head rotating; `max_positions` is the
 /// default of llama3's `original_max_position_embeddings`.
-fn rope(
-    params: &serde_json::Map<String, Value>,
+pub(crate) fn rope(
+    params: &Map<String, Value>,
     theta: f64,
     fraction: f64,
     head_dim: usize,
     max_positions: Option<usize>,
 ) -> Result<Rope> {
-    let rope_type = params
-        .get("rope_type")
-        .or_else(|| params.get("type"))
-        .map_or_else(
-            || "default".to_owned(),
-            |t| t.as_str().map_or_else(|| t.to_string(), str::to_owned),
-        );
+    let rope_type = match params.get("rope_type").or_else(|| params.get("type")) {
+        None | Some(Value::Null) => "default".to_owned(),
+        Some(Value::String(t)) => t.clone(),
+        Some(other) => other.to_string(),
+    };
     let required = |key: &'static str| {
         param(params, key)?.ok_or_else(|| {
             crate::Error::from(LmError::BadRope {

@@ -15,8 +15,9 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `config.rs` | `config.json`: raw keys per family, defaults, validation |
-//! | `weights.rs` | each family's tensor names and layouts, to one block's |
+//! | `family/` | one file per family: the `config.json` keys it reads, its defaults, its tensors |
+//! | `config.rs` | the block description every family's configuration becomes; shared key readers |
+//! | `weights.rs` | loading a family's tensors into the one block's layout |
 //! | `rope.rs` | rotary embeddings (default, linear, llama3) |
 //! | `block.rs` | the decoder block and its family variants |
 //! | `model.rs` | loading, the batched pass, logits |
@@ -43,6 +44,7 @@
 
 mod block;
 mod config;
+mod family;
 mod generate;
 mod model;
 mod rope;
@@ -51,9 +53,10 @@ mod site;
 mod steer;
 mod weights;
 
-pub use config::{Family, LmConfig, model_name_of_dir, model_type_of_dir};
+pub use config::{LmConfig, model_name_of_dir, model_type_of_dir};
+pub use family::Family;
 pub use generate::generate;
 pub use model::{LanguageModel, LoadOptions};
 pub use session::Session;
 pub use site::Site;
-pub use steer::{Steered, SteeredSession, Steering};
+pub use steer::{Steered, SteeredSession, Steering, generate_steered};

@@ -46,6 +46,8 @@ impl LoadOptions {
 /// Hugging Face model directory, its weights in memory as f32 (or int8).
 #[derive(Debug, Clone)]
 pub struct LanguageModel {
+    /// The directory it was loaded from.
+    dir: std::path::PathBuf,
     pub(crate) config: LmConfig,
     pub(crate) embed: Vec<f32>,
     pub(crate) positions: Option<Vec<f32>>,
@@ -69,7 +71,8 @@ impl LanguageModel {
     pub fn open_with(dir: &Path, options: LoadOptions) -> Result<LanguageModel> {
         let config = LmConfig::read(dir)?;
         let mut w = Weights::open(dir, "")?;
-        let (outer, mut blocks) = weights::load(&config, &mut w)?;
+        let layout = config.family.layout(&w);
+        let (outer, mut blocks) = weights::load(&config, &mut w, &layout)?;
         if options.int8 {
             blocks.par_iter_mut().for_each(|b| {
                 for linear in b.linears_mut() {
@@ -78,6 +81,7 @@ impl LanguageModel {
             });
         }
         Ok(LanguageModel {
+            dir: dir.to_path_buf(),
             rope: config.rope,
             config,
             embed: outer.embed,
@@ -87,6 +91,11 @@ impl LanguageModel {
             head: outer.head,
             int8_kernel: crate::Kernels::chosen()?.int8,
         })
+    }
+
+    /// The directory the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The configuration.

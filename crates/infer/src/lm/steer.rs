@@ -3,13 +3,19 @@
 //! token), the rest of the pass and the KV cache seeing the sum. What an
 //! autoencoder's latent is pushed by (`α · W_dec[latent]`, see
 //! [`crate::sae::steer`]).
+//!
+//! A steered value must stay finite in f32: the vector, the rows it is
+//! added to, and everything after them. The norms normalise a finite row
+//! exactly however large it is (they fall back to f64 when its squares
+//! overflow), so a large push gives the model's answer to it; a push that
+//! makes a value infinite (or NaN) is refused, naming what was steered and
+//! where ([`LmError::SteeringOverflow`]).
 
-use crate::Result;
-use crate::generation::{Decoder, DecoderSession};
+use crate::generation::{Decoder, DecoderSession, Generation, Sampling, generate_with};
 use crate::lm::model::LanguageModel;
 use crate::lm::session::Session;
 use crate::lm::site::Site;
-use crate::{LmError, SaeError};
+use crate::{Error, LmError, Result, SaeError};
 
 /// A vector added at `site` of block `layer`.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,17 +23,22 @@ pub struct Steering {
     layer: usize,
     site: Site,
     vector: Vec<f32>,
+    /// What the vector is, for errors (`latent 3 × 2.5`).
+    what: String,
 }
 
 impl Steering {
-    /// `vector` added at `site` of block `layer` of `model`:
+    /// `vector` added at `site` of block `layer` of `model`; `what` says
+    /// what the vector is, for errors (`latents 3 × 2.5, 7 × -1`).
     /// [`LmError::NoSuchLayer`] past its blocks, [`SaeError::ModelWidth`]
-    /// when the vector is not as wide as the model.
+    /// when the vector is not as wide as the model,
+    /// [`LmError::SteeringOverflow`] when it holds a NaN or an infinity.
     pub fn new(
         model: &LanguageModel,
         layer: usize,
         site: Site,
         vector: Vec<f32>,
+        what: String,
     ) -> Result<Steering> {
         let c = model.config();
         if layer >= c.layers {
@@ -44,11 +55,16 @@ impl Steering {
             }
             .into());
         }
-        Ok(Steering {
+        let steering = Steering {
             layer,
             site,
             vector,
-        })
+            what,
+        };
+        if steering.vector.iter().any(|v| !v.is_finite()) {
+            return Err(steering.overflow());
+        }
+        Ok(steering)
     }
 
     /// The block.
@@ -67,15 +83,29 @@ impl Steering {
     }
 
     /// Adds the vector to every row of `rows` when `(layer, site)` is the
-    /// steered site: the hook of [`Session::extend_with_hook`].
-    pub fn apply(&self, layer: usize, site: Site, rows: &mut [f32]) {
-        if layer == self.layer && site == self.site {
-            for row in rows.chunks_exact_mut(self.vector.len()) {
-                for (x, v) in row.iter_mut().zip(&self.vector) {
-                    *x += v;
-                }
+    /// steered site (the hook of [`Session::extend_with_hook`]); returns
+    /// `false` when a sum is not finite.
+    pub fn apply(&self, layer: usize, site: Site, rows: &mut [f32]) -> bool {
+        if layer != self.layer || site != self.site {
+            return true;
+        }
+        let mut finite = true;
+        for row in rows.chunks_exact_mut(self.vector.len()) {
+            for (x, v) in row.iter_mut().zip(&self.vector) {
+                *x += v;
+                finite &= x.is_finite();
             }
         }
+        finite
+    }
+
+    /// The refusal of a steering whose values left f32's range.
+    fn overflow(&self) -> Error {
+        LmError::SteeringOverflow {
+            steering: self.what.clone(),
+            hook_name: self.site.hook_name(self.layer),
+        }
+        .into()
     }
 
     /// A session of `model` whose every pass is steered.
@@ -95,13 +125,21 @@ pub struct SteeredSession<'m> {
 }
 
 impl SteeredSession<'_> {
-    /// [`Session::extend`], steered.
+    /// [`Session::extend`], steered; [`LmError::SteeringOverflow`] when a
+    /// steered value, or anything computed from it, is not finite.
     pub fn extend(&mut self, ids: &[u32], all: bool) -> Result<Vec<f32>> {
         let steering = self.steering;
-        self.session
+        let mut finite = true;
+        let logits = self
+            .session
             .extend_with_hook(ids, all, &mut |layer, site, rows| {
-                steering.apply(layer, site, rows)
-            })
+                finite &= steering.apply(layer, site, rows);
+            });
+        match logits {
+            Ok(_) if !finite => Err(steering.overflow()),
+            Err(Error::NonFinite { .. }) => Err(steering.overflow()),
+            logits => logits,
+        }
     }
 }
 
@@ -144,5 +182,30 @@ impl DecoderSession for SteeredSession<'_> {
 
     fn extend_last(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
         self.extend(ids, false)
+    }
+}
+
+/// Generates as [`crate::lm::generate`] does, steered by `steering` when
+/// one is given: what `modelbin lm generate` and Python's
+/// `LanguageModel.generate` run.
+pub fn generate_steered(
+    model: &LanguageModel,
+    steering: Option<&Steering>,
+    prompt: &[u32],
+    max_tokens: usize,
+    sampling: Sampling,
+    stop: &[u32],
+    on_token: impl FnMut(u32),
+) -> Result<Generation> {
+    match steering {
+        Some(steering) => generate_with(
+            &Steered::new(model, steering),
+            prompt,
+            max_tokens,
+            sampling,
+            stop,
+            on_token,
+        ),
+        None => generate_with(model, prompt, max_tokens, sampling, stop, on_token),
     }
 }

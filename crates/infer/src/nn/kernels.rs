@@ -274,6 +274,9 @@ impl MulAdd for Separate {
 const LANES: usize = 8;
 
 /// LayerNorm of each `dim`-wide row of `x` into `out`: biased variance.
+/// A row of finite values whose squares overflow f32 (a residual stream
+/// pushed far by steering) is normalised in f64, exactly, rather than to
+/// zeros.
 pub fn layer_norm(x: &[f32], weight: &[f32], bias: &[f32], out: &mut [f32], dim: usize, eps: f32) {
     simd_dispatch!((
         x: &[f32],
@@ -286,6 +289,10 @@ pub fn layer_norm(x: &[f32], weight: &[f32], bias: &[f32], out: &mut [f32], dim:
         for (row, dst) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
             let mean = lane_sum(row, |v| v) / dim as f32;
             let var = lane_sum(row, |v| (v - mean) * (v - mean)) / dim as f32;
+            if !(mean.is_finite() && var.is_finite()) {
+                wide_norm(row, weight, Some(bias), dst, eps);
+                continue;
+            }
             let inv = 1.0 / (var + eps).sqrt();
             for (((d, &v), &w), &b) in dst.iter_mut().zip(row).zip(weight).zip(bias) {
                 *d = (v - mean) * inv * w + b;
@@ -416,17 +423,45 @@ pub fn relu(x: &mut [f32]) {
 }
 
 /// RMSNorm of each `dim`-wide row of `x` into `out`, as Llama's:
-/// `weight · x / √(mean(x²) + eps)`, no bias.
+/// `weight · x / √(mean(x²) + eps)`, no bias. A row of finite values whose
+/// squares overflow f32 is normalised in f64, as [`layer_norm`] does.
 pub fn rms_norm(x: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
     simd_dispatch!((x: &[f32], weight: &[f32], out: &mut [f32], dim: usize, eps: f32) {
         for (row, dst) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
             let mean = lane_sum(row, |v| v * v) / dim as f32;
+            if !mean.is_finite() {
+                wide_norm(row, weight, None, dst, eps);
+                continue;
+            }
             let inv = 1.0 / (mean + eps).sqrt();
             for ((d, &v), &w) in dst.iter_mut().zip(row).zip(weight) {
                 *d = w * (v * inv);
             }
         }
     });
+}
+
+/// A LayerNorm (with `bias`) or an RMSNorm (without) of one row, in f64:
+/// the squares of any finite f32 fit in f64, so a finite row gets its
+/// normalised values (rounded to f32 at the end) however large it is. A
+/// row holding NaN or an infinity gives NaN, as the f32 path does.
+#[cold]
+fn wide_norm(row: &[f32], weight: &[f32], bias: Option<&[f32]>, out: &mut [f32], eps: f32) {
+    let n = row.len() as f64;
+    let mean = match bias {
+        Some(_) => row.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+        None => 0.0,
+    };
+    let var = row
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let inv = 1.0 / (var + f64::from(eps)).sqrt();
+    for (i, (d, &v)) in out.iter_mut().zip(row).enumerate() {
+        let normed = (f64::from(v) - mean) * inv * f64::from(weight[i]);
+        *d = (normed + bias.map_or(0.0, |b| f64::from(b[i]))) as f32;
+    }
 }
 
 /// Softmax in place.

@@ -20,7 +20,8 @@ use modelbin_format::io::source::{self, JsonCaps};
 use modelbin_format::saev::{ImageEntry, Metadata, VisionInfo, read_image_file};
 use rayon::prelude::*;
 
-use super::{Output, blocks_of, checkpoint_id};
+use super::{Output, blocks_of};
+use crate::identity::checkpoint_id;
 
 use crate::vit::preprocess::CONFIG_FILE;
 use crate::vit::{ImageProcessor, VisionModel, image_files};

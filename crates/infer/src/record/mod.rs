@@ -30,10 +30,8 @@ mod text;
 mod windows;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use modelbin_format::io::checksum::{hex, sha256, sha256_unless};
 use modelbin_format::saev::{Metadata, Start, Writer};
 
 use crate::{RecordError, Result};
@@ -313,68 +311,4 @@ fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
             }
         })
         .collect()
-}
-
-/// How a recording names its model (`vit_ckpt`): `sha256:` and the first
-/// 16 hex digits of the model file's hash (for a directory, of its
-/// `model.safetensors`; for a sharded one, of its index's and shards'
-/// hashes), hashed from the mapped files.
-pub fn checkpoint_id(model: &Path) -> Result<String> {
-    checkpoint_id_unless(model, &AtomicBool::new(false)).map(|id| id.unwrap_or_default())
-}
-
-/// Runs `work` while [`checkpoint_id`] hashes `model` on another thread,
-/// and returns both. Hashing a checkpoint costs about as much as opening
-/// it, and the two use different resources (one core's SHA instructions,
-/// against the pool's copies and packing). When `work` fails, the hash is
-/// abandoned at its next chunk rather than read to the end.
-pub(crate) fn alongside_checkpoint_id<T: Send>(
-    model: &Path,
-    work: impl FnOnce() -> Result<T>,
-) -> Result<(T, String)> {
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| checkpoint_id_unless(model, &stop));
-        let done = work();
-        if done.is_err() {
-            stop.store(true, Ordering::Relaxed);
-        }
-        let id = hashing
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let done = done?;
-        Ok((done, id?.unwrap_or_default()))
-    })
-}
-
-/// [`checkpoint_id`], or `None` once `stop` is set.
-fn checkpoint_id_unless(model: &Path, stop: &AtomicBool) -> Result<Option<String>> {
-    use modelbin_format::io::source::MappedFile;
-    use modelbin_format::safetensors::sharded::{INDEX_FILE, SINGLE_FILE, parse_index};
-    let hash = |path: &Path| -> Result<Option<[u8; 32]>> {
-        Ok(sha256_unless(&MappedFile::open(path)?, stop))
-    };
-    let digest = if !model.is_dir() {
-        hash(model)?
-    } else if model.join(SINGLE_FILE).exists() || !model.join(INDEX_FILE).exists() {
-        hash(&model.join(SINGLE_FILE))?
-    } else {
-        // A sharded checkpoint: its index, then each shard's hash in the
-        // index's order (each file named once).
-        let index_path = model.join(INDEX_FILE);
-        let index_bytes = MappedFile::open(&index_path)?;
-        let index = parse_index(&index_bytes, &index_path)?;
-        let mut shards: Vec<&String> = index.weight_map.values().collect();
-        shards.sort();
-        shards.dedup();
-        let mut all = sha256(&index_bytes).to_vec();
-        for shard in shards {
-            let Some(digest) = hash(&model.join(shard))? else {
-                return Ok(None);
-            };
-            all.extend_from_slice(&digest);
-        }
-        Some(sha256(&all))
-    };
-    Ok(digest.map(|digest| format!("sha256:{}", &hex(&digest)[..16])))
 }

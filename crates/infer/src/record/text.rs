@@ -21,8 +21,9 @@ use rayon::prelude::*;
 use modelbin_tokenize::{HfTokenizer, hf_byte_char};
 
 use super::windows::{MIN_WINDOW_WITH_BOS, saelens_windows};
-use super::{Output, alongside_checkpoint_id, blocks_of};
+use super::{Output, blocks_of};
 use crate::bert::Embedder;
+use crate::identity::alongside_checkpoint_id;
 use crate::lm::{LanguageModel, LoadOptions, Site, model_type_of_dir};
 use crate::tllm::Model;
 use crate::{RecordError, Result};

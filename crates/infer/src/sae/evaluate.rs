@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::config::SaeConfig;
 use super::splice::CrossEntropy;
 use super::view::View;
 use super::{Sae, saelens};
@@ -32,9 +33,18 @@ pub struct Evaluation {
 }
 
 /// Opens the autoencoder in `dir` (SAELens's layout) for `view`: its
-/// weights and `cfg.json`, refused when its width is not the view's.
-pub fn open_for_view(dir: &Path, view: &View) -> Result<(Sae<f32>, serde_json::Value)> {
+/// weights and `cfg.json`, refused as [`check_fits_view`] says.
+pub fn open_for_view(dir: &Path, view: &View) -> Result<(Sae<f32>, SaeConfig)> {
     let (sae, config) = saelens::load(dir)?;
+    check_fits_view(dir, &sae, &config, view)?;
+    Ok((sae, config))
+}
+
+/// Refuses `sae` (with its `config`, read from `dir`) for `view` when its
+/// width is not the view's ([`SaeError::WidthMismatch`]), or when it names
+/// the hook point it was trained at and the view's layer was recorded at
+/// another ([`SaeError::OtherHook`]).
+pub fn check_fits_view(dir: &Path, sae: &Sae<f32>, config: &SaeConfig, view: &View) -> Result<()> {
     if sae.d_in != view.d_in() {
         return Err(SaeError::WidthMismatch {
             dir: dir.to_path_buf(),
@@ -43,20 +53,30 @@ pub fn open_for_view(dir: &Path, view: &View) -> Result<(Sae<f32>, serde_json::V
         }
         .into());
     }
-    Ok((sae, config))
+    let recorded = saelens::hook_metadata(view.dataset().metadata(), view.layer())
+        .and_then(|hook| Some(hook.get("hook_name")?.as_str()?.to_owned()));
+    if let (Some(trained), Some(recorded)) = (&config.hook_name, recorded)
+        && *trained != recorded
+    {
+        return Err(SaeError::OtherHook {
+            dir: dir.to_path_buf(),
+            hook_name: trained.clone(),
+            recorded,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Whether `config` (an autoencoder's `cfg.json`) says it was trained on
 /// another dataset or layer than `view`'s: the dataset hash and layer it
 /// names, when they differ.
 pub fn trained_elsewhere(
-    config: &serde_json::Value,
+    config: &SaeConfig,
     view: &View,
 ) -> Option<(serde_json::Value, serde_json::Value)> {
-    let trained_on = (
-        config["metadata"]["dataset_hash"].clone(),
-        config["metadata"]["layer"].clone(),
-    );
+    let metadata = &config.json["metadata"];
+    let trained_on = (metadata["dataset_hash"].clone(), metadata["layer"].clone());
     let here = (
         serde_json::json!(view.union().hash()),
         serde_json::json!(view.layer()),

@@ -25,6 +25,7 @@
 //! arithmetic is generic over `f32` (training) and `f64` (gradient checks).
 
 pub mod checkpoint;
+pub mod config;
 pub mod evaluate;
 pub mod features;
 pub mod run;
@@ -85,6 +86,62 @@ impl<T> Activation<T> {
     }
 }
 
+/// How each input is normalised before the encoder, and its
+/// reconstruction restored after the decoder (SAELens's
+/// `normalize_activations`, computed as its `SAE` computes it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Normalization {
+    /// None: the weights act on the activations as they are. (SAELens's
+    /// `expected_average_only_in` and `covariance_whitening` are this too
+    /// inside the autoencoder: training folds them into the weights.)
+    #[default]
+    None,
+    /// `layer_norm`: `(x − μ) / (σ + 1e-5)`, with `μ` the row's mean and `σ`
+    /// the unbiased standard deviation of `x − μ`; a reconstruction `y`
+    /// becomes `y · σ + μ`.
+    LayerNorm,
+    /// `constant_norm_rescale`: `x · c` with `c = √d_in / ‖x‖`; a
+    /// reconstruction `y` becomes `y / c`.
+    ConstantNormRescale,
+}
+
+impl Normalization {
+    /// SAELens's name of it (`none`, `layer_norm`, `constant_norm_rescale`).
+    pub fn saelens_name(&self) -> &'static str {
+        match self {
+            Normalization::None => "none",
+            Normalization::LayerNorm => "layer_norm",
+            Normalization::ConstantNormRescale => "constant_norm_rescale",
+        }
+    }
+}
+
+/// What an autoencoder does around its weights when it encodes and
+/// decodes (SAELens's `cfg.json` keys of the same names). Training runs
+/// on the default: `b_dec` subtracted, no normalisation, no rescaling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Io {
+    /// `apply_b_dec_to_input`: `b_dec` is subtracted from each input (after
+    /// any normalisation) before the encoder.
+    pub subtract_b_dec: bool,
+    /// `normalize_activations`.
+    pub normalization: Normalization,
+    /// `rescale_acts_by_decoder_norm` (TopK): each pre-activation is
+    /// multiplied by its latent's decoder-row norm before the selection,
+    /// and each code multiplied by that norm's reciprocal before decoding.
+    pub rescale_by_decoder_norm: bool,
+}
+
+impl Default for Io {
+    fn default() -> Self {
+        Io {
+            subtract_b_dec: true,
+            normalization: Normalization::None,
+            rescale_by_decoder_norm: false,
+        }
+    }
+}
+
 /// A sparse autoencoder's parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sae<T> {
@@ -100,8 +157,11 @@ pub struct Sae<T> {
     pub b_enc: Vec<T>,
     /// Decoder, one row of `d_in` per latent: `[d_sae, d_in]`.
     pub w_dec: Vec<T>,
-    /// Decoder bias, also subtracted from the input: `[d_in]`.
+    /// Decoder bias, also subtracted from the input (unless `io` says
+    /// otherwise): `[d_in]`.
     pub b_dec: Vec<T>,
+    /// What is done around the weights.
+    pub io: Io,
 }
 
 /// The sparse codes of a batch: per input, the (latent, value) pairs that
@@ -115,6 +175,11 @@ pub struct Codes<T> {
     pub latents: Vec<u32>,
     /// Their values.
     pub values: Vec<T>,
+    /// Per input, what its normalisation took out (`(σ, μ)` for
+    /// [`Normalization::LayerNorm`], `(c, 0)` for
+    /// [`Normalization::ConstantNormRescale`]), which decoding puts back;
+    /// empty without normalisation.
+    pub norms: Vec<(T, T)>,
 }
 
 impl<T: Float> Codes<T> {
@@ -125,6 +190,7 @@ impl<T: Float> Codes<T> {
             offsets,
             latents: Vec::new(),
             values: Vec::new(),
+            norms: Vec::new(),
         }
     }
 
@@ -142,6 +208,7 @@ impl<T: Float> Codes<T> {
                 .extend(part.offsets[1..].iter().map(|&o| base + o));
             all.latents.extend(part.latents);
             all.values.extend(part.values);
+            all.norms.extend(part.norms);
         }
         all
     }
@@ -160,6 +227,9 @@ impl<T: Float> Codes<T> {
             .map(|(&j, &v)| (j as usize, v))
     }
 }
+
+/// Inputs normalised, and what each row's normalisation took out.
+type Normalized<T> = (Vec<T>, Vec<(T, T)>);
 
 /// Rows from which an f32 batch's encoder product runs on the packed
 /// kernel: packing the encoder copies it once, which fewer rows' products
@@ -206,6 +276,12 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
     /// [`Sae::pre_activations`] into buffers of the batch's size:
     /// `centered` `[rows, d_in]`, `pre` `[rows, d_sae]`.
     pub fn pre_activations_into(&self, x: &[T], centered: &mut [T], pre: &mut [T]) {
+        self.affine_pre_activations(x, centered, pre);
+        self.rescale_pre_activations(pre);
+    }
+
+    /// `W_enc (x − b_dec) + b_enc` into `pre`, `x − b_dec` into `centered`.
+    fn affine_pre_activations(&self, x: &[T], centered: &mut [T], pre: &mut [T]) {
         let (d_in, d_sae) = (self.d_in, self.d_sae);
         let rows = x.len() / d_in.max(1);
         // The GEMM below trusts these sizes.
@@ -241,8 +317,13 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
         }
     }
 
-    /// `centered = x − b_dec`, row by row.
+    /// `centered = x − b_dec` row by row (`x` itself when the input keeps
+    /// its `b_dec`).
     fn center(&self, x: &[T], centered: &mut [T]) {
+        if !self.io.subtract_b_dec {
+            centered.copy_from_slice(x);
+            return;
+        }
         for (c, x) in centered
             .chunks_exact_mut(self.d_in)
             .zip(x.chunks_exact(self.d_in))
@@ -252,6 +333,57 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
                 .zip(&self.b_dec)
                 .for_each(|((c, &x), &b)| *c = x - b);
         }
+    }
+
+    /// Each decoder row's Euclidean norm, `[d_sae]`.
+    pub fn decoder_norms(&self) -> Vec<T> {
+        self.w_dec
+            .chunks_exact(self.d_in.max(1))
+            .map(|row| row.iter().fold(T::zero(), |s, &w| s + w * w).sqrt())
+            .collect()
+    }
+
+    /// Multiplies each row of `pre` by the decoder norms, when the
+    /// autoencoder rescales by them.
+    fn rescale_pre_activations(&self, pre: &mut [T]) {
+        if !self.io.rescale_by_decoder_norm {
+            return;
+        }
+        let norms = self.decoder_norms();
+        pre.par_chunks_mut(self.d_sae.max(1))
+            .for_each(|row| row.iter_mut().zip(&norms).for_each(|(p, &n)| *p = *p * n));
+    }
+
+    /// `x` normalised row by row as [`Io::normalization`] says, with what
+    /// each row's normalisation took out; `None` without normalisation.
+    fn normalized(&self, x: &[T]) -> Option<Normalized<T>> {
+        let d = self.d_in;
+        let n = T::from(d).expect("a float");
+        let mut out = x.to_vec();
+        let mut norms = Vec::with_capacity(x.len() / d.max(1));
+        match self.io.normalization {
+            Normalization::None => return None,
+            Normalization::LayerNorm => {
+                let eps = T::from(1e-5).expect("a float");
+                let unbiased = T::from(d.saturating_sub(1)).expect("a float");
+                for row in out.chunks_exact_mut(d) {
+                    let mean = row.iter().fold(T::zero(), |s, &v| s + v) / n;
+                    row.iter_mut().for_each(|v| *v = *v - mean);
+                    let std = (row.iter().fold(T::zero(), |s, &v| s + v * v) / unbiased).sqrt();
+                    row.iter_mut().for_each(|v| *v = *v / (std + eps));
+                    norms.push((std, mean));
+                }
+            }
+            Normalization::ConstantNormRescale => {
+                for row in out.chunks_exact_mut(d) {
+                    let norm = row.iter().fold(T::zero(), |s, &v| s + v * v).sqrt();
+                    let c = n.sqrt() / norm;
+                    row.iter_mut().for_each(|v| *v = *v * c);
+                    norms.push((c, T::zero()));
+                }
+            }
+        }
+        Some((out, norms))
     }
 
     /// The latents of each row of `pre` that fire under the activation.
@@ -272,14 +404,37 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
         Codes::concat(pre.par_chunks(task).map(select).collect())
     }
 
-    /// Encodes a batch of `rows` inputs.
+    /// Encodes a batch of `rows` inputs (normalised first when [`Io`]
+    /// says so; the codes keep what decoding needs to undo it).
     pub fn encode(&self, x: &[T], rows: usize) -> Codes<T> {
-        self.select(&self.pre_activations(x, rows).0)
+        match self.normalized(x) {
+            None => self.select(&self.pre_activations(x, rows).0),
+            Some((normalized, norms)) => {
+                let mut codes = self.select(&self.pre_activations(&normalized, rows).0);
+                codes.norms = norms;
+                codes
+            }
+        }
     }
 
     /// Decodes codes into `[rows, d_in]` reconstructions (rows in
-    /// parallel).
+    /// parallel), undoing the inputs' normalisation.
+    ///
+    /// # Panics
+    /// When the autoencoder normalises its inputs and `codes` do not hold
+    /// one row's normalisation for each row (codes made elsewhere than
+    /// [`Sae::encode`]: there is no input to restore the scale of).
     pub fn decode(&self, codes: &Codes<T>) -> Vec<T> {
+        let normalizes = self.io.normalization != Normalization::None;
+        assert!(
+            !normalizes || codes.norms.len() == codes.rows(),
+            "decoding with {} needs the codes' norms from encode",
+            self.io.normalization.saelens_name()
+        );
+        let inverse_norms: Option<Vec<T>> = self
+            .io
+            .rescale_by_decoder_norm
+            .then(|| self.decoder_norms().iter().map(|&n| T::one() / n).collect());
         let mut out = vec![T::zero(); codes.rows() * self.d_in];
         out.par_chunks_mut(self.d_in)
             .enumerate()
@@ -287,8 +442,21 @@ impl<T: Float + Send + Sync + 'static> Sae<T> {
             .for_each(|(row, recon)| {
                 recon.copy_from_slice(&self.b_dec);
                 for (j, v) in codes.active(row) {
+                    let v = match &inverse_norms {
+                        Some(inverse) => v * inverse[j],
+                        None => v,
+                    };
                     let w = &self.w_dec[j * self.d_in..(j + 1) * self.d_in];
                     recon.iter_mut().zip(w).for_each(|(r, &w)| *r = *r + v * w);
+                }
+                if normalizes {
+                    let (scale, shift) = codes.norms[row];
+                    recon.iter_mut().for_each(|r| {
+                        *r = match self.io.normalization {
+                            Normalization::ConstantNormRescale => *r / scale,
+                            _ => *r * scale + shift,
+                        }
+                    });
                 }
             });
         out
@@ -517,6 +685,7 @@ mod tests {
             b_enc: vec![0.0, 0.0, -0.5],
             w_dec: vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8],
             b_dec: vec![0.5, -0.5],
+            io: Io::default(),
         }
     }
 

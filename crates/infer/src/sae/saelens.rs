@@ -22,8 +22,9 @@ use std::path::Path;
 use modelbin_format::safetensors;
 use modelbin_format::{DType, TensorStore, TensorView};
 
+use super::config::{Kind, SaeConfig};
 use super::{Activation, Sae};
-use crate::{Error, Result};
+use crate::{Error, Result, SaeError};
 
 /// The configuration file's name.
 pub const CONFIG_FILE: &str = "cfg.json";
@@ -123,12 +124,13 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
         "d_sae": d_sae,
         "dtype": "float32",
         "device": "cpu",
-        "apply_b_dec_to_input": true,
-        "normalize_activations": "none",
+        "apply_b_dec_to_input": sae.io.subtract_b_dec,
+        "normalize_activations": sae.io.normalization.saelens_name(),
         "metadata": metadata,
     });
     if let Activation::TopK(k) = sae.activation {
         config["k"] = k.into();
+        config["rescale_acts_by_decoder_norm"] = sae.io.rescale_by_decoder_norm.into();
     }
     for key in HOOK_KEYS {
         if let Some(value) = config["metadata"].get(key).cloned() {
@@ -143,41 +145,39 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
     Ok(())
 }
 
-/// Reads an autoencoder that [`save`] wrote (or SAELens wrote, for the
-/// `topk`, `jumprelu` and `standard` architectures), with its configuration.
-pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
+/// Reads an autoencoder that [`save`] wrote, or SAELens saved (the
+/// `standard`, `topk` and `jumprelu` architectures, its 6.x layout and the
+/// older one), with its configuration read ([`SaeConfig`]): every key that
+/// changes what SAELens computes is honoured or refused by name. The
+/// weights must be the architecture's tensors in the configuration's
+/// shapes (F32, F16 or BF16, widened to f32), finite; any other tensor is
+/// refused ([`SaeError::UnexpectedTensor`]), as SAELens refuses it, but
+/// for a `scaling_factor` of ones, which SAELens drops.
+pub fn load(dir: &Path) -> Result<(Sae<f32>, SaeConfig)> {
     let config_path = dir.join(CONFIG_FILE);
-    let config = modelbin_format::io::source::read_json(
+    let json = modelbin_format::io::source::read_json(
         &config_path,
         "an SAE's cfg.json",
         modelbin_format::io::source::JsonCaps::CONFIG,
     )?;
-    let number = |key: &str| {
-        config[key]
-            .as_u64()
-            .map(|v| v as usize)
-            .ok_or_else(|| bad(&config_path, &format!("`{key}` is not a whole number")))
+    let config = SaeConfig::parse(dir, &json)?;
+    let (d_in, d_sae) = (config.d_in, config.d_sae);
+    let weights_path = dir.join(WEIGHTS_FILE);
+    let weights = safetensors::open(&weights_path)?;
+    let architecture = match config.kind {
+        Kind::Standard => "standard",
+        Kind::TopK(_) => "topk",
+        Kind::JumpRelu => "jumprelu",
     };
-    let (d_in, d_sae) = (number("d_in")?, number("d_sae")?);
-    if d_in == 0 || d_sae == 0 {
-        return Err(bad(&config_path, "`d_in` and `d_sae` must be positive"));
-    }
-    let architecture = config["architecture"].as_str().unwrap_or_default();
-    if !["topk", "jumprelu", "standard"].contains(&architecture) {
-        return Err(bad(
-            &config_path,
-            &format!(
-                "architecture {} is not one of topk, jumprelu, standard",
-                config["architecture"]
-            ),
-        ));
-    }
-    let weights = safetensors::open(dir.join(WEIGHTS_FILE))?;
+    let expected: &[&str] = match config.kind {
+        Kind::JumpRelu => &["W_enc", "W_dec", "b_enc", "b_dec", "threshold"],
+        _ => &["W_enc", "W_dec", "b_enc", "b_dec"],
+    };
     let tensor = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
         let view = weights.tensor(name)?;
         if view.shape() != shape {
             return Err(bad(
-                &dir.join(WEIGHTS_FILE),
+                &weights_path,
                 &format!(
                     "`{name}` has shape {:?}; cfg.json says {shape:?}",
                     view.shape()
@@ -198,6 +198,24 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
         }
         Ok(values)
     };
+    for name in weights.names() {
+        if expected.contains(&name) {
+            continue;
+        }
+        let ones = name == "scaling_factor"
+            && weights
+                .tensor(name)?
+                .to_f32()
+                .is_ok_and(|v| v.iter().all(|&x| x == 1.0));
+        if !ones {
+            return Err(SaeError::UnexpectedTensor {
+                path: weights_path.clone(),
+                name: name.to_owned(),
+                architecture,
+            }
+            .into());
+        }
+    }
     let w_enc_t = tensor("W_enc", &[d_in, d_sae])?;
     let mut w_enc = vec![0.0f32; d_in * d_sae];
     for i in 0..d_in {
@@ -205,18 +223,10 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
             w_enc[j * d_in + i] = w_enc_t[i * d_sae + j];
         }
     }
-    let activation = match architecture {
-        "topk" => match number("k")? {
-            k @ 1.. if k <= d_sae => Activation::TopK(k),
-            k => {
-                return Err(bad(
-                    &config_path,
-                    &format!("`k` {k} is not in [1, d_sae = {d_sae}]"),
-                ));
-            }
-        },
-        "jumprelu" => Activation::JumpRelu(tensor("threshold", &[d_sae])?),
-        _ => Activation::Relu,
+    let activation = match config.kind {
+        Kind::TopK(k) => Activation::TopK(k),
+        Kind::JumpRelu => Activation::JumpRelu(tensor("threshold", &[d_sae])?),
+        Kind::Standard => Activation::Relu,
     };
     let sae = Sae {
         d_in,
@@ -226,6 +236,7 @@ pub fn load(dir: &Path) -> Result<(Sae<f32>, serde_json::Value)> {
         b_enc: tensor("b_enc", &[d_sae])?,
         w_dec: tensor("W_dec", &[d_sae, d_in])?,
         b_dec: tensor("b_dec", &[d_in])?,
+        io: config.io,
     };
     Ok((sae, config))
 }

@@ -215,17 +215,18 @@ impl Splice {
             .into());
         }
         // The model opens while its hash is checked against the recording's.
-        let ((target, special), hash) = crate::record::alongside_checkpoint_id(model_path, || {
-            Ok(match lm_site {
-                Some(site) => {
-                    let model = LanguageModel::open(model_path)?;
-                    let special = special_tokens(model_path, model.config())?;
-                    (Target::lm(model, layer, site.parse()?)?, special)
-                }
-                None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
-            })
-        })?;
-        same_model(model_path, hash, dataset)?;
+        let ((target, special), hash) =
+            crate::identity::alongside_checkpoint_id(model_path, || {
+                Ok(match lm_site {
+                    Some(site) => {
+                        let model = LanguageModel::open(model_path)?;
+                        let special = special_tokens(model_path, model.config())?;
+                        (Target::lm(model, layer, site.parse()?)?, special)
+                    }
+                    None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
+                })
+            })?;
+        same_model(model_path, &hash, dataset)?;
         let windows = (0..windows.min(metadata.n_imgs))
             .filter_map(|img| ids.window(img))
             .collect();
@@ -366,27 +367,28 @@ fn expected_gaps(p: &[f64], c: &[f32], s: &[f32], z: &[f32]) -> (f64, f64) {
     )
 }
 
-/// Refuses a model other than the one `dataset` was recorded from (by its
-/// hash, `vit_ckpt`; a recording on int8 weights names the same model).
+/// Refuses a model other than the one `dataset` was recorded from (see
+/// [`crate::identity`]).
 pub(crate) fn check_recorded_from(model_path: &Path, dataset: &Dataset) -> Result<()> {
-    same_model(
-        model_path,
-        crate::record::checkpoint_id(model_path)?,
-        dataset,
-    )
-}
-
-/// Refuses the model at `model_path`, whose checkpoint id is `hash`, when
-/// `dataset` was recorded from another.
-fn same_model(model_path: &Path, hash: String, dataset: &Dataset) -> Result<()> {
     let recorded = &dataset.metadata().vit_ckpt;
-    if hash != recorded.strip_suffix(" (int8)").unwrap_or(recorded) {
+    let (same, hash) = crate::identity::matches(model_path, recorded)?;
+    if !same {
         return Err(SaeError::OtherModel {
             model: model_path.to_path_buf(),
             hash,
             recorded: recorded.clone(),
         }
         .into());
+    }
+    Ok(())
+}
+
+/// [`check_recorded_from`] for a model whose id `hash` was computed as it
+/// opened.
+fn same_model(model_path: &Path, hash: &str, dataset: &Dataset) -> Result<()> {
+    let recorded = &dataset.metadata().vit_ckpt;
+    if hash != recorded.strip_suffix(" (int8)").unwrap_or(recorded) {
+        return check_recorded_from(model_path, dataset);
     }
     Ok(())
 }
@@ -442,6 +444,7 @@ mod tests {
             b_enc: vec![0.0; 2 * d],
             w_dec: w,
             b_dec: vec![0.0; d],
+            io: crate::sae::Io::default(),
         }
     }
 

@@ -26,7 +26,7 @@ use num_traits::Float;
 use rayon::prelude::*;
 
 use super::run::SaeSetting;
-use super::{Activation, Codes, Sae, batch_top_k, firing_of, top_k_of};
+use super::{Activation, Codes, Io, Sae, batch_top_k, firing_of, top_k_of};
 use crate::SaeError;
 use crate::rng::Rng;
 use crate::tllm::train::optim::AdamW;
@@ -488,6 +488,7 @@ impl Trainer {
             b_enc: vec![0.0; options.d_sae],
             w_dec,
             b_dec,
+            io: Io::default(),
         };
         let zeros = |len: usize| (vec![0.0; len], vec![0.0; len]);
         Trainer {
@@ -704,6 +705,7 @@ mod tests {
             b_enc: vec(d_sae),
             w_dec: vec(d_sae * d_in),
             b_dec: vec(d_in),
+            io: Io::default(),
         }
     }
 

@@ -111,7 +111,7 @@ impl LineIndex {
     ) -> Result<LineIndex> {
         segments.check()?;
         let mut source = Source {
-            model: crate::record::checkpoint_id(model)?,
+            model: crate::identity::checkpoint_id(model)?,
             files: Vec::with_capacity(files.len()),
             json_field: json_field(files, format),
             segments,
@@ -218,7 +218,7 @@ impl LineIndex {
     /// Whether the index was built with the model at `model` (so that its
     /// queries can be compared with the lines).
     pub fn has_model(&self, model: &Path) -> Result<bool> {
-        Ok(crate::record::checkpoint_id(model)? == self.source.model)
+        Ok(crate::identity::matches(model, &self.source.model)?.0)
     }
 
     /// The files the lines come from, as given when the index was built.
@@ -390,7 +390,7 @@ impl Source {
             })
             .collect::<Result<_>>()?;
         Ok(Source {
-            model: crate::record::checkpoint_id(model)?,
+            model: crate::identity::checkpoint_id(model)?,
             files,
             json_field: json_field(paths, format),
             segments,

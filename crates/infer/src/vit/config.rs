@@ -109,7 +109,7 @@ struct RawTower {
 #[serde(default)]
 struct RawConfig {
     model_type: Raw<String>,
-    vision_config: Raw<RawTower>,
+    vision_config: Raw<serde_json::Map<String, Value>>,
     #[serde(flatten)]
     tower: RawTower,
 }
@@ -152,14 +152,15 @@ impl RawConfig {
     /// [`ModelError::InvalidMetadata`] naming the first key that breaks a
     /// rule, with its value.
     fn validate(self) -> Result<VitConfig> {
-        let model_type = self.model_type.value.as_deref();
+        let model_type = self.model_type.get("model_type")?;
+        let model_type = model_type.as_deref();
         let (family, prefix) = match model_type {
             Some("dinov2" | "dinov2_with_registers") => (Family::Dinov2, ""),
             Some("clip_vision_model") => (Family::Clip, ""),
             Some("siglip_vision_model") => (Family::Siglip, ""),
             Some("clip") => (Family::Clip, "vision_model."),
             Some("siglip") => (Family::Siglip, "vision_model."),
-            _ => return Err(invalid("model_type", &self.model_type.json, MODEL_TYPES)),
+            _ => return Err(invalid("model_type", self.model_type.json(), MODEL_TYPES)),
         };
         let key = |name: &str| {
             if prefix.is_empty() {
@@ -171,12 +172,13 @@ impl RawConfig {
         let tower = if prefix.is_empty() {
             self.tower
         } else {
-            let nested = self.vision_config;
-            // An array would have filled the fields in order.
-            if !(nested.json.is_object() || nested.json.is_null()) {
-                return Err(invalid(&key(""), &nested.json, "expected an object"));
+            // Checked as an object first: an array would have filled the
+            // fields in order.
+            match self.vision_config.get("vision_config")? {
+                Some(nested) => RawTower::deserialize(Value::Object(nested))
+                    .map_err(|e| invalid("vision_config", &Value::Null, &e.to_string()))?,
+                None => RawTower::default(),
             }
-            nested.value.unwrap_or_default()
         };
         // transformers' defaults for each family (ViT-B).
         let (patch_default, act_default, eps_default) = match model_type {
@@ -194,25 +196,23 @@ impl RawConfig {
         if hidden % heads != 0 {
             return Err(invalid(
                 &key("num_attention_heads"),
-                &tower.num_attention_heads.json,
+                tower.num_attention_heads.json(),
                 &format!("does not divide hidden_size {hidden}"),
             ));
         }
         if tower.num_channels.count(&key("num_channels"), 3)? != 3 {
             return Err(invalid(
                 &key("num_channels"),
-                &tower.num_channels.json,
+                tower.num_channels.json(),
                 "only RGB (3 channels) is supported",
             ));
         }
         let intermediate = match family {
             Family::Dinov2 => {
-                // A value that is not a boolean is passed over, as the
-                // tower then has the plain MLP.
-                if tower.use_swiglu_ffn.value == Some(true) {
+                if tower.use_swiglu_ffn.or(&key("use_swiglu_ffn"), false)? {
                     return Err(invalid(
                         &key("use_swiglu_ffn"),
-                        &tower.use_swiglu_ffn.json,
+                        tower.use_swiglu_ffn.json(),
                         "the SwiGLU MLP (DINOv2-giant) is not supported",
                     ));
                 }
@@ -229,15 +229,17 @@ impl RawConfig {
                 .intermediate_size
                 .count(&key("intermediate_size"), 3072)?,
         };
-        // A value that is not a string takes the family's default.
-        let activation = match tower.hidden_act.value.as_deref().unwrap_or(act_default) {
+        let hidden_act = tower
+            .hidden_act
+            .or(&key("hidden_act"), act_default.to_owned())?;
+        let activation = match hidden_act.as_str() {
             "gelu" => Activation::GeluErf,
             "gelu_pytorch_tanh" | "gelu_new" => Activation::GeluTanh,
             "quick_gelu" => Activation::QuickGelu,
             _ => {
                 return Err(invalid(
                     &key("hidden_act"),
-                    &tower.hidden_act.json,
+                    tower.hidden_act.json(),
                     "expected gelu, gelu_pytorch_tanh, gelu_new or quick_gelu",
                 ));
             }
@@ -249,16 +251,12 @@ impl RawConfig {
             "expected a number in (0, 1)",
         )?;
         let with_registers = model_type == Some("dinov2_with_registers");
-        let registers = match &tower.num_register_tokens {
-            _ if !with_registers => 0,
-            raw if raw.json.is_null() => 4,
-            raw => raw.value.filter(|n| *n <= MAX_COUNT).ok_or_else(|| {
-                invalid(
-                    &key("num_register_tokens"),
-                    &raw.json,
-                    "expected an integer",
-                )
-            })? as usize,
+        let registers = if with_registers {
+            tower
+                .num_register_tokens
+                .integer_in(&key("num_register_tokens"), 4, 0, MAX_COUNT)?
+        } else {
+            0
         };
         let config = VitConfig {
             family,
@@ -274,14 +272,13 @@ impl RawConfig {
             eps: eps as f32,
             activation,
             registers,
-            // A value that is not a boolean keeps the biases.
-            qkv_bias: family != Family::Dinov2 || tower.qkv_bias.value != Some(false),
+            qkv_bias: family != Family::Dinov2 || tower.qkv_bias.or(&key("qkv_bias"), true)?,
             antialiased_positions: with_registers,
         };
         if config.image_size < config.patch {
             return Err(invalid(
                 &key("image_size"),
-                &tower.image_size.json,
+                tower.image_size.json(),
                 &format!("smaller than patch_size {}", config.patch),
             ));
         }

@@ -223,7 +223,7 @@ class LanguageModel:
         if sae is not None:
             from .sae import SAE
             loaded = sae if isinstance(sae, SAE) else SAE.load(sae)
-            steering = (loaded._native, json.dumps(loaded.cfg),
+            steering = (loaded._native,
                         [(int(latent), float(alpha)) for latent, alpha in (steer or {}).items()])
         ids, stopped = self._native.generate(prompt_ids, max_tokens,
                                              (temperature, top_k, top_p, seed), stops,

@@ -38,35 +38,44 @@ class SAE:
     """A sparse autoencoder: ``W_enc [d_in, d_sae]``, ``W_dec [d_sae, d_in]``,
     ``b_enc [d_sae]``, ``b_dec [d_in]`` (float32), with ``architecture``
     ``topk`` (keeping ``k`` latents per input), ``jumprelu`` (with
-    ``threshold [d_sae]``) or ``standard``. Pickles by value."""
+    ``threshold [d_sae]``) or ``standard``, and ``cfg``, its ``cfg.json``:
+    every key of it that changes what SAELens computes
+    (``apply_b_dec_to_input``, ``normalize_activations``,
+    ``rescale_acts_by_decoder_norm``, ...) is honoured, or refused with
+    ``ValueError`` naming it, as ``modelbin sae`` does. Pickles by value."""
 
     def __init__(self, W_enc: np.ndarray, W_dec: np.ndarray, b_enc: np.ndarray,
                  b_dec: np.ndarray, k: Optional[int], cfg: Dict[str, Any],
                  threshold: Optional[np.ndarray] = None) -> None:
-        d_in, d_sae = W_enc.shape
-        if W_dec.shape != (d_sae, d_in) or b_enc.shape != (d_sae,) or b_dec.shape != (d_in,):
-            raise ValueError(f"inconsistent shapes: W_enc {W_enc.shape}, W_dec {W_dec.shape}, "
-                             f"b_enc {b_enc.shape}, b_dec {b_dec.shape}")
-        self.architecture = cfg.get("architecture", "topk")
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture {self.architecture!r} is not one of {ARCHITECTURES}")
-        if self.architecture == "topk" and (k is None or not 1 <= k <= d_sae):
-            raise ValueError(f"k = {k} is not in [1, d_sae = {d_sae}]")
-        if self.architecture == "jumprelu" and (threshold is None or threshold.shape != (d_sae,)):
-            raise ValueError(f"a jumprelu autoencoder needs threshold [{d_sae}]")
+        W_enc = np.ascontiguousarray(W_enc, dtype=np.float32)
+        if W_enc.ndim != 2:
+            raise ValueError(f"W_enc of shape {W_enc.shape}: expected [d_in, d_sae]")
+        # The arrays say the widths, and k the keyword gives; the rest of
+        # the configuration is read by the engine.
+        full = dict(cfg)
+        full.setdefault("architecture", "topk")
+        full["d_in"], full["d_sae"] = W_enc.shape
+        if k is not None:
+            full["k"] = int(k)
+        self._build(W_enc, W_dec, b_enc, b_dec, threshold, cfg, full, None)
+
+    def _build(self, W_enc: np.ndarray, W_dec: np.ndarray, b_enc: np.ndarray,
+               b_dec: np.ndarray, threshold: Optional[np.ndarray], cfg: Dict[str, Any],
+               read: Dict[str, Any], path: Optional[str]) -> None:
         self.W_enc = np.ascontiguousarray(W_enc, dtype=np.float32)
         self.W_dec = np.ascontiguousarray(W_dec, dtype=np.float32)
         self.b_enc = np.ascontiguousarray(b_enc, dtype=np.float32)
         self.b_dec = np.ascontiguousarray(b_dec, dtype=np.float32)
         self.threshold = None if threshold is None else np.ascontiguousarray(threshold, np.float32)
-        self.k = None if k is None else int(k)
+        self._native = _native.NativeSae(self.W_enc, self.W_dec, self.b_enc, self.b_dec,
+                                         self.threshold, json.dumps(read), path)
+        self.architecture = self._native.architecture
+        self.k = self._native.k
         self.cfg = cfg
         #: The directory it was loaded from (None when built from arrays).
-        self.path: Optional[str] = None
+        self.path: Optional[str] = path
         #: What training it measured (``train``'s result only).
         self.summary: Optional[Dict[str, Any]] = None
-        self._native = _native.NativeSae(self.W_enc, self.W_dec, self.b_enc, self.b_dec,
-                                         self.architecture, self.k, self.threshold)
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
@@ -74,9 +83,15 @@ class SAE:
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__init__(state["W_enc"], state["W_dec"], state["b_enc"],  # type: ignore[misc]
-                      state["b_dec"], state["k"], state["cfg"], state["threshold"])
-        self.path, self.summary = state["path"], state["summary"]
+        cfg = state["cfg"]
+        read = dict(cfg)
+        read.setdefault("architecture", state["architecture"])
+        read["d_in"], read["d_sae"] = state["W_enc"].shape
+        if state["k"] is not None:
+            read["k"] = state["k"]
+        self._build(state["W_enc"], state["W_dec"], state["b_enc"], state["b_dec"],
+                    state["threshold"], cfg, read, state["path"])
+        self.summary = state["summary"]
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "SAE":
@@ -88,8 +103,8 @@ class SAE:
         path = os.fspath(path)
         W_enc, W_dec, b_enc, b_dec, threshold, cfg_text = _native.sae_load(path)
         cfg = json.loads(cfg_text)
-        sae = cls(W_enc, W_dec, b_enc, b_dec, cfg.get("k"), cfg, threshold)
-        sae.path = path
+        sae = cls.__new__(cls)
+        sae._build(W_enc, W_dec, b_enc, b_dec, threshold, cfg, cfg, path)
         return sae
 
     @property
@@ -119,8 +134,13 @@ class SAE:
         return self._native.decode(rows).reshape(*z.shape[:-1], self.d_in)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """``decode(encode(x))``."""
-        return self.decode(self.encode(x))
+        """``decode(encode(x))``, with an input normalisation undone per
+        input (``normalize_activations``: ``decode`` alone cannot)."""
+        x = np.asarray(x, dtype=np.float32)
+        if x.shape[-1] != self.d_in:
+            raise ValueError(f"inputs of width {x.shape[-1]}; this autoencoder takes {self.d_in}")
+        rows = np.ascontiguousarray(x.reshape(-1, self.d_in))
+        return self._native.forward(rows).reshape(*x.shape[:-1], self.d_in)
 
     __call__ = forward
 
