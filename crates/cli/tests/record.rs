@@ -333,3 +333,60 @@ fn an_unsupported_decoder_directory_is_refused_by_its_model_type() {
     );
     assert!(err.contains("mistral") && !err.contains("BERT"), "{err}");
 }
+
+/// A language model's recording names the model when a text is not UTF-8,
+/// and refuses a BOS token its tokenizer does not have instead of putting
+/// another in its place.
+#[test]
+fn language_model_recordings_name_the_model_and_refuse_an_unknown_bos() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("gpt2");
+    common::lm::tiny_gpt2(&model, 1, 7);
+    let bad = dir.path().join("a.txt");
+    std::fs::write(&bad, b"caf\xe9 au lait").unwrap();
+    let out = dir.path().join("acts");
+    let err = fails(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            s(&bad),
+            "-o",
+            s(&out),
+            "--tokens-per-text",
+            "4",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("a.txt: is not UTF-8 text (a gpt2 language model reads text)"),
+        "{err}"
+    );
+    let good = dir.path().join("b.txt");
+    std::fs::write(&good, "some plain text to record").unwrap();
+    std::fs::write(
+        model.join("tokenizer_config.json"),
+        r#"{"bos_token": "<nope>"}"#,
+    )
+    .unwrap();
+    let err = fails(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            s(&good),
+            "-o",
+            s(&out),
+            "--tokens-per-text",
+            "4",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("tokenizer_config.json bos_token \"<nope>\" is not a token of tokenizer.json"),
+        "{err}"
+    );
+    assert!(modelbin_format::saev::datasets_in(&out).is_empty());
+}

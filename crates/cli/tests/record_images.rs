@@ -395,7 +395,8 @@ fn special_files_among_images_and_configs_are_refused_at_once() {
 
 /// An image file over the cap (a sparse 2 GiB `big.png`) is skipped by its
 /// size without being read; a file name that is not UTF-8 is recorded
-/// under its own name, and listed lossily.
+/// under its own name, listed lossily with its bytes beside, and found
+/// again by `acts verify`.
 #[test]
 fn large_image_files_are_skipped_unread_and_any_file_name_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
@@ -423,6 +424,10 @@ fn large_image_files_are_skipped_unread_and_any_file_name_is_recorded() {
         dataset.vector(3, -1, 5).unwrap(),
         dataset.vector(0, -1, 5).unwrap()
     );
+    assert_eq!(listed.entries[3].file(), odd);
+    assert_eq!(listed.entries[0].path_bytes, None);
+    let verified = ok(&["acts", "verify", s(dataset.dir())], "");
+    assert!(verified.contains(": OK (saev, 68 vectors"), "{verified}");
 }
 
 /// A DINOv2 of `width` with one block and 4-pixel patches, made for 8×8

@@ -168,8 +168,21 @@ fn unions_that_do_not_hold_are_refused() {
         "",
     );
     assert!(refused.contains("`d_vit`"), "{refused}");
-    // A member moved away: the manifest names it.
+    // A manifest whose image count of a member is false: verify checks
+    // every field it states.
     ok(&["acts", "union", s(&a), "-o", s(&root)], "");
+    let manifest = root.join("union.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut lying: serde_json::Value = serde_json::from_str(&text).unwrap();
+    lying["members"][0]["n_imgs"] = serde_json::json!(1_000_000_000_000u64);
+    std::fs::write(&manifest, lying.to_string()).unwrap();
+    let refused = fails(&["acts", "verify", s(&manifest)], "");
+    assert!(
+        refused.contains("holds 10 images, the manifest lists 1000000000000"),
+        "{refused}"
+    );
+    std::fs::write(&manifest, text).unwrap();
+    // A member moved away: the manifest names it.
     std::fs::rename(&a, dir.path().join("moved")).unwrap();
     let refused = fails(&["acts", "verify", s(&root)], "");
     assert!(refused.contains("is missing"), "{refused}");

@@ -358,6 +358,21 @@ fn hostile_manifests_are_refused_by_kind() {
         manifest_with(json!([entry(&hash(&slices[0]), &hash(&slices[1]))])),
         Err(Error::Saev(SaevError::UnionHashMismatch { .. }))
     ));
+    // The image count listed is not the member's: every field the manifest
+    // states is checked.
+    let first = hash(&slices[0]);
+    for stated in [n(&slices[0]) + 1, 1_000_000_000_000] {
+        let lying = json!([{"path": first, "hash": first, "n_imgs": stated}]);
+        let refused = manifest_with(lying);
+        assert!(
+            matches!(
+                &refused,
+                Err(Error::Saev(SaevError::UnionCountMismatch { stated: s, found, .. }))
+                    if *s == stated && *found == n(&slices[0])
+            ),
+            "{refused:?}"
+        );
+    }
     // Paths out of the union's directory: absolute, climbing, or a link.
     let outside = tempfile::tempdir().unwrap();
     let foreign = write(outside.path(), 0, 2, "elsewhere");

@@ -779,10 +779,12 @@ pub enum RecordError {
         longest: usize,
     },
     /// A text file that is not UTF-8, for a model that reads text.
-    #[error("{path}: is not UTF-8 text (a BERT model reads text)")]
+    #[error("{path}: is not UTF-8 text ({model} reads text)")]
     NotUtf8 {
         /// The file.
         path: PathBuf,
+        /// The model in use (`a BERT model`, `a gpt2 language model`).
+        model: String,
     },
     /// Fewer tokens than one window.
     #[error("the text has {tokens} tokens, fewer than one window of {window}")]

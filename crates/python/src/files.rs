@@ -27,3 +27,12 @@ pub fn read_config_text(path: PathBuf) -> PyResult<String> {
     source::read_capped_text(&path, "a configuration file", JsonCaps::CONFIG.bytes)
         .map_err(format_error)
 }
+
+/// The checkpoint id of the model at `path` (a model directory or file):
+/// what a recording names its model by, and what `sae eval --model`,
+/// `sae features --model` and steering compare (`modelbin_infer::identity`).
+#[pyfunction]
+pub fn checkpoint_id(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(|| modelbin_infer::identity::checkpoint_id(&path))
+        .map_err(|e| crate::errors::infer_error_at(e, &path))
+}

@@ -60,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encoding::clear_piece_cache, m)?)?;
     m.add_function(wrap_pyfunction!(files::open_input, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_config_text, m)?)?;
+    m.add_function(wrap_pyfunction!(files::checkpoint_id, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;

@@ -20,7 +20,7 @@ def gpt2_byte_chars():
     return {**{b: chr(b) for b in keep}, **{b: chr(256 + n) for n, b in enumerate(moved)}}
 
 
-def tiny_gpt2(directory, layers=2, tokenizer=True, eos=0):
+def tiny_gpt2(directory, layers=2, tokenizer=True, eos=0, seed=49):
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     d = HIDDEN
@@ -32,7 +32,7 @@ def tiny_gpt2(directory, layers=2, tokenizer=True, eos=0):
                             ("mlp.c_proj", (4 * d, d))]:
             shapes[f"h.{layer}.{name}.weight"] = shape
             shapes[f"h.{layer}.{name}.bias"] = shape[-1:]
-    rng = np.random.default_rng(49)
+    rng = np.random.default_rng(seed)
     modelbin.numpy.save_file(
         {k: rng.normal(size=s).astype(np.float32) for k, s in shapes.items()},
         directory / "model.safetensors")

@@ -113,3 +113,38 @@ def test_the_command_line_gives_the_same_logits_and_generation(gpt2, cli):
                              capture_output=True, check=True, text=True)
     report = json.loads(printed.stdout)
     assert (report["ids"], report["text"], report["stopped"]) == tuple(ours)
+
+
+def steering_sae(directory, model_dir, hook="blocks.0.hook_resid_post"):
+    """A ReLU autoencoder on the tiny model's width whose cfg names its hook
+    and the checkpoint it belongs to, as `modelbin sae train` writes them."""
+    rng = np.random.default_rng(3)
+    d_in, d_sae = 8, 16
+    w_dec = rng.normal(size=(d_sae, d_in)).astype(np.float32)
+    w_dec /= np.linalg.norm(w_dec, axis=1, keepdims=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    modelbin.numpy.save_file({"W_enc": rng.normal(size=(d_in, d_sae)).astype(np.float32),
+                              "W_dec": w_dec, "b_enc": np.zeros(d_sae, np.float32),
+                              "b_dec": np.zeros(d_in, np.float32)},
+                             directory / "sae_weights.safetensors")
+    (directory / "cfg.json").write_text(json.dumps({
+        "architecture": "standard", "d_in": d_in, "d_sae": d_sae, "dtype": "float32",
+        "metadata": {"hook_name": hook, "model": modelbin.checkpoint_id(model_dir)}}))
+    return directory
+
+
+def test_steering_from_python_follows_the_library_rules(gpt2, tmp_path):
+    model = modelbin.LanguageModel(gpt2)
+    sae = steering_sae(tmp_path / "sae", gpt2)
+    # A push that swamps the residual stream gives the same answer whether
+    # its squares fit float32 (1e15) or not (1e30): the norms are exact.
+    swamped = model.generate([5, 6], max_tokens=6, stop=[999], sae=sae, steer={3: 1e15})
+    pushed = model.generate([5, 6], max_tokens=6, stop=[999], sae=sae, steer={3: 1e30})
+    assert pushed.ids == swamped.ids
+    with pytest.raises(ValueError, match="no longer finite in float32"):
+        model.generate([5, 6], max_tokens=2, sae=sae, steer={3: 1e39})
+    # An autoencoder trained on another model is refused by checkpoint.
+    other = tiny_gpt2(tmp_path / "other", seed=50)
+    foreign = steering_sae(tmp_path / "foreign", other)
+    with pytest.raises(ValueError, match="was trained on sha256-tensors:"):
+        model.generate([5], max_tokens=1, sae=foreign, steer={0: 1.0})

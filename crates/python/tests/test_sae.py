@@ -87,7 +87,7 @@ def test_jumprelu_and_standard_fire_above_their_thresholds(tmp_path):
 
 def test_bad_directories_are_value_errors(tmp_path):
     write_sae(tmp_path / "gated", architecture="gated")
-    with pytest.raises(ValueError, match="is not one of"):
+    with pytest.raises(ValueError, match=r"architecture = \"gated\": not supported; expected standard, topk or jumprelu"):
         modelbin.sae.SAE.load(tmp_path / "gated")
     write_sae(tmp_path / "nothreshold", architecture="jumprelu")
     with pytest.raises(ValueError, match=r"lacks \['threshold'\]"):

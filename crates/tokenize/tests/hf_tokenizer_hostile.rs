@@ -245,6 +245,47 @@ fn files_that_are_not_regular_or_too_large() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn special_tokens_the_tokenizer_lacks_are_refused_not_replaced() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hf-special-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = byte_level(&[], json!([]));
+    std::fs::write(
+        dir.join("tokenizer.json"),
+        serde_json::to_vec(&file).unwrap(),
+    )
+    .unwrap();
+    for (key, config) in [
+        ("bos_token", json!({"bos_token": "<nope>"})),
+        (
+            "eos_token",
+            json!({"bos_token": "a", "eos_token": {"content": "</nope>"}}),
+        ),
+    ] {
+        std::fs::write(dir.join("tokenizer_config.json"), config.to_string()).unwrap();
+        match HfTokenizer::open_dir(&dir) {
+            Err(Error::HfTokenizer(E::UnknownSpecialToken { key: named, token })) => {
+                assert_eq!(named, key);
+                assert!(token.contains("nope"), "{token}");
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+    // A token the vocabulary has is its id.
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        json!({"bos_token": "a"}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        HfTokenizer::open_dir(&dir).unwrap().bos_id(),
+        Some(u32::from(b'a'))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn tempdir() -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("hf-hostile-{}", std::process::id()));

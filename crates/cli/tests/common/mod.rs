@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod bounded;
+pub mod lm;
 pub mod slices;
 
 use std::io::Write;

@@ -60,21 +60,23 @@ fn parent_dir(path: &Path) -> &Path {
 /// Removes temporary files of earlier writes to `name` in `dir` whose
 /// process no longer exists (killed before it could clean up).
 fn remove_stale_temps(dir: &Path, name: &str) {
-    remove_left_by_dead_processes(dir, &format!("{name}{TEMP_MARKER}"));
+    let prefix = format!("{name}{TEMP_MARKER}");
+    remove_left_by_dead_processes(dir, |entry| entry.strip_prefix(prefix.as_str()));
 }
 
-/// Removes the entries of `dir` named `prefix` followed by the id of a
-/// process that no longer exists, then optionally `-N`, or a temporary
-/// file's suffix (a file or a whole directory): what a process killed
-/// outright left behind. An entry of a live process, or whose name only
-/// starts like one, is kept.
-fn remove_left_by_dead_processes(dir: &Path, prefix: &str) {
+/// Removes the entries of `dir` whose name `prefix_of` accepts (giving
+/// back what follows its prefix) when that is the id of a process that no
+/// longer exists, then optionally `-N`, or a temporary file's suffix (a
+/// file or a whole directory): what a process killed outright left behind.
+/// An entry of a live process, or whose name only starts like one, is
+/// kept.
+fn remove_left_by_dead_processes(dir: &Path, prefix_of: impl Fn(&str) -> Option<&str>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+        let Some(rest) = file_name.to_str().and_then(&prefix_of) else {
             continue;
         };
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -94,6 +96,14 @@ fn remove_left_by_dead_processes(dir: &Path, prefix: &str) {
     }
 }
 
+/// What follows `.NAME.partial-` (or `.NAME.TAG.partial-`) in a staging
+/// entry's name, whatever the target.
+fn after_staging_prefix(name: &str) -> Option<&str> {
+    const MARKER: &str = ".partial-";
+    let at = name.strip_prefix('.')?.find(MARKER)? + 1;
+    Some(&name[at + MARKER.len()..])
+}
+
 /// Removes the file or the whole directory at `path` (best effort). A
 /// symlink is not followed: the link is removed, never what it names.
 fn remove_entry(path: &Path) {
@@ -107,8 +117,9 @@ fn remove_entry(path: &Path) {
 /// A path beside `target` to build it under before it is renamed onto
 /// `target`: `.NAME.partial-PID` for `tag` "" (`.NAME.TAG.partial-PID`
 /// otherwise), in the same directory so that the rename is atomic. What
-/// killed processes left under such names for the same target is removed
-/// first, so an interrupted run leaves no debris past the next one.
+/// killed processes left under such names in that directory is removed
+/// first, whatever target it was for, so an interrupted run leaves no
+/// debris past the next run that stages there.
 pub fn staging_path(target: &Path, tag: &str) -> PathBuf {
     let name = target
         .file_name()
@@ -119,7 +130,7 @@ pub fn staging_path(target: &Path, tag: &str) -> PathBuf {
         format!(".{tag}")
     };
     let prefix = format!(".{name}{tag}.partial-");
-    remove_left_by_dead_processes(parent_dir(target), &prefix);
+    remove_left_by_dead_processes(parent_dir(target), after_staging_prefix);
     let path = target.with_file_name(format!("{prefix}{}", std::process::id()));
     // One under this process's own id was left by an earlier process that
     // had the same id (ids are reused), as this process builds one target
@@ -774,9 +785,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("st");
         let dead = dead_pid();
-        let stale_dir = dir.path().join(format!(".st.partial-{dead}"));
-        std::fs::create_dir_all(stale_dir.join("1_Pooling")).unwrap();
-        std::fs::write(stale_dir.join("model.safetensors"), b"partial").unwrap();
+        // Debris of killed runs: for this target, another tag, and other
+        // targets in the same directory.
+        let stale = [
+            format!(".st.partial-{dead}"),
+            format!(".st1.partial-{dead}"),
+            format!(".st4.partial-{dead}-2"),
+            format!(".other.partial-{dead}"),
+        ];
+        for name in &stale {
+            let stale_dir = dir.path().join(name);
+            std::fs::create_dir_all(stale_dir.join("1_Pooling")).unwrap();
+            std::fs::write(stale_dir.join("model.safetensors"), b"partial").unwrap();
+        }
         let stale_temp = dir
             .path()
             .join(format!(".st.embd.partial-{dead}.tmp-modelbin-{dead}-0"));
@@ -786,7 +807,8 @@ mod tests {
             ".st.partial-1".to_owned(),
             format!(".st.partial-{dead}x"),
             format!(".st.partial-{dead}-notes"),
-            format!(".other.partial-{dead}"),
+            format!("st.partial-{dead}"),
+            format!(".partial-{dead}"),
         ];
         for name in &kept {
             std::fs::create_dir(dir.path().join(name)).unwrap();
@@ -797,14 +819,7 @@ mod tests {
             dir.path()
                 .join(format!(".st.partial-{}", std::process::id()))
         );
-        assert!(!stale_dir.exists());
-        assert!(
-            stale_temp.exists(),
-            "another tag's debris waits for its own run"
-        );
-        let staged_embd = staging_path(&target, "embd");
         assert!(!stale_temp.exists());
-        assert!(!staged_embd.exists());
         let mut expected = kept.to_vec();
         expected.sort();
         assert_eq!(entries(dir.path()), expected);

@@ -232,6 +232,18 @@ pub enum SaevError {
         /// The member's hash.
         found: String,
     },
+    /// A union member whose image count is not the one the manifest lists.
+    #[error("{manifest}: member {member} holds {found} images, the manifest lists {stated}")]
+    UnionCountMismatch {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The member's directory.
+        member: PathBuf,
+        /// The count listed.
+        stated: u64,
+        /// The member's `n_imgs`.
+        found: u64,
+    },
 }
 
 /// How many NaN and ±Inf values one layer of a dataset holds.

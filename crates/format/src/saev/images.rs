@@ -4,6 +4,10 @@
 //!
 //! - `images.jsonl`: one JSON object per SAEV image, in image order:
 //!   `{"path": "<absolute path>", "sha256": "<64 lowercase hex digits>"}`.
+//!   A path that is not UTF-8 (a Unix file name may be any bytes) also
+//!   gives its bytes, `"path_bytes": "<lowercase hex>"`, `path` then being
+//!   their lossy UTF-8 form for display: the file is found again by its
+//!   exact name.
 //! - `vision.json`: the vision transformer and the geometry of its input:
 //!   `{"family", "model", "patch_size", "patch_grid": [rows, cols],
 //!   "input_size": [height, width], "registers", "preprocessor_config"}`.
@@ -37,18 +41,36 @@ pub const MAX_IMAGE_LINE: usize = 64 << 10;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageEntry {
-    /// The image file's absolute path.
+    /// The image file's absolute path (for a path that is not UTF-8, its
+    /// lossy form: see `path_bytes`).
     pub path: String,
     /// The SHA-256 of its bytes, 64 lowercase hex digits.
     pub sha256: String,
+    /// The path's bytes in lowercase hex, when they are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
 }
 
 impl ImageEntry {
     /// The entry of the image file at `path` holding `bytes`.
     pub fn of(path: &Path, bytes: &[u8]) -> ImageEntry {
+        use std::os::unix::ffi::OsStrExt;
         ImageEntry {
             path: path.to_string_lossy().into_owned(),
             sha256: crate::io::checksum::hex(&crate::io::checksum::sha256(bytes)),
+            path_bytes: path
+                .to_str()
+                .is_none()
+                .then(|| crate::io::checksum::hex(path.as_os_str().as_bytes())),
+        }
+    }
+
+    /// The image file's path, exactly as the file system names it.
+    pub fn file(&self) -> PathBuf {
+        use std::os::unix::ffi::OsStringExt;
+        match self.path_bytes.as_deref().and_then(unhex) {
+            Some(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+            None => PathBuf::from(&self.path),
         }
     }
 
@@ -65,6 +87,18 @@ impl ImageEntry {
         if !Path::new(&self.path).is_absolute() {
             return Some(format!("the path {:?} is not absolute", self.path));
         }
+        if let Some(hex) = &self.path_bytes {
+            match unhex(hex) {
+                None => return Some(format!("path_bytes {hex:?} is not lowercase hex")),
+                Some(bytes) if String::from_utf8_lossy(&bytes) != self.path => {
+                    return Some(format!(
+                        "path_bytes {hex:?} is not the path {:?}",
+                        self.path
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         let hex = self.sha256.as_bytes();
         if hex.len() != 64 || !hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return Some(format!(
@@ -74,6 +108,22 @@ impl ImageEntry {
         }
         None
     }
+}
+
+/// The bytes of `hex`, an even number of lowercase hex digits.
+fn unhex(hex: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let hex = hex.as_bytes();
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    hex.chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
 }
 
 /// The vision transformer a dataset was recorded from and the geometry of
@@ -196,13 +246,14 @@ pub fn read_image_file(path: &Path) -> Result<Vec<u8>> {
 impl ImageFile {
     /// Reads the file `entry` names and compares its hash.
     pub fn read(entry: &ImageEntry) -> ImageFile {
-        match read_image_file(Path::new(&entry.path)) {
+        let file = entry.file();
+        match read_image_file(&file) {
             Err(_) => ImageFile {
                 state: ImageState::Missing,
                 bytes: None,
             },
             Ok(bytes) => ImageFile {
-                state: if ImageEntry::of(Path::new(&entry.path), &bytes).sha256 == entry.sha256 {
+                state: if ImageEntry::of(&file, &bytes).sha256 == entry.sha256 {
                     ImageState::Unchanged
                 } else {
                     ImageState::Changed

@@ -385,7 +385,8 @@ fn invalid(path: &Path, reason: impl Into<String>) -> Error {
 }
 
 /// Reads the manifest `file` and opens its members, each checked to lie
-/// below the manifest's directory and to carry the hash listed.
+/// below the manifest's directory and to carry the hash and image count
+/// listed: every field the manifest states about a member.
 fn read_manifest(file: &Path) -> Result<Vec<Arc<Dataset>>> {
     let value = source::read_json(file, "SAEV union.json", JsonCaps::CONFIG)?;
     let map = value
@@ -419,7 +420,7 @@ fn read_manifest(file: &Path) -> Result<Vec<Arc<Dataset>>> {
         let hash = field("hash")?
             .as_str()
             .ok_or_else(|| invalid(file, format!("member {i}: `hash` must be a string")))?;
-        field("n_imgs")?
+        let stated = field("n_imgs")?
             .as_u64()
             .ok_or_else(|| invalid(file, format!("member {i}: `n_imgs` must be a count")))?;
         if let Some(key) = entry.as_object().and_then(|o| {
@@ -463,6 +464,15 @@ fn read_manifest(file: &Path) -> Result<Vec<Arc<Dataset>>> {
                 manifest: file.to_path_buf(),
                 member: dir,
                 expected: hash.to_owned(),
+                found,
+            }));
+        }
+        let found = dataset.metadata().n_imgs;
+        if found != stated {
+            return Err(Error::Saev(SaevError::UnionCountMismatch {
+                manifest: file.to_path_buf(),
+                member: dir,
+                stated,
                 found,
             }));
         }

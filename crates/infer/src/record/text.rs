@@ -408,12 +408,14 @@ impl RecordedModel {
             RecordedModel::Bert(e) => {
                 let text = std::str::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
                     path: path.to_path_buf(),
+                    model: "a BERT model".into(),
                 })?;
                 Ok(e.tokenizer().pieces(text))
             }
             RecordedModel::Lm(lm) => {
                 let text = std::str::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
                     path: path.to_path_buf(),
+                    model: format!("a {} language model", lm.model.config().family),
                 })?;
                 // As TransformerLens's to_tokens(prepend_bos=False), which
                 // SAELens tokenizes with: the tokenizer's special tokens,

@@ -77,7 +77,7 @@ pub fn steering(
     }
     let what = steer
         .iter()
-        .map(|(latent, alpha)| format!("latent {latent} × {alpha}"))
+        .map(|(latent, alpha)| format!("latent {latent} × {alpha:?}"))
         .collect::<Vec<_>>()
         .join(", ");
     Steering::new(model, layer, site, vector, what)

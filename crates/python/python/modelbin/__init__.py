@@ -34,7 +34,7 @@ page cache.
 """
 
 from . import acts, lm, numpy, sae, saev, torch, util, vision
-from ._files import convert, cost, count_messages, inspect, verify
+from ._files import checkpoint_id, convert, cost, count_messages, inspect, verify
 from ._native import FormatError, SafetensorError, __version__
 from ._serialize import TensorSpec, serialize, serialize_file
 from .embeddings import LineIndex, SentenceEmbedder, quantize_embeddings
@@ -58,6 +58,7 @@ __all__ = [
     "SentenceEmbedder",
     "TLLM",
     "TensorSpec",
+    "checkpoint_id",
     "clear_piece_cache",
     "convert",
     "cost",

@@ -17,6 +17,18 @@ def verify(path: "str | os.PathLike[str]") -> None:
     _native.verify(os.fspath(path))
 
 
+def checkpoint_id(path: "str | os.PathLike[str]") -> str:
+    """The checkpoint id of the model at ``path`` (a Hugging Face model
+    directory, or a TLLM or EMBD file): for a directory ``sha256-tensors:``
+    and a digest of its tensors (names, dtypes, shapes, bytes; the same
+    however they are sharded), for a file ``sha256:`` and the file's
+    digest. What a recording's ``vit_ckpt`` names its model by, and what
+    ``sae eval --model``, ``sae features --model`` and steering compare."""
+    from . import _native
+
+    return _native.checkpoint_id(os.fspath(path))
+
+
 def inspect(path: "str | os.PathLike[str]") -> Dict[str, Any]:
     """What ``modelbin inspect --json PATH`` prints, as a dict."""
     from . import _native

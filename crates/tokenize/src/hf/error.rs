@@ -54,6 +54,19 @@ pub enum HfTokenizerError {
         /// Its character in the byte-level alphabet.
         char: char,
     },
+    /// A `tokenizer_config.json` special token (`bos_token`, `eos_token`)
+    /// that the tokenizer has no id for: transformers would add it as a new
+    /// token, past the model's embedding, and taking another token in its
+    /// place would record or run something else silently.
+    #[error(
+        "tokenizer_config.json {key} {token:?} is not a token of tokenizer.json (transformers would add it as a new token the model has no embedding for)"
+    )]
+    UnknownSpecialToken {
+        /// `bos_token` or `eos_token`.
+        key: &'static str,
+        /// The token's text.
+        token: String,
+    },
     /// Two vocabulary entries with one id: ids would not decode.
     #[error("tokenizer.json: id {id} is given to both {first:?} and {second:?}")]
     DuplicateId {

@@ -20,7 +20,10 @@
 //! `add_special_tokens` is true (`post`).
 //!
 //! [`HfTokenizer::open_dir`] also reads `tokenizer_config.json` for its
-//! `bos_token` and `eos_token` (see [`HfTokenizer::bos_id`]). Its
+//! `bos_token` and `eos_token` (see [`HfTokenizer::bos_id`]); one the
+//! tokenizer has no id for is refused
+//! ([`HfTokenizerError::UnknownSpecialToken`]), never replaced by another.
+//! Its
 //! `add_bos_token`/`add_eos_token` change no ids: transformers 5.24 drops
 //! them when a `tokenizer.json` is there (`tokenization_utils_base.py`,
 //! `from_pretrained`), and `AutoTokenizer` with the generic backend then
@@ -170,10 +173,22 @@ impl HfTokenizer {
             vocab_size: 0,
         };
         let config = config.unwrap_or_default();
-        let name_id = |name: &Option<raw::RawTokenName>| -> Option<u32> {
-            name.as_ref().and_then(|n| tokenizer.id_of(n.text()))
-        };
-        let (config_bos, config_eos) = (name_id(&config.bos_token), name_id(&config.eos_token));
+        let name_id =
+            |key: &'static str, name: &Option<raw::RawTokenName>| -> Result<Option<u32>> {
+                let Some(name) = name else {
+                    return Ok(None);
+                };
+                match tokenizer.id_of(name.text()) {
+                    Some(id) => Ok(Some(id)),
+                    None => Err(HfTokenizerError::UnknownSpecialToken {
+                        key,
+                        token: name.text().to_owned(),
+                    }
+                    .into()),
+                }
+            };
+        let config_bos = name_id("bos_token", &config.bos_token)?;
+        let config_eos = name_id("eos_token", &config.eos_token)?;
         tokenizer.leading = match (&tokenizer.post, &tokenizer.engine) {
             (Some(post), _) => post.leading(),
             (None, Engine::Hf(hf)) => {
