@@ -198,12 +198,32 @@ impl JsonCaps {
 /// a syntax error names its byte offset.
 pub fn read_json(path: &Path, what: &'static str, caps: JsonCaps) -> Result<serde_json::Value> {
     let bytes = read_capped(path, what, caps.bytes)?;
-    crate::io::json::check(&bytes, what, caps.values)?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    parse_json(&bytes, &path.display().to_string(), what, caps)
+}
+
+/// Parses `bytes` as a JSON document held to `caps`, as [`read_json`] parses
+/// a file's: [`Error::FileTooLarge`] past the byte cap (naming `name`),
+/// [`Error::TooManyJsonValues`], and a syntax error naming its byte offset.
+pub fn parse_json(
+    bytes: &[u8],
+    name: &str,
+    what: &'static str,
+    caps: JsonCaps,
+) -> Result<serde_json::Value> {
+    if bytes.len() as u64 > caps.bytes {
+        return Err(Error::FileTooLarge {
+            path: name.into(),
+            what,
+            size: bytes.len() as u64,
+            limit: caps.bytes,
+        });
+    }
+    crate::io::json::check(bytes, what, caps.values)?;
+    serde_json::from_slice(bytes).map_err(|e| {
         Error::Layout(LayoutError::InvalidHeader {
             format: "JSON",
-            offset: crate::io::json::error_offset(&bytes, &e),
-            reason: format!("{}: {e}", path.display()),
+            offset: crate::io::json::error_offset(bytes, &e),
+            reason: format!("{name}: {e}"),
         })
     })
 }

@@ -180,6 +180,28 @@ impl LmConfig {
         LmConfig::parse(&json)
     }
 
+    /// The configuration the bytes of a `config.json` describe (JSON held to
+    /// the configuration caps, as [`LanguageModel::open`] reads the file).
+    ///
+    /// ```
+    /// use modelbin_infer::lm::LmConfig;
+    /// let config = LmConfig::from_json(br#"{"model_type": "gpt2", "n_layer": 2}"#)?;
+    /// assert_eq!((config.layers, config.hidden), (2, 768));
+    /// assert!(LmConfig::from_json(br#"{"model_type": "gpt2", "n_layer": "2"}"#).is_err());
+    /// # Ok::<(), modelbin_infer::Error>(())
+    /// ```
+    ///
+    /// [`LanguageModel::open`]: crate::lm::LanguageModel::open
+    pub fn from_json(bytes: &[u8]) -> Result<LmConfig> {
+        let json = source::parse_json(
+            bytes,
+            "config.json",
+            "a model configuration file",
+            JsonCaps::CONFIG,
+        )?;
+        LmConfig::parse(&json)
+    }
+
     /// The model `json` (a whole `config.json`) describes: its family's
     /// keys read (each of the right type) with transformers' defaults.
     pub(crate) fn parse(json: &Value) -> Result<LmConfig> {
