@@ -333,7 +333,7 @@ fn check(dir: &std::path::Path, values: bool) -> Result<Checked, Failure> {
     let image_files = ImageFiles::of(&dataset).map_err(|e| at(dir, e))?;
     let summary = Summary::Saev(modelbin_format::saev::SaevSummary::of(&dataset));
     if dataset.has_extra_empty_shard() {
-        crate::stdout::errln!(
+        crate::stderr::errln!(
             "warning: {}: an extra all-zero shard past the last image (the reference writer adds one when S divides n_imgs); accepted",
             dir.display()
         );

@@ -13,7 +13,8 @@ use crate::args::TextFormatArgs;
 use crate::failure::{Failure, at, invalid};
 use crate::line_limit::{LineLimit, too_long};
 use crate::progress::Progress;
-use crate::stdout::{errln, outln, print_json};
+use crate::stderr::errln;
+use crate::stdout::{outln, print_json};
 use modelbin_format::io::lines::{Line, read_line};
 use modelbin_format::io::npy::NpyWriter;
 use modelbin_format::io::source::MappedFile;
@@ -282,7 +283,7 @@ pub fn embed(args: &EmbedArgs) -> Result<(), Failure> {
     }
     sink.finish()?;
     if truncated > 0 {
-        crate::stdout::errln!(
+        crate::stderr::errln!(
             "note: {truncated} of {written} texts were longer than the model's {max_tokens} tokens and were truncated"
         );
     }
@@ -335,7 +336,7 @@ fn read_batches(
         }
         None => {
             if std::io::stdin().is_terminal() {
-                crate::stdout::errln!("reading texts from stdin, one per line (end with Ctrl-D)");
+                crate::stderr::errln!("reading texts from stdin, one per line (end with Ctrl-D)");
             }
             ("stdin".to_owned(), Box::new(std::io::stdin()), None)
         }

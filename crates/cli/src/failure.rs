@@ -33,7 +33,7 @@ impl Failure {
             Failure::ClosedPipe => (None, 0),
         };
         if let Some(message) = message {
-            crate::stdout::errln!("error: {message}");
+            crate::stderr::errln!("error: {message}");
         }
         ExitCode::from(status)
     }
@@ -51,7 +51,7 @@ pub fn for_each_path(
         match each(path, index == 0) {
             Ok(()) => {}
             Err(Failure::Invalid(message)) => {
-                crate::stdout::errln!("error: {message}");
+                crate::stderr::errln!("error: {message}");
                 failed = true;
             }
             Err(Failure::Reported) => failed = true,

@@ -107,7 +107,7 @@ pub fn print_generation(
         })?;
     } else {
         outln!()?;
-        crate::stdout::errln!(
+        crate::stderr::errln!(
             "{} tokens in {:.3} s ({:.1} tokens/s), stopped: {}",
             result.ids.len(),
             result.seconds,

@@ -67,7 +67,7 @@ impl SteerArgs {
         };
         let failure = |e| crate::sae_view::sae_failure(e, dir);
         let (sae, config) = modelbin_infer::sae::saelens::load(dir).map_err(failure)?;
-        steering(model, &sae, dir, &config, &self.steer)
+        steering(model, model.dir(), &sae, dir, &config, &self.steer)
             .map(Some)
             .map_err(|e| match e {
                 modelbin_infer::Error::Sae(SaeError::NoSuchLatent { latent, d_sae }) => {

@@ -31,6 +31,7 @@ mod sae_features;
 mod sae_view;
 mod shell;
 mod sigbus;
+mod stderr;
 mod stdout;
 mod text_table;
 mod tllm;

@@ -161,7 +161,7 @@ impl Progress {
         } else {
             format!(", {note}")
         };
-        crate::stdout::errln!(
+        crate::stderr::errln!(
             "{} {done}/{total} ({percent:.0}%){note}, {:.0} s elapsed, about {:.0} s left",
             self.label,
             self.started.elapsed().as_secs_f64(),
@@ -179,7 +179,7 @@ impl Progress {
         if self.shown {
             self.bar.println(crate::printable::printable(&line));
         } else {
-            crate::stdout::errln!("{line}");
+            crate::stderr::errln!("{line}");
         }
     }
 

@@ -15,7 +15,8 @@ use modelbin_infer::sae::train::Architecture;
 use crate::failure::{Failure, invalid};
 use crate::progress::Progress;
 use crate::sae_view::{ViewArgs, open_for_view, sae_failure};
-use crate::stdout::{errln, outln, print_json};
+use crate::stderr::errln;
+use crate::stdout::{outln, print_json};
 
 /// `modelbin sae …`.
 #[derive(Debug, Subcommand)]

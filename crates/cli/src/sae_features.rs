@@ -13,7 +13,8 @@ use modelbin_infer::sae::features::{
 use crate::failure::{Failure, at};
 use crate::progress::Progress;
 use crate::sae_view::{ViewArgs, open_for_view, sae_failure};
-use crate::stdout::{errln, outln, print_json};
+use crate::stderr::errln;
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin sae features`.
 #[derive(Debug, Args)]

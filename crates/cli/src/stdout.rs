@@ -1,4 +1,4 @@
-//! Standard output for every command, and the one way to standard error. Each write error becomes a
+//! Standard output for every command (standard error is `stderr.rs`'s). Each write error becomes a
 //! [`Failure`]: a closed pipe (`modelbin … | head -1`) a quiet exit 0,
 //! anything else (a full disk, `> /dev/full`) exit 1 with one line.
 //! SIGPIPE keeps Rust's disposition (ignored), so a closed pipe arrives as
@@ -15,6 +15,7 @@ use std::io::{self, Write};
 
 use crate::failure::Failure;
 use crate::printable::printable;
+use crate::stderr::{error_line, formatted};
 
 /// The failure a write to standard output ended in.
 pub fn write_error(e: impl Into<io::Error>) -> Failure {
@@ -47,35 +48,6 @@ pub fn line(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
     out.write_all(printable(&text).as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .map_err(write_error)
-}
-
-/// `text` formatted (without a copy when it is a literal).
-fn formatted(text: std::fmt::Arguments<'_>) -> std::borrow::Cow<'static, str> {
-    match text.as_str() {
-        Some(literal) => literal.into(),
-        None => text.to_string().into(),
-    }
-}
-
-/// Writes formatted text and a newline to standard error, for warnings,
-/// notes and progress; the counterpart of `eprintln!` that does not panic
-/// when standard error cannot be written to (a closed or full stderr only
-/// loses the message: the exit status still tells).
-macro_rules! errln {
-    ($($arg:tt)*) => {
-        $crate::stdout::error_line(format_args!($($arg)*))
-    };
-}
-pub(crate) use errln;
-
-/// One line on standard error (see [`errln`]), control characters
-/// escaped.
-pub fn error_line(text: std::fmt::Arguments<'_>) {
-    let text = formatted(text);
-    let mut err = io::stderr().lock();
-    let _ = err
-        .write_all(printable(&text).as_bytes())
-        .and_then(|()| err.write_all(b"\n"));
 }
 
 /// Prints a serializable value as one line of compact JSON.

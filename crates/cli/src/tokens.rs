@@ -353,7 +353,7 @@ impl Input {
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
-                crate::stdout::errln!(
+                crate::stderr::errln!(
                     "warning: {name} is not valid UTF-8; invalid bytes read as U+FFFD"
                 );
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
@@ -574,7 +574,7 @@ fn count_messages(
         .count(tokenizer, &ChatRules::for_model(model))
         .map_err(|e| at(path, e))?;
     for warning in &count.warnings {
-        crate::stdout::errln!("warning: {}: {warning}", path.display());
+        crate::stderr::errln!("warning: {}: {warning}", path.display());
     }
     Ok(count.total())
 }
@@ -656,7 +656,7 @@ fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
     if let Some(age) = table.age_in_days(today)
         && age > STALE_AFTER_DAYS
     {
-        crate::stdout::errln!(
+        crate::stderr::errln!(
             "warning: the price table is from {} ({age} days ago); prices may have changed: pass --prices FILE with current ones",
             table.as_of
         );

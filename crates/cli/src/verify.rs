@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use crate::args::parse_format;
 use crate::failure::Failure;
-use crate::stdout::{errln, outln, print_json};
+use crate::stderr::errln;
+use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin verify`.
 #[derive(Debug, clap::Args)]

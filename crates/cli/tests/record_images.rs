@@ -206,7 +206,11 @@ fn recorded_images_are_the_models_hidden_states_of_each_file() {
         ),
         ("clip", true, 16, WIDTH as u64, 3)
     );
-    assert!(m.vit_ckpt.starts_with("clip@sha256-tensors:"), "{}", m.vit_ckpt);
+    assert!(
+        m.vit_ckpt.starts_with("clip@sha256-tensors:"),
+        "{}",
+        m.vit_ckpt
+    );
     let listed = dataset.images().unwrap().expect("the image list is kept");
     let names: Vec<&str> = listed.entries.iter().map(|e| e.name()).collect();
     assert_eq!(names, ["a.png", "c.jpg", "grey.png"]);

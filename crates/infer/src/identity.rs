@@ -18,7 +18,7 @@
 //! id), as does a vision recording's `NAME@` before it. Ids written before
 //! directories were identified by their tensors (`sha256:` of the
 //! single file, or of the index and shards' digests) still match the
-//! directory they were made from ([`matches`]).
+//! directory they were made from ([`matches()`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

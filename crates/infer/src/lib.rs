@@ -54,6 +54,7 @@ pub mod generation;
 mod hf;
 pub mod identity;
 pub mod lm;
+pub mod model;
 mod nn;
 pub mod record;
 pub mod sae;
@@ -63,9 +64,12 @@ pub mod tllm;
 pub mod vit;
 
 pub use bert::{Embedder, cosine};
-pub use error::{
-    Error, ImageError, LmError, RecordError, Result, SaeError, SettingDifference, TrainingError,
-};
+pub use error::{Error, Result};
+pub use lm::LmError;
+pub use record::RecordError;
+pub use sae::{SaeError, SettingDifference};
+pub use tllm::train::TrainingError;
+pub use vit::ImageError;
 
 /// A run of a known number of steps that its caller drives one step at a
 /// time (so a face can draw progress and stop between steps): the SAE and
@@ -82,8 +86,8 @@ pub trait Stepped {
 }
 /// The seed-stable random number generator (from modelbin-format).
 pub use modelbin_format::io::rng;
+pub use nn::f32_tier::F32Tier;
 pub use nn::int8::{Int8Kernel, QuantizedWeights, quantize_weight_blocks};
-pub use nn::kernels::F32Tier;
 pub use nn::packed::PackedWeights;
 pub use nn::tiers::{INT8_TIER_VARIABLE, Kernels, set_kernels};
 

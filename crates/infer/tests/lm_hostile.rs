@@ -139,7 +139,13 @@ fn unknown_model_types_are_named() {
         (Value::Null, ""),
     ] {
         match lm_error(open(&with(llama_config(), "model_type", value))) {
-            LmError::UnsupportedModelType { model_type } => assert_eq!(model_type, name),
+            LmError::UnsupportedModelType {
+                model_type,
+                supported,
+            } => {
+                assert_eq!(model_type, name);
+                assert_eq!(supported, "gpt2, gpt_neox, llama or qwen2");
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -16,8 +16,9 @@ use std::path::Path;
 
 use modelbin_infer::generation::{Sampling, generate_with};
 use modelbin_infer::lm::{LanguageModel, Site, Steered, generate};
+use modelbin_infer::model::{HookedModel, OpenOptions};
 use modelbin_infer::sae::config::SaeConfig;
-use modelbin_infer::sae::splice::{Splice, Target, special_tokens};
+use modelbin_infer::sae::splice::{Splice, Target};
 use modelbin_infer::sae::steer::steering;
 use modelbin_infer::sae::{Sae, saelens};
 use serde_json::Value;
@@ -46,7 +47,9 @@ fn evals_and_steering_equal_transformers_and_saelens() {
             })
             .collect();
         let model = LanguageModel::open(&model_dir).unwrap();
-        let special = special_tokens(&model_dir, model.config()).unwrap();
+        let opened =
+            modelbin_infer::lm::TokenizedModel::open(&model_dir, OpenOptions::default()).unwrap();
+        let special = opened.tokens().unwrap().special_tokens();
         let theirs: Vec<u32> = expected["special"]
             .as_array()
             .unwrap()
@@ -102,7 +105,7 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
             )
         })
         .collect();
-    let steered = steering(model, &sae, dir, &config, &steer).unwrap();
+    let steered = steering(model, model.dir(), &sae, dir, &config, &steer).unwrap();
     let ours = steered.session(model).extend(ids, true).unwrap();
     let theirs: Vec<f64> = want["steered"]
         .as_array()
@@ -122,7 +125,7 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
     );
     // α = 0: the plain logits, bit for bit, and the plain generation.
     let latent = want["latent"].as_u64().unwrap() as usize;
-    let zero = steering(model, &sae, dir, &config, &[(latent, 0.0)]).unwrap();
+    let zero = steering(model, model.dir(), &sae, dir, &config, &[(latent, 0.0)]).unwrap();
     assert_eq!(
         zero.session(model).extend(ids, true).unwrap(),
         model.logits(ids).unwrap()
@@ -142,7 +145,7 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
     // (only the final norm after it) it becomes the likeliest.
     let top = want["top_raised"].as_u64().unwrap() as usize;
     let alpha = want["big_alpha"].as_f64().unwrap() as f32;
-    let big = steering(model, &sae, dir, &config, &[(latent, alpha)]).unwrap();
+    let big = steering(model, model.dir(), &sae, dir, &config, &[(latent, alpha)]).unwrap();
     let vocab = model.config().vocab_size;
     let last = |logits: Vec<f32>| logits[logits.len() - vocab..].to_vec();
     let before = probabilities(&last(model.logits(ids).unwrap()));
@@ -167,7 +170,7 @@ fn check_steering(model: &LanguageModel, dir: &Path, ids: &[u32], want: &Value) 
 /// name, are refused by their variants.
 fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &SaeConfig) {
     assert!(matches!(
-        steering(model, sae, dir, config, &[(sae.d_sae, 1.0)]),
+        steering(model, model.dir(), sae, dir, config, &[(sae.d_sae, 1.0)]),
         Err(modelbin_infer::Error::Sae(
             modelbin_infer::SaeError::NoSuchLatent { .. }
         ))
@@ -175,7 +178,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Sae
     let mut unhooked = config.clone();
     unhooked.hook_name = None;
     assert!(matches!(
-        steering(model, sae, dir, &unhooked, &[(0, 1.0)]),
+        steering(model, model.dir(), sae, dir, &unhooked, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Sae(
             modelbin_infer::SaeError::NoHookName { .. }
         ))
@@ -183,7 +186,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Sae
     let mut odd = config.clone();
     odd.hook_name = Some("blocks.0.attn.hook_z".into());
     assert!(matches!(
-        steering(model, sae, dir, &odd, &[(0, 1.0)]),
+        steering(model, model.dir(), sae, dir, &odd, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Sae(
             modelbin_infer::SaeError::UnknownHook { .. }
         ))
@@ -191,7 +194,7 @@ fn refuse_latent(model: &LanguageModel, sae: &Sae<f32>, dir: &Path, config: &Sae
     let mut deep = config.clone();
     deep.hook_name = Some("blocks.9.hook_resid_post".into());
     assert!(matches!(
-        steering(model, sae, dir, &deep, &[(0, 1.0)]),
+        steering(model, model.dir(), sae, dir, &deep, &[(0, 1.0)]),
         Err(modelbin_infer::Error::Lm(
             modelbin_infer::LmError::NoSuchLayer { layer: 9, .. }
         ))

@@ -138,8 +138,11 @@ impl NativeLanguageModel {
             Some((sae, latents)) => {
                 let sae = sae.get();
                 Some(
-                    py.detach(|| steering(&self.model, &sae.sae, &sae.dir, &sae.config, latents))
-                        .map_err(crate::errors::infer_error)?,
+                    py.detach(|| {
+                        let model = &self.model;
+                        steering(model, model.dir(), &sae.sae, &sae.dir, &sae.config, latents)
+                    })
+                    .map_err(crate::errors::infer_error)?,
                 )
             }
             None => None,

@@ -109,7 +109,7 @@ pub enum Error {
     UnknownToken(u32),
     /// A Hugging Face `tokenizer.json` that cannot be used.
     #[error(transparent)]
-    HfTokenizer(#[from] crate::hf::HfTokenizerError),
+    HfTokenizer(#[from] crate::hf::error::HfTokenizerError),
     /// A WordPiece vocabulary that cannot be used.
     #[error("invalid WordPiece vocabulary: {0}")]
     InvalidWordPiece(String),

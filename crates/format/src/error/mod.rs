@@ -176,7 +176,7 @@ pub enum Error {
     },
     /// The rules of a sharded safetensors checkpoint (its index and shards).
     #[error(transparent)]
-    Shard(#[from] crate::safetensors::ShardError),
+    Shard(#[from] crate::safetensors::error::ShardError),
     /// Rules of the binary layout shared by the readers (sizes, offsets, headers, dtypes, names).
     #[error(transparent)]
     Layout(#[from] LayoutError),

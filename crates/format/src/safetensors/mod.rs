@@ -18,7 +18,7 @@
 //! [`LayoutError`](crate::LayoutError)s. Only a sharded checkpoint, whose
 //! index ties files together, has an enum ([`ShardError`]).
 
-mod error;
+pub(crate) mod error;
 mod read;
 pub mod sharded;
 mod summary;

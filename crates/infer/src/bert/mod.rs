@@ -8,6 +8,7 @@
 
 pub mod embedder;
 mod encoder;
+mod hooked;
 
 pub use embedder::{DEFAULT_BATCH_TOKENS, Embedder, cosine};
 pub use encoder::Bert;

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use crate::lm::config::{Activation, LmConfig};
 use crate::lm::rope::RopeTable;
-use crate::lm::site::Site;
+use crate::model::Site;
 use crate::nn::attention::{
     CausalSpan, Heads, Strided, add_in_place, causal_attention, layer_norm_rows, rms_norm_rows,
     rows_per_task,

@@ -23,8 +23,7 @@
 //! | `model.rs` | loading, the batched pass, logits |
 //! | `session.rs` | one sequence with a KV cache, hooks at the sites |
 //! | `generate.rs` | generation over the shared sampler |
-//! | `site.rs` | the hook points |
-//! | `steer.rs` | a vector added at a site while decoding |
+//! | `hooked.rs` | the model and its tokenizer behind the one model interface (`crate::model`) |
 //!
 //! ```no_run
 //! # fn main() -> Result<(), modelbin_infer::Error> {
@@ -44,19 +43,20 @@
 
 mod block;
 mod config;
+pub(crate) mod error;
 mod family;
 mod generate;
+mod hooked;
 mod model;
 mod rope;
 mod session;
-mod site;
-mod steer;
 mod weights;
 
-pub use config::{LmConfig, model_name_of_dir, model_type_of_dir};
-pub use family::Family;
+pub use crate::model::Site;
+pub use crate::model::{Steered, SteeredSession, Steering, generate_steered};
+pub use config::{Family, LmConfig, model_name_of_dir, model_type_of_dir};
+pub use error::LmError;
 pub use generate::generate;
+pub use hooked::{DEFAULT_LM_WINDOW, TokenizedModel};
 pub use model::{LanguageModel, LoadOptions};
 pub use session::Session;
-pub use site::Site;
-pub use steer::{Steered, SteeredSession, Steering, generate_steered};

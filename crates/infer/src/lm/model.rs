@@ -9,9 +9,8 @@ use crate::hf::weights::Weights;
 use crate::lm::block::{Block, Keys, Rows, Scratch};
 use crate::lm::config::{LmConfig, Rope};
 use crate::lm::rope::RopeTable;
-use crate::lm::session::Session;
-use crate::lm::site::Site;
 use crate::lm::weights;
+use crate::model::Site;
 use crate::nn::attention::{CausalSpan, check_forward_memory};
 use crate::nn::int8::Int8Kernel;
 use crate::{Error, LmError, Result};
@@ -230,15 +229,6 @@ impl LanguageModel {
         out
     }
 
-    /// Logits `[ids.len(), vocab]` (row-major) at every position of
-    /// `ids`, one sequence from position 0.
-    pub fn logits(&self, ids: &[u32]) -> Result<Vec<f32>> {
-        if ids.is_empty() {
-            return Err(Error::EmptyInput);
-        }
-        self.session().extend(ids, true)
-    }
-
     /// The residual stream at `site` of each layer of `layers` (0 is the
     /// first block) over `ids`, which are whole windows of `window` tokens:
     /// independent sequences, each from position 0. Returns one
@@ -311,10 +301,5 @@ impl LanguageModel {
             }
         });
         Ok(out)
-    }
-
-    /// A decoding session with an empty KV cache.
-    pub fn session(&self) -> Session<'_> {
-        Session::new(self)
     }
 }

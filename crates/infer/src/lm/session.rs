@@ -4,9 +4,25 @@
 
 use crate::lm::block::Rows;
 use crate::lm::model::{KvCache, LanguageModel};
-use crate::lm::site::Site;
+use crate::model::Site;
 use crate::nn::attention::CausalSpan;
 use crate::{Error, Result};
+
+impl LanguageModel {
+    /// Logits `[ids.len(), vocab]` (row-major) at every position of
+    /// `ids`, one sequence from position 0.
+    pub fn logits(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        if ids.is_empty() {
+            return Err(Error::EmptyInput);
+        }
+        self.session().extend(ids, true)
+    }
+
+    /// A decoding session with an empty KV cache.
+    pub fn session(&self) -> Session<'_> {
+        Session::new(self)
+    }
+}
 
 /// The state of one sequence: the keys and values of the tokens seen so
 /// far, per layer. The cache grows with the tokens run (never reserved

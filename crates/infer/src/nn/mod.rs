@@ -4,11 +4,12 @@
 //! packing, the integer kernels), linear layers over either (`linear`),
 //! attention (`attention`), and the tensor helpers the BERT encoder uses
 //! (`f32_tensor`, `word_table`). Each kernel keeps a portable path; the
-//! process's tiers are chosen once (`tiers`), by default the widest the CPU
+//! process's tiers (`f32_tier`, `int8`) are chosen once (`tiers`), by default the widest the CPU
 //! runs, detected at run time.
 
 pub(crate) mod attention;
 pub(crate) mod f32_tensor;
+pub(crate) mod f32_tier;
 pub(crate) mod int8;
 pub(crate) mod kernels;
 pub(crate) mod linear;

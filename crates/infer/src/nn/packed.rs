@@ -23,7 +23,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::nn::kernels::{F32Tier, matmul_bt};
+use crate::nn::f32_tier::F32Tier;
+use crate::nn::kernels::matmul_bt;
 use crate::nn::panel_tasks::{BlockOut, for_each_block, row_tiles};
 
 /// Output features per panel: one AVX-512 register, two AVX2 ones.

@@ -17,8 +17,8 @@
 
 use std::sync::OnceLock;
 
+use crate::nn::f32_tier::F32Tier;
 use crate::nn::int8::Int8Kernel;
-use crate::nn::kernels::F32Tier;
 use crate::{Error, Result};
 
 /// The environment variable that overrides the int8 tier of every model a
@@ -115,6 +115,18 @@ pub fn set_kernels(kernels: Kernels) -> Result<()> {
 /// kernels run at most.
 pub(crate) fn chosen_f32() -> F32Tier {
     SETTING.get_or_init(Kernels::best).f32
+}
+
+impl F32Tier {
+    /// The tier the kernels run: the process's [choice](crate::Kernels)
+    /// (in tests, held to the thread's cap).
+    pub(crate) fn chosen() -> F32Tier {
+        let limit = chosen_f32();
+        [F32Tier::Avx512, F32Tier::Avx2]
+            .into_iter()
+            .find(|&t| t <= limit && t.usable())
+            .unwrap_or(F32Tier::Portable)
+    }
 }
 
 #[cfg(test)]

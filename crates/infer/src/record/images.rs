@@ -22,6 +22,7 @@ use rayon::prelude::*;
 
 use super::{Output, blocks_of};
 use crate::identity::checkpoint_id;
+use crate::model::{HookedModel, Inputs, Site};
 
 use crate::vit::preprocess::CONFIG_FILE;
 use crate::vit::{ImageProcessor, VisionModel, image_files};
@@ -195,11 +196,17 @@ impl ImageSource {
             .map(|entry| self.reread(entry))
             .collect::<Result<_>>()?;
         let (height, width) = self.processor.output_size();
-        let states =
-            self.model
-                .hidden_states(&pixels.concat(), round.len(), height, width, &self.blocks)?;
+        let inputs = Inputs::Pixels {
+            values: &pixels.concat(),
+            images: round.len(),
+            height,
+            width,
+        };
+        let images = self
+            .model
+            .activations(inputs, &self.blocks, Site::ResidPost)?;
         self.written = end;
-        Ok(Some(self.recorded_rows(&states, round.len())))
+        Ok(Some(images))
     }
 
     /// An image's pixel values, refused when the file changed since the
@@ -213,33 +220,6 @@ impl ImageSource {
         self.processor
             .pixel_values(&bytes)
             .map_err(|_| changed().into())
-    }
-
-    /// Each image's recorded rows, `[layers, cls + patches, width]`
-    /// flattened, from the model's `[images, sequence, width]` states.
-    fn recorded_rows(&self, states: &[Vec<f32>], images: usize) -> Vec<Vec<f32>> {
-        let width = self.model.width();
-        let cls = usize::from(self.model.has_cls());
-        let sequence = states
-            .first()
-            .map_or(0, |s| s.len() / width / images.max(1));
-        // Transformers' order: CLS, registers, patches.
-        let patches = cls + self.model.registers()..sequence;
-        (0..images)
-            .map(|image| {
-                let mut rows = Vec::with_capacity(states.len() * (cls + patches.len()) * width);
-                for state in states {
-                    let first = image * sequence;
-                    if cls == 1 {
-                        rows.extend_from_slice(&state[first * width..(first + 1) * width]);
-                    }
-                    rows.extend_from_slice(
-                        &state[(first + patches.start) * width..(first + patches.end) * width],
-                    );
-                }
-                rows
-            })
-            .collect()
     }
 }
 

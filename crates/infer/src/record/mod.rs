@@ -25,19 +25,22 @@
 //! # }
 //! ```
 
+pub(crate) mod error;
 mod images;
 mod text;
-mod windows;
+pub(crate) mod windows;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use modelbin_format::saev::{Metadata, Start, Writer};
 
-use crate::{RecordError, Result};
+use crate::Result;
 
+pub use crate::lm::DEFAULT_LM_WINDOW;
+pub use error::RecordError;
 pub use images::{ImageRecordSettings, Skipped};
-pub use text::{DEFAULT_LM_WINDOW, RecordSettings, TextInputs};
+pub use text::{RecordSettings, TextInputs};
 
 /// A recording between its checks and its finished dataset.
 pub struct Recording {
@@ -296,19 +299,13 @@ fn blocks_of(layers: &[i64], n_blocks: usize) -> Result<Vec<usize>> {
     layers
         .iter()
         .map(|&layer| {
-            let block = if layer < 0 {
-                n_blocks as i64 + layer
-            } else {
-                layer
-            };
-            match usize::try_from(block) {
-                Ok(block) if block < n_blocks => Ok(block),
-                _ => Err(RecordError::NoSuchLayer {
+            crate::model::resolve_layer(layer, n_blocks).ok_or_else(|| {
+                RecordError::NoSuchLayer {
                     layer,
                     blocks: n_blocks,
                 }
-                .into()),
-            }
+                .into()
+            })
         })
         .collect()
 }

@@ -1,31 +1,26 @@
 //! Text recordings: one SAEV image per window of tokens, the windows'
 //! token ids kept beside the shards (`tokens.bin`, and the vocabulary for
-//! WordPiece ids).
+//! ids that need one).
 //!
-//! A TLLM model reads bytes; a BERT model (an EMBD file or a Hugging Face
-//! directory) reads WordPiece tokens, each window run as `[CLS] window
-//! [SEP]`; a decoder language model (a Hugging Face directory) reads its
-//! tokenizer.json's tokens, in windows cut as SAELens cuts them (a BOS
-//! token first: [`windows`](super::windows)), at one of SAELens's hook
-//! points ([`Site`]).
+//! Any model that reads tokens records through the one model interface
+//! ([`crate::model`]): its [`TokenModel`] facet turns the texts into ids
+//! and windows (a TLLM model reads bytes; a BERT model word pieces, each
+//! window run as `[CLS] window [SEP]`; a decoder language model its
+//! tokenizer.json's tokens, in windows cut as SAELens cuts them, a BOS token
+//! first: [`windows`](super::windows)), and its activations are read at
+//! one of the sites it has ([`Site`]).
 
 use std::path::{Path, PathBuf};
 
-use modelbin_format::Format;
 use modelbin_format::io::checksum::{hex, sha256};
 use modelbin_format::io::source::MappedFile;
 use modelbin_format::io::texts::{TextFormat, TextKind, Texts};
 use modelbin_format::saev::Metadata;
-use rayon::prelude::*;
 
-use modelbin_tokenize::{HfTokenizer, hf_byte_char};
-
-use super::windows::{MIN_WINDOW_WITH_BOS, saelens_windows};
+use super::windows::MIN_WINDOW_WITH_BOS;
 use super::{Output, blocks_of};
-use crate::bert::Embedder;
 use crate::identity::alongside_checkpoint_id;
-use crate::lm::{LanguageModel, LoadOptions, Site, model_type_of_dir};
-use crate::tllm::Model;
+use crate::model::{HookedModel, Inputs, OpenOptions, Site, TokenModel, open_model};
 use crate::{RecordError, Result};
 
 /// What to record.
@@ -36,7 +31,7 @@ pub struct RecordSettings {
     pub layers: Vec<i64>,
     /// Tokens per window, one SAEV image each (`None`: the model's
     /// context; for BERT its max_seq_length less the CLS and SEP tokens;
-    /// for a language model [`DEFAULT_LM_WINDOW`], SAELens's context size).
+    /// for a language model [`DEFAULT_LM_WINDOW`](crate::lm::DEFAULT_LM_WINDOW), SAELens's context size).
     pub tokens_per_text: Option<usize>,
     /// BERT: also record the CLS row of each window, as the CLS token.
     pub cls: bool,
@@ -81,16 +76,12 @@ pub enum TextInputs<'a> {
     Texts(&'a [String]),
 }
 
-/// A language model's window unless told otherwise: SAELens's default
-/// `context_size`.
-pub const DEFAULT_LM_WINDOW: usize = 128;
-
 /// Tokens computed together before their windows are written in order.
 const TOKENS_PER_ROUND: usize = 16_384;
 
 /// The text being recorded and how far it got.
 pub(super) struct TextSource {
-    model: RecordedModel,
+    model: Box<dyn HookedModel>,
     site: Site,
     blocks: Vec<usize>,
     cls: bool,
@@ -98,6 +89,18 @@ pub(super) struct TextSource {
     ids: Vec<u32>,
     /// Windows recorded.
     written: usize,
+}
+
+/// The model's token facet, or [`RecordError::NoText`] for a model that
+/// reads no text.
+fn tokens_of<'m>(model: &'m dyn HookedModel, path: &Path) -> Result<&'m dyn TokenModel> {
+    model.tokens().ok_or_else(|| {
+        RecordError::NoText {
+            path: path.to_path_buf(),
+            model: model.name(),
+        }
+        .into()
+    })
 }
 
 impl TextSource {
@@ -110,21 +113,19 @@ impl TextSource {
         settings: RecordSettings,
         root: &Path,
     ) -> Result<(TextSource, Output)> {
+        let options = OpenOptions::new(settings.int8, settings.bos);
         let (model, model_id) =
-            alongside_checkpoint_id(model_path, || RecordedModel::open(model_path, &settings))?;
-        if settings.cls && !matches!(model, RecordedModel::Bert(_)) {
+            alongside_checkpoint_id(model_path, || open_model(model_path, options))?;
+        let tokens = tokens_of(model.as_ref(), model_path)?;
+        if settings.cls && !model.has_cls() {
             return Err(RecordError::NoClsToken.into());
         }
-        if !matches!(model, RecordedModel::Lm(_)) {
-            if settings.int8 {
-                return Err(RecordError::LanguageModelSetting { setting: "int8" }.into());
-            }
-            if settings.site != Site::ResidPost {
-                return Err(RecordError::LanguageModelSetting { setting: "site" }.into());
-            }
+        if settings.int8 && !model.is_int8() {
+            return Err(RecordError::LanguageModelSetting { setting: "int8" }.into());
         }
+        crate::model::check_site(model.as_ref(), settings.site)?;
         let blocks = blocks_of(&settings.layers, model.blocks())?;
-        let (longest, default) = model.windows();
+        let (longest, default) = tokens.windows();
         if longest == 0 {
             return Err(RecordError::NoRoom {
                 path: model_path.to_path_buf(),
@@ -135,18 +136,22 @@ impl TextSource {
         if window > longest {
             return Err(RecordError::WindowTooLong { window, longest }.into());
         }
-        if model.bos().is_some() && window < MIN_WINDOW_WITH_BOS {
+        if tokens.bos().is_some() && window < MIN_WINDOW_WITH_BOS {
             return Err(RecordError::WindowTooShortForBos { window }.into());
         }
+        let reader = Reader {
+            model: model.as_ref(),
+            tokens,
+        };
         let (texts, described) = match inputs {
             TextInputs::Files(files) => {
                 let files = settings.text_format.text_files(files)?;
-                model.read_files(&files, &settings.text_format)?
+                reader.read_files(&files, &settings.text_format)?
             }
-            TextInputs::Texts(texts) => model.read_texts(texts)?,
+            TextInputs::Texts(texts) => reader.read_texts(texts)?,
         };
         let tokens_read: usize = texts.iter().map(Vec::len).sum();
-        let ids = model.windows_of(&texts, window);
+        let ids = tokens.windows_of(&texts, window);
         let n_imgs = ids.len() / window;
         if n_imgs == 0 {
             return Err(RecordError::TooFewTokens {
@@ -155,41 +160,23 @@ impl TextSource {
             }
             .into());
         }
-        let tokens = match &model {
-            RecordedModel::Tllm(_) => "bytes (token id = byte value)",
-            RecordedModel::Bert(_) => {
-                "WordPiece ids of the model's vocabulary, without [CLS]/[SEP]"
-            }
-            RecordedModel::Lm(_) => {
-                "ids of the model's tokenizer.json, the BOS included where it was run (vocab.txt: each token's bytes in GPT-2's byte-to-character alphabet)"
-            }
-        };
-        let windowing = match &model {
-            RecordedModel::Lm(lm) if lm.bos.is_some() => format!(
-                "windows of {window} tokens cut as SAELens's concat_and_batch_sequences (prepend_bos, BOS as separator): each text tokenized with its special tokens (a leading BOS dropped), the texts concatenated with BOS {} between them, each window starting with BOS; a final partial window is dropped",
-                lm.bos.unwrap_or_default()
-            ),
-            _ => format!(
-                "consecutive windows of {window} tokens of the files concatenated in order; a final partial window is dropped"
-            ),
-        };
+        let (described_tokens, windowing) = tokens.describe(window);
         let mut data = serde_json::json!({
             "files": described,
-            "tokens": tokens,
-            "vocab_size": model.vocab_size(),
+            "tokens": described_tokens,
+            "vocab_size": tokens.vocab_size(),
             "token_ids": "tokens.bin: u32 little-endian, [n_imgs, n_patches_per_img]",
             "windowing": windowing,
         });
-        if let RecordedModel::Lm(lm) = &model {
+        if let Some(saelens) = tokens.saelens_data(model_path) {
             data["site"] = settings.site.name().into();
             data["hook_names"] = blocks
                 .iter()
                 .map(|&b| settings.site.hook_name(b))
                 .collect::<Vec<_>>()
                 .into();
-            data["prepend_bos"] = lm.bos.is_some().into();
-            data["model_name"] = crate::lm::model_name_of_dir(model_path).into();
-            data["tokenizer_engine"] = lm.tokenizer.engine().into();
+            let object = data.as_object_mut().expect("the data is an object");
+            object.extend(saelens);
         }
         let metadata = Metadata {
             vit_family: model.family().into(),
@@ -204,7 +191,7 @@ impl TextSource {
             data,
         };
         let output = Output::start(root, metadata, |writer| {
-            let vocabulary = model.vocabulary();
+            let vocabulary = tokens.vocabulary();
             let words: Option<Vec<&str>> = vocabulary
                 .as_ref()
                 .map(|v| v.iter().map(String::as_str).collect());
@@ -259,174 +246,41 @@ impl TextSource {
         let windows: Vec<&[u32]> = self.ids[self.written * self.window..end * self.window]
             .chunks_exact(self.window)
             .collect();
-        let images = self
-            .model
-            .images(&windows, &self.blocks, self.cls, self.site)?;
+        let inputs = Inputs::Windows {
+            windows: &windows,
+            cls: self.cls,
+        };
+        let images = self.model.activations(inputs, &self.blocks, self.site)?;
         self.written = end;
         Ok(Some(images))
     }
 }
 
-/// The model being recorded.
-enum RecordedModel {
-    Tllm(Model),
-    Bert(Box<Embedder>),
-    Lm(Box<RecordedLm>),
+/// Reads texts into ids with a model's token facet.
+struct Reader<'m> {
+    model: &'m dyn HookedModel,
+    tokens: &'m dyn TokenModel,
 }
 
-/// A decoder language model with its tokenizer.
-struct RecordedLm {
-    model: LanguageModel,
-    tokenizer: HfTokenizer,
-    /// The BOS token prepended to each window, unless turned off or the
-    /// tokenizer has none.
-    bos: Option<u32>,
-}
-
-impl RecordedModel {
-    fn open(path: &Path, settings: &RecordSettings) -> Result<RecordedModel> {
-        // A directory is BERT's when its config.json says so (or says no
-        // model type); any other model type is a decoder's, and one this
-        // crate does not run is refused naming it.
-        let model_type = path.is_dir().then(|| model_type_of_dir(path)).flatten();
-        if model_type.is_some_and(|t| t != "bert") {
-            let model = LanguageModel::open_with(path, LoadOptions::int8(settings.int8))?;
-            let tokenizer = HfTokenizer::open_dir(path)?;
-            let bos = tokenizer.bos_id().filter(|_| settings.bos);
-            return Ok(RecordedModel::Lm(Box::new(RecordedLm {
-                model,
-                tokenizer,
-                bos,
-            })));
-        }
-        let format = if path.is_dir() {
-            Format::Embd
-        } else {
-            modelbin_format::detect::detect(path)?
-        };
-        match format {
-            Format::Tllm => {
-                let model = Model::open(path)?;
-                if model.config().vocab_size < 256 {
-                    return Err(RecordError::NotByteLevel {
-                        path: path.to_path_buf(),
-                        vocab_size: model.config().vocab_size,
-                    }
-                    .into());
-                }
-                Ok(RecordedModel::Tllm(model))
-            }
-            Format::Embd => Ok(RecordedModel::Bert(Box::new(Embedder::open_model(path)?))),
-            format => Err(RecordError::NotAModel {
-                path: path.to_path_buf(),
-                format,
-            }
-            .into()),
-        }
-    }
-
-    /// The dataset's `vit_family`: `tllm`, `bert`, or a language model's
-    /// `model_type`.
-    fn family(&self) -> &'static str {
-        match self {
-            RecordedModel::Tllm(_) => "tllm",
-            RecordedModel::Bert(_) => "bert",
-            RecordedModel::Lm(lm) => lm.model.config().family.name(),
-        }
-    }
-
-    fn blocks(&self) -> usize {
-        match self {
-            RecordedModel::Tllm(m) => m.config().n_layers as usize,
-            RecordedModel::Bert(e) => e.config().num_layers,
-            RecordedModel::Lm(lm) => lm.model.config().layers,
-        }
-    }
-
-    fn width(&self) -> usize {
-        match self {
-            RecordedModel::Tllm(m) => m.config().model_dim as usize,
-            RecordedModel::Bert(e) => e.config().hidden_size,
-            RecordedModel::Lm(lm) => lm.model.config().hidden,
-        }
-    }
-
-    fn vocab_size(&self) -> usize {
-        match self {
-            RecordedModel::Tllm(m) => m.config().vocab_size as usize,
-            RecordedModel::Bert(e) => e.tokenizer().vocab_size(),
-            RecordedModel::Lm(lm) => lm.model.config().vocab_size,
-        }
-    }
-
-    /// The BOS token each window starts with, if any.
-    fn bos(&self) -> Option<u32> {
-        match self {
-            RecordedModel::Lm(lm) => lm.bos,
-            _ => None,
-        }
-    }
-
-    /// The windows of `window` tokens of `texts`, flattened: a language
-    /// model's as SAELens cuts them, the others' consecutive (a final
-    /// partial window dropped).
-    fn windows_of(&self, texts: &[Vec<u32>], window: usize) -> Vec<u32> {
-        if let RecordedModel::Lm(lm) = self {
-            return saelens_windows(texts, window, lm.bos);
-        }
-        let mut ids = texts.concat();
-        ids.truncate(ids.len() / window * window);
-        ids
-    }
-
-    /// The longest window, and the default one.
-    fn windows(&self) -> (usize, usize) {
-        match self {
-            RecordedModel::Tllm(m) => {
-                let n = m.config().max_seq_len as usize;
-                (n, n)
-            }
-            RecordedModel::Bert(e) => {
-                let c = e.config();
-                let longest = c.max_position.saturating_sub(2);
-                (
-                    longest,
-                    c.max_seq_length.min(c.max_position).saturating_sub(2),
-                )
-            }
-            RecordedModel::Lm(lm) => {
-                let n = lm.model.config().max_positions;
-                (n, DEFAULT_LM_WINDOW.min(n))
-            }
-        }
-    }
-
-    /// The token ids of a text.
+impl Reader<'_> {
+    /// The token ids of a text read from `path` ([`RecordError::NotUtf8`]
+    /// naming the model, for one that reads text, when it is not UTF-8).
     fn tokenize(&self, path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
-        match self {
-            RecordedModel::Tllm(_) => Ok(bytes.iter().map(|&b| u32::from(b)).collect()),
-            RecordedModel::Bert(e) => {
-                let text = std::str::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
-                    path: path.to_path_buf(),
-                    model: "a BERT model".into(),
-                })?;
-                Ok(e.tokenizer().pieces(text))
+        self.tokens.tokenize(bytes)?.ok_or_else(|| {
+            RecordError::NotUtf8 {
+                path: path.to_path_buf(),
+                model: self.model.name(),
             }
-            RecordedModel::Lm(lm) => {
-                let text = std::str::from_utf8(bytes).map_err(|_| RecordError::NotUtf8 {
-                    path: path.to_path_buf(),
-                    model: format!("a {} language model", lm.model.config().family),
-                })?;
-                // As TransformerLens's to_tokens(prepend_bos=False), which
-                // SAELens tokenizes with: the tokenizer's special tokens,
-                // less a leading BOS (the windows place their own).
-                let mut ids = lm.tokenizer.encode(text, true)?;
-                if lm.tokenizer.adds_bos() && ids.first() == lm.tokenizer.bos_id().as_ref() {
-                    ids.remove(0);
-                }
-                Ok(ids)
-            }
-        }
+            .into()
+        })
+    }
+
+    /// The ids of one record's text (a JSON Lines line, a Parquet row),
+    /// ended as a plain file's lines end for a model that needs it.
+    fn record(&self, path: &Path, text: &[u8]) -> Result<Vec<u32>> {
+        let mut ids = self.tokenize(path, text)?;
+        ids.extend(self.tokens.separator());
+        Ok(ids)
     }
 
     /// The token ids of each of `files`' texts, in order (a plain file is
@@ -434,11 +288,7 @@ impl RecordedModel {
     /// row), and how the dataset's metadata describes each file (path,
     /// size, SHA-256, and for JSON Lines the field, for Parquet the column,
     /// and the number of texts). A regular file is mapped;
-    /// a stream is read under its cap ([`MappedFile::open_or_read`]). The
-    /// texts of a JSON Lines or Parquet file each end with a line break for a
-    /// byte-level model, as the lines of a plain file do; WordPiece ids
-    /// need no separator, and a language model's windows place BOS tokens
-    /// between texts.
+    /// a stream is read under its cap ([`MappedFile::open_or_read`]).
     fn read_files(
         &self,
         files: &[PathBuf],
@@ -461,11 +311,7 @@ impl RecordedModel {
                     description[kind] =
                         serde_json::json!({key: format.field(), "texts": texts.len()});
                     for text in &texts {
-                        let mut text_ids = self.tokenize(path, text.as_bytes())?;
-                        if matches!(self, RecordedModel::Tllm(_)) {
-                            text_ids.push(u32::from(b'\n'));
-                        }
-                        ids.push(text_ids);
+                        ids.push(self.record(path, text.as_bytes())?);
                     }
                 }
             }
@@ -483,104 +329,11 @@ impl RecordedModel {
         for text in texts {
             lines.push_str(&serde_json::to_string(text).expect("a string serializes"));
             lines.push('\n');
-            let mut text_ids = self.tokenize(Path::new("texts"), text.as_bytes())?;
-            if matches!(self, RecordedModel::Tllm(_)) {
-                text_ids.push(u32::from(b'\n'));
-            }
-            ids.push(text_ids);
+            ids.push(self.record(Path::new("texts"), text.as_bytes())?);
         }
         let described = serde_json::json!({
             "texts": texts.len(), "sha256_of_json_lines": hex(&sha256(lines.as_bytes())),
         });
         Ok((ids, vec![described]))
-    }
-
-    /// The vocabulary kept beside the token ids (none for bytes): for a
-    /// language model each token's bytes in GPT-2's byte-to-character
-    /// alphabet (so no token holds a line break), empty for an id the
-    /// tokenizer lacks.
-    fn vocabulary(&self) -> Option<Vec<String>> {
-        match self {
-            RecordedModel::Tllm(_) => None,
-            RecordedModel::Lm(lm) => Some(
-                (0..lm.model.config().vocab_size as u32)
-                    .map(|id| {
-                        let bytes = lm.tokenizer.token_bytes(id).unwrap_or_default();
-                        bytes.into_iter().map(hf_byte_char).collect()
-                    })
-                    .collect(),
-            ),
-            RecordedModel::Bert(e) => {
-                let t = e.tokenizer();
-                Some(
-                    (0..t.vocab_size() as u32)
-                        .map(|id| t.token(id).unwrap_or("").to_owned())
-                        .collect(),
-                )
-            }
-        }
-    }
-
-    /// Each window's image, `[layers, tokens, width]` flattened.
-    fn images(
-        &self,
-        windows: &[&[u32]],
-        blocks: &[usize],
-        cls: bool,
-        site: Site,
-    ) -> Result<Vec<Vec<f32>>> {
-        match self {
-            RecordedModel::Lm(lm) => {
-                let window = windows.first().map_or(1, |w| w.len());
-                let ids = windows.concat();
-                let states = lm.model.activations(&ids, window, blocks, site)?;
-                let h = self.width();
-                Ok((0..windows.len())
-                    .map(|w| {
-                        let rows = w * window * h..(w + 1) * window * h;
-                        states
-                            .iter()
-                            .flat_map(|s| &s[rows.clone()])
-                            .copied()
-                            .collect()
-                    })
-                    .collect())
-            }
-            RecordedModel::Tllm(model) => windows
-                .par_iter()
-                .map(|ids| model.residual_stream(ids, blocks).map(|s| s.concat()))
-                .collect(),
-            RecordedModel::Bert(embedder) => {
-                let specials = embedder.tokenizer().specials();
-                let sequences: Vec<Vec<u32>> = windows
-                    .iter()
-                    .map(|w| {
-                        let mut s = Vec::with_capacity(w.len() + 2);
-                        s.push(specials.cls);
-                        s.extend_from_slice(w);
-                        s.push(specials.sep);
-                        s
-                    })
-                    .collect();
-                let refs: Vec<&[u32]> = sequences.iter().map(Vec::as_slice).collect();
-                let states = embedder.encoder().hidden_states(&refs, blocks)?;
-                let h = self.width();
-                let mut start = 0;
-                let mut images = Vec::with_capacity(windows.len());
-                for window in windows {
-                    // Rows of this sequence: [CLS] at `start`, the window
-                    // after it, [SEP] last (never recorded).
-                    let first = if cls { start } else { start + 1 };
-                    let rows = first..start + 1 + window.len();
-                    let mut image = Vec::with_capacity(blocks.len() * rows.len() * h);
-                    for state in &states {
-                        image.extend_from_slice(&state[rows.start * h..rows.end * h]);
-                    }
-                    images.push(image);
-                    start += window.len() + 2;
-                }
-                Ok(images)
-            }
-        }
     }
 }

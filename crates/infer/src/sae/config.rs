@@ -22,6 +22,9 @@ use serde_json::Value;
 use super::{Io, Normalization};
 use crate::{Result, SaeError};
 
+/// The configuration file's name.
+pub const CONFIG_FILE: &str = "cfg.json";
+
 /// An autoencoder's architecture, as it encodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -155,7 +158,7 @@ impl Cfg<'_> {
     }
 
     fn path(&self) -> PathBuf {
-        self.dir.join(super::saelens::CONFIG_FILE)
+        self.dir.join(CONFIG_FILE)
     }
 
     /// Whether the file is SAELens 6's layout: a `sae_lens_version` (at

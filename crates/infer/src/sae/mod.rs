@@ -26,6 +26,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub(crate) mod error;
 pub mod evaluate;
 pub mod features;
 pub mod run;
@@ -35,6 +36,7 @@ pub mod steer;
 pub mod train;
 pub mod view;
 
+pub use error::{SaeError, SaeSetting, SettingDifference};
 use num_traits::Float;
 use rayon::prelude::*;
 

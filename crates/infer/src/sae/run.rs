@@ -37,6 +37,7 @@ use std::time::Instant;
 use modelbin_format::io::output::OutputFile;
 use modelbin_format::saev::Loader;
 
+pub use super::error::SaeSetting;
 use super::train::{Architecture, Options, StepReport, Trainer};
 use super::view::View;
 use super::{checkpoint, saelens};
@@ -112,80 +113,6 @@ impl TrainSettings {
         }
         SaeSetting::Steps.check(self.steps as f64)?;
         SaeSetting::Lr.check(self.lr)
-    }
-}
-
-/// A setting of a run with a range ([`SaeError::InvalidSetting`] names
-/// it). Each face words it as its own flag or keyword; [`name`](Self::name)
-/// is the plain name, which is also Python's keyword.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaeSetting {
-    /// Latents (at least 1).
-    DSae,
-    /// Latents kept per input (at least 1).
-    K,
-    /// Weight of the L1 penalty (finite, above 0).
-    L1Coeff,
-    /// Optimisation steps (at least 1).
-    Steps,
-    /// Peak learning rate (finite, above 0).
-    Lr,
-    /// Examples per batch (at least 1).
-    BatchSize,
-}
-
-impl SaeSetting {
-    /// The setting's plain name: `d_sae`, `k`, `l1_coeff`, `steps`, `lr`,
-    /// `batch_size`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SaeSetting::DSae => "d_sae",
-            SaeSetting::K => "k",
-            SaeSetting::L1Coeff => "l1_coeff",
-            SaeSetting::Steps => "steps",
-            SaeSetting::Lr => "lr",
-            SaeSetting::BatchSize => "batch_size",
-        }
-    }
-
-    /// What its value must be, completing "must be …".
-    pub fn requirement(self) -> &'static str {
-        if self.is_count() {
-            "at least 1"
-        } else {
-            "a finite number above 0"
-        }
-    }
-
-    /// Whether it is a whole number (else a real one).
-    fn is_count(self) -> bool {
-        !matches!(self, SaeSetting::L1Coeff | SaeSetting::Lr)
-    }
-
-    /// `value` when it is in the setting's range, else
-    /// [`SaeError::InvalidSetting`]. Counts must be at least 1, reals
-    /// finite and above 0 (a learning rate or penalty of 0, a NaN or an
-    /// infinity trains nothing or diverges at once).
-    pub fn check(self, value: f64) -> std::result::Result<(), SaeError> {
-        let valid = if self.is_count() {
-            value >= 1.0
-        } else {
-            value.is_finite() && value > 0.0
-        };
-        if valid {
-            Ok(())
-        } else {
-            Err(SaeError::InvalidSetting {
-                setting: self,
-                value,
-            })
-        }
-    }
-}
-
-impl std::fmt::Display for SaeSetting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -26,8 +26,7 @@ use super::config::{Kind, SaeConfig};
 use super::{Activation, Sae};
 use crate::{Error, Result, SaeError};
 
-/// The configuration file's name.
-pub const CONFIG_FILE: &str = "cfg.json";
+pub use super::config::CONFIG_FILE;
 /// The weights file's name.
 pub const WEIGHTS_FILE: &str = "sae_weights.safetensors";
 

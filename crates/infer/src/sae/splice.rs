@@ -2,9 +2,10 @@
 //! reconstruction is spliced into the forward pass in place of the rows
 //! at the recorded site, and the cross-entropy and the KL divergence to
 //! the clean model are compared with the clean pass and with the site
-//! zeroed (Gao et al., 2024, section 4.1). One code path serves a TLLM
-//! model (the site is a block's output) and a decoder language model
-//! ([`crate::lm`]: any [`Site`] of a block).
+//! zeroed (Gao et al., 2024, section 4.1). One code path serves every
+//! model that predicts the next token, through the one model interface
+//! ([`crate::model`]): a TLLM model (the site is a block's output) and a
+//! decoder language model (any [`Site`] of a block).
 //!
 //! The numbers are SAELens's (`sae_lens.evals.get_recons_loss` with
 //! `exclude_special_tokens=True`, its default): positions holding a
@@ -24,88 +25,82 @@ use modelbin_format::saev::Dataset;
 use rayon::prelude::*;
 
 use super::Sae;
-use crate::lm::{LanguageModel, LmConfig, Site};
+use crate::lm::LanguageModel;
+use crate::model::{
+    HookedDecoder, HookedModel, ModelKind, OpenOptions, Recorded, Site, TokenModel, open_model,
+};
 use crate::tllm::Model;
 use crate::{LmError, Result, SaeError};
 
-/// A model and the rows of its forward pass that a splice replaces.
-#[derive(Debug)]
-pub enum Target {
-    /// A TLLM model's block output.
-    Tllm {
-        /// The model.
-        model: Model,
-        /// The block (0 is the first).
-        block: usize,
-    },
-    /// A decoder language model's rows at `site` of block `layer`.
-    Lm {
-        /// The model.
-        model: Box<LanguageModel>,
-        /// The block (0 is the first).
-        layer: usize,
-        /// The hook point.
-        site: Site,
-    },
+/// A model that predicts the next token, and the rows of its forward pass
+/// that a splice replaces: `site` of one block.
+pub struct Target {
+    model: Box<dyn HookedModel>,
+    block: usize,
+    site: Site,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("model", &self.model.name())
+            .field("block", &self.block)
+            .field("site", &self.site)
+            .finish()
+    }
 }
 
 impl Target {
-    /// A TLLM model's block `layer` as recorded (negative counts from the
-    /// last block).
-    pub fn tllm(model: Model, layer: i64) -> Result<Target> {
-        let blocks = i64::from(model.config().n_layers);
-        let block = if layer < 0 { blocks + layer } else { layer };
-        if !(0..blocks).contains(&block) {
-            return Err(LmError::NoSuchLayer {
-                layer: block.max(0) as usize,
-                layers: blocks as usize,
+    /// `site` of block `layer` as recorded (negative counts from the last
+    /// block) of `model`: [`SaeError::NoSplice`] for a model that does not
+    /// predict tokens, [`LmError::NoSuchLayer`] past its blocks.
+    pub fn new(model: Box<dyn HookedModel>, layer: i64, site: Site) -> Result<Target> {
+        if model.decoder().is_none() {
+            return Err(SaeError::NoSplice {
+                family: model.family().to_owned(),
             }
             .into());
         }
-        Ok(Target::Tllm {
-            model,
-            block: block as usize,
-        })
+        crate::model::check_site(model.as_ref(), site)?;
+        let blocks = model.blocks();
+        let Some(block) = crate::model::resolve_layer(layer, blocks) else {
+            let asked = if layer < 0 {
+                blocks as i64 + layer
+            } else {
+                layer
+            };
+            return Err(LmError::NoSuchLayer {
+                layer: asked.max(0) as usize,
+                layers: blocks,
+            }
+            .into());
+        };
+        Ok(Target { model, block, site })
     }
 
-    /// A language model's `site` of block `layer` as recorded (negative
-    /// counts from the last block); [`LmError::NoSuchLayer`] past its
-    /// blocks.
+    /// A TLLM model's block `layer` as recorded (its output).
+    pub fn tllm(model: Model, layer: i64) -> Result<Target> {
+        Target::new(Box::new(model), layer, Site::ResidPost)
+    }
+
+    /// A language model's `site` of block `layer` as recorded.
     pub fn lm(model: LanguageModel, layer: i64, site: Site) -> Result<Target> {
-        let layers = model.config().layers;
-        let block = if layer < 0 {
-            layers as i64 + layer
-        } else {
-            layer
-        };
-        if !(0..layers as i64).contains(&block) {
-            return Err(LmError::NoSuchLayer {
-                layer: block.max(0) as usize,
-                layers,
-            }
-            .into());
-        }
-        Ok(Target::Lm {
-            model: Box::new(model),
-            layer: block as usize,
-            site,
-        })
+        Target::new(Box::new(model), layer, site)
+    }
+
+    /// The decoder ([`Target::new`] checked it has one).
+    fn decoder(&self) -> &dyn HookedDecoder {
+        self.model.decoder().expect("a target predicts tokens")
     }
 
     /// The width of the rows replaced.
     pub fn width(&self) -> usize {
-        match self {
-            Target::Tllm { model, .. } => model.config().model_dim as usize,
-            Target::Lm { model, .. } => model.config().hidden,
-        }
+        self.model.width()
     }
 
     /// The vocabulary's size.
     pub fn vocab(&self) -> usize {
-        match self {
-            Target::Tllm { model, .. } => model.config().vocab_size as usize,
-            Target::Lm { model, .. } => model.config().vocab_size,
-        }
+        self.decoder().vocab()
     }
 
     /// The logits `[ids.len(), vocab]` of one sequence from position 0,
@@ -116,51 +111,15 @@ impl Target {
         ids: &[u32],
         replace: &mut dyn FnMut(&mut [f32]),
     ) -> Result<Vec<f32>> {
-        match self {
-            Target::Tllm { model, block } => {
-                model.session().extend_with_hook(ids, true, &mut |l, rows| {
-                    if l == *block {
-                        replace(rows)
-                    }
-                })
-            }
-            Target::Lm { model, layer, site } => {
-                model
-                    .session()
-                    .extend_with_hook(ids, true, &mut |l, s, rows| {
-                        if l == *layer && s == *site {
-                            replace(rows)
-                        }
-                    })
-            }
-        }
+        let (block, site) = (self.block, self.site);
+        self.decoder()
+            .session()
+            .extend_with_hook(ids, true, &mut |b, s, rows| {
+                if b == block && s == site {
+                    replace(rows)
+                }
+            })
     }
-}
-
-/// The token ids SAELens's evals leave out for a language model in `dir`:
-/// its tokenizer's BOS and EOS (`tokenizer.json` and
-/// `tokenizer_config.json`), else `config.json`'s `bos_token_id` and
-/// `eos_token_id`. (SAELens also names the tokenizer's PAD, SEP and
-/// decoder-start tokens; the decoders here define none apart from BOS and
-/// EOS.)
-pub fn special_tokens(dir: &Path, config: &LmConfig) -> Result<Vec<u32>> {
-    let mut ids: Vec<u32> = if dir.join("tokenizer.json").is_file() {
-        let tokenizer = modelbin_tokenize::HfTokenizer::open_dir(dir)?;
-        tokenizer
-            .bos_id()
-            .into_iter()
-            .chain(tokenizer.eos_id())
-            .collect()
-    } else {
-        config
-            .bos_token_id
-            .into_iter()
-            .chain(config.eos_token_ids.iter().copied())
-            .collect()
-    };
-    ids.sort_unstable();
-    ids.dedup();
-    Ok(ids)
 }
 
 /// A model checked to be the one a dataset was recorded from, with the
@@ -185,25 +144,27 @@ impl Splice {
 
     /// Checks that `model_path` is the model `dataset` was recorded from
     /// (by its hash) and takes the dataset's first `windows` windows;
-    /// `layer` is the layer as recorded. A TLLM recording splices at the
-    /// block's output; a language model's at the site it recorded
-    /// (its metadata's `site`), leaving out its [`special_tokens`].
+    /// `layer` is the layer as recorded. The splice is at the site
+    /// recorded (a block's output unless a language model's recording
+    /// names another), leaving out the model's special tokens (SAELens's
+    /// evals leave out a tokenizer's BOS and EOS).
     pub fn open(model_path: &Path, dataset: &Dataset, layer: i64, windows: u64) -> Result<Splice> {
         let metadata = dataset.metadata();
-        let lm_site = metadata.data.get("site").and_then(|s| s.as_str());
-        if metadata.vit_family != "tllm" && lm_site.is_none() {
+        let recorded = Recorded::of(metadata)
+            .filter(|r| matches!(r.kind, ModelKind::Tllm | ModelKind::LanguageModel));
+        let Some(recorded) = recorded else {
             return Err(SaeError::NoSplice {
                 family: metadata.vit_family.clone(),
             }
             .into());
-        }
+        };
         let Some(ids) = dataset.token_ids() else {
             return Err(SaeError::NoTokenIds {
                 dataset: dataset.dir().to_path_buf(),
             }
             .into());
         };
-        if lm_site.is_none()
+        if recorded.kind == ModelKind::Tllm
             && !model_path.is_dir()
             && let Ok(format) = modelbin_format::detect::detect(model_path)
             && format != Format::Tllm
@@ -217,14 +178,12 @@ impl Splice {
         // The model opens while its hash is checked against the recording's.
         let ((target, special), hash) =
             crate::identity::alongside_checkpoint_id(model_path, || {
-                Ok(match lm_site {
-                    Some(site) => {
-                        let model = LanguageModel::open(model_path)?;
-                        let special = special_tokens(model_path, model.config())?;
-                        (Target::lm(model, layer, site.parse()?)?, special)
-                    }
-                    None => (Target::tllm(Model::open(model_path)?, layer)?, Vec::new()),
-                })
+                let model = open_model(model_path, OpenOptions::default())?;
+                let special = model
+                    .tokens()
+                    .map(TokenModel::special_tokens)
+                    .unwrap_or_default();
+                Ok((Target::new(model, layer, recorded.site)?, special))
             })?;
         same_model(model_path, &hash, dataset)?;
         let windows = (0..windows.min(metadata.n_imgs))

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Sae;
 use super::config::SaeConfig;
-use crate::lm::{LanguageModel, Site, Steering};
+use crate::model::{HookedModel, Site, Steering};
 use crate::{Result, SaeError};
 
 /// The layer and site of the hook `config` (an autoencoder's `cfg.json`,
@@ -33,7 +33,8 @@ pub fn hooked_site(dir: &Path, config: &SaeConfig) -> Result<(usize, Site)> {
     })
 }
 
-/// The steering of `model` by `sae` (read from `dir`, with its `config`):
+/// The steering of `model` (opened from `model_path`) by `sae` (read from
+/// `dir`, with its `config`):
 /// `Σ α · W_dec[latent]` over `steer`'s `(latent, α)` pairs, at the site
 /// the configuration hooks. [`SaeError::TrainedOnOtherModel`] when the
 /// configuration names another checkpoint than the model's,
@@ -42,7 +43,8 @@ pub fn hooked_site(dir: &Path, config: &SaeConfig) -> Result<(usize, Site)> {
 /// of [`hooked_site`], and [`crate::LmError::SteeringOverflow`] when the
 /// sum is not finite in f32.
 pub fn steering(
-    model: &LanguageModel,
+    model: &dyn HookedModel,
+    model_path: &Path,
     sae: &Sae<f32>,
     dir: &Path,
     config: &SaeConfig,
@@ -57,11 +59,11 @@ pub fn steering(
         .into());
     }
     if let Some(trained) = &config.model_checkpoint {
-        let (same, hash) = crate::identity::matches(model.dir(), trained)?;
+        let (same, hash) = crate::identity::matches(model_path, trained)?;
         if !same {
             return Err(SaeError::TrainedOnOtherModel {
                 sae: dir.to_path_buf(),
-                model: model.dir().to_path_buf(),
+                model: model_path.to_path_buf(),
                 hash,
                 trained: trained.clone(),
             }

@@ -25,7 +25,7 @@
 use num_traits::Float;
 use rayon::prelude::*;
 
-use super::run::SaeSetting;
+use super::error::SaeSetting;
 use super::{Activation, Codes, Io, Sae, batch_top_k, firing_of, top_k_of};
 use crate::SaeError;
 use crate::rng::Rng;

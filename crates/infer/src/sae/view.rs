@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use modelbin_format::saev::{Dataset, LayerChoice, Loader, LoaderOptions, Patches, Union};
 
-use super::run::SaeSetting;
+use super::error::SaeSetting;
 use crate::{Result, SaeError};
 
 /// One layer of a dataset and the tokens taken as examples, with the batch

@@ -19,6 +19,7 @@ use crate::nn::kernels::{gelu_tanh, layer_norm, matmul, softmax};
 use crate::rng::Rng;
 use crate::{Error, Result};
 
+mod hooked;
 pub mod train;
 
 use crate::generation::{Decoder, DecoderSession, generate_with};

@@ -114,6 +114,20 @@ struct RawConfig {
     tower: RawTower,
 }
 
+/// The family a `config.json` `model_type` names, and the prefix of its
+/// vision tower's tensors (`vision_model.` inside a full CLIP or SigLIP
+/// model).
+pub(crate) fn vision_family_of(model_type: &str) -> Option<(Family, &'static str)> {
+    Some(match model_type {
+        "dinov2" | "dinov2_with_registers" => (Family::Dinov2, ""),
+        "clip_vision_model" => (Family::Clip, ""),
+        "siglip_vision_model" => (Family::Siglip, ""),
+        "clip" => (Family::Clip, "vision_model."),
+        "siglip" => (Family::Siglip, "vision_model."),
+        _ => return None,
+    })
+}
+
 /// What `model_type` must name.
 const MODEL_TYPES: &str = "expected a vision transformer: dinov2, dinov2_with_registers, \
                            clip, clip_vision_model, siglip or siglip_vision_model";
@@ -154,13 +168,8 @@ impl RawConfig {
     fn validate(self) -> Result<VitConfig> {
         let model_type = self.model_type.get("model_type")?;
         let model_type = model_type.as_deref();
-        let (family, prefix) = match model_type {
-            Some("dinov2" | "dinov2_with_registers") => (Family::Dinov2, ""),
-            Some("clip_vision_model") => (Family::Clip, ""),
-            Some("siglip_vision_model") => (Family::Siglip, ""),
-            Some("clip") => (Family::Clip, "vision_model."),
-            Some("siglip") => (Family::Siglip, "vision_model."),
-            _ => return Err(invalid("model_type", self.model_type.json(), MODEL_TYPES)),
+        let Some((family, prefix)) = model_type.and_then(vision_family_of) else {
+            return Err(invalid("model_type", self.model_type.json(), MODEL_TYPES));
         };
         let key = |name: &str| {
             if prefix.is_empty() {

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use modelbin_format::io::walk::{has_extension, input_files};
 
-use crate::error::{ImageError, Result};
+use crate::Result;
+use crate::vit::error::ImageError;
 
 /// The extensions a directory's files are kept by (compared ignoring case).
 const IMAGE_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png"];

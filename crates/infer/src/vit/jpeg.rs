@@ -22,8 +22,8 @@ use image::RgbImage;
 use image::metadata::Orientation;
 use turbojpeg_sys as tj;
 
-use super::preprocess::{MAX_BYTES, MAX_SIDE};
-use crate::error::ImageError;
+use super::limits::{MAX_BYTES, MAX_SIDE};
+use crate::vit::error::ImageError;
 
 /// The most scans a progressive file may have. Real encoders write about
 /// ten; this is libjpeg-turbo's own recommendation for untrusted input.

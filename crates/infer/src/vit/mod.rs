@@ -33,14 +33,19 @@
 //! ```
 
 mod config;
+pub(crate) mod error;
+mod hooked;
 mod image_files;
 mod interpolate;
 mod jpeg;
+mod limits;
 mod model;
 pub mod preprocess;
 pub mod resample;
 
 pub use config::Family;
+pub use error::ImageError;
+pub use hooked::is_vision_model_type;
 pub use image_files::image_files;
 pub use model::VisionModel;
 pub use preprocess::ImageProcessor;

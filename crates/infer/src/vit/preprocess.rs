@@ -32,13 +32,10 @@ use serde_json::{Map, Value};
 
 use super::jpeg;
 use super::resample::{Filter, crop, resize_part};
-use crate::error::{ImageError, Result};
+use crate::Result;
+use crate::vit::error::ImageError;
 
-/// The largest width or height decoded.
-pub const MAX_SIDE: u32 = 16384;
-/// The most bytes one image's decoded pixels (and each resize buffer) may
-/// take.
-pub const MAX_BYTES: u64 = 256 << 20;
+pub use super::limits::{MAX_BYTES, MAX_SIDE};
 /// The largest `size` or `crop_size` side a configuration may ask for.
 const MAX_CONFIGURED_SIDE: u64 = 8192;
 /// The file a model directory keeps its image processor in.

@@ -59,7 +59,7 @@
 mod added;
 mod alphabet;
 mod bpe;
-mod error;
+pub(crate) mod error;
 mod post;
 mod pretok;
 mod raw;

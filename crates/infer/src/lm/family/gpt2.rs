@@ -9,13 +9,12 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Family, FamilySpec};
+use super::keys::{CommonDefaults, MAX_TABLE, activation, common, divided, epsilon, keys};
+use super::spec::FamilySpec;
 use crate::hf::config::Raw;
 use crate::hf::weights::Weights;
 use crate::lm::block::{Block, Linear};
-use crate::lm::config::{
-    CommonDefaults, LmConfig, MAX_TABLE, NormKind, activation, common, divided, epsilon, keys,
-};
+use crate::lm::config::{Family, LmConfig, NormKind};
 use crate::lm::weights::{BlockTensors, Layout, linear, transpose};
 use crate::{LmError, Result};
 

@@ -14,15 +14,16 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Family, FamilySpec};
+use super::keys::{
+    CommonDefaults, MAX_TABLE, activation, common, divided, epsilon, keys, param, rope,
+    rope_parameters,
+};
+use super::spec::FamilySpec;
 use crate::Result;
 use crate::hf::config::Raw;
 use crate::hf::weights::Weights;
 use crate::lm::block::{Block, Linear};
-use crate::lm::config::{
-    CommonDefaults, LmConfig, MAX_TABLE, NormKind, activation, common, divided, epsilon, keys,
-    param, rope, rope_parameters,
-};
+use crate::lm::config::{Family, LmConfig, NormKind};
 use crate::lm::weights::{BlockTensors, Layout, linear};
 
 pub(super) static SPEC: FamilySpec = FamilySpec {

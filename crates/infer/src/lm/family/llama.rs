@@ -13,14 +13,15 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Family, FamilySpec};
+use super::keys::{
+    CommonDefaults, MAX_TABLE, activation, common, divided, epsilon, keys, param, rope,
+    rope_parameters,
+};
+use super::spec::FamilySpec;
 use crate::hf::config::Raw;
 use crate::hf::weights::Weights;
 use crate::lm::block::Block;
-use crate::lm::config::{
-    CommonDefaults, LmConfig, MAX_TABLE, NormKind, activation, common, divided, epsilon, keys,
-    param, rope, rope_parameters,
-};
+use crate::lm::config::{Family, LmConfig, NormKind};
 use crate::lm::weights::{BlockTensors, Layout, linear};
 use crate::{LmError, Result};
 

@@ -1,57 +1,41 @@
 //! The decoder families, one file each: the keys its transformers
 //! configuration class reads (typed, with that class's defaults), the
 //! block description they give ([`LmConfig`]), and where its tensors are
-//! ([`Layout`]). Adding a family is one file here and one line in
-//! [`FAMILIES`].
+//! ([`Layout`]), as a [`FamilySpec`]. Adding a family is one file here and
+//! one line in [`FAMILIES`]; `keys.rs` holds the key readers the families
+//! share.
 
 mod gpt2;
 mod gpt_neox;
+mod keys;
 mod llama;
 mod qwen2;
+mod spec;
 
-use std::fmt;
+use std::path::Path;
 
+use modelbin_format::io::source::{self, JsonCaps};
 use serde_json::Value;
 
-use crate::Result;
+use crate::hf::config::invalid;
 use crate::hf::weights::Weights;
-use crate::lm::config::LmConfig;
+use crate::lm::config::{Family, LmConfig};
 use crate::lm::weights::Layout;
+use crate::{LmError, Result};
+use spec::FamilySpec;
 
-/// What a family is: its `model_type`, how its configuration is read,
-/// and where its tensors are.
-pub(crate) struct FamilySpec {
-    /// `config.json`'s `model_type`.
-    model_type: &'static str,
-    /// The configuration a whole `config.json` (an object) describes.
-    config: fn(&Value, Family) -> Result<LmConfig>,
-    /// Where the tensors of a checkpoint are.
-    layout: fn(&Weights) -> Layout,
-}
-
-/// Every family, by `model_type`.
+/// Every family, by `model_type`: the one line a new family adds here.
 const FAMILIES: [&FamilySpec; 4] = [&gpt2::SPEC, &gpt_neox::SPEC, &llama::SPEC, &qwen2::SPEC];
-
-/// A family of decoder language models, by `config.json`'s `model_type`:
-/// `gpt2` (GPT-2), `gpt_neox` (Pythia, GPT-NeoX), `llama` (Llama 1–3.x,
-/// TinyLlama, SmolLM) and `qwen2` (Qwen2, Qwen2.5).
-#[derive(Clone, Copy)]
-pub struct Family(&'static FamilySpec);
 
 impl Family {
     /// Every family.
     pub fn all() -> impl Iterator<Item = Family> {
-        FAMILIES.into_iter().map(Family)
+        FAMILIES.into_iter().map(|spec| Family(spec.model_type))
     }
 
     /// The family whose `model_type` is `model_type`.
     pub fn from_model_type(model_type: &str) -> Option<Family> {
         Family::all().find(|f| f.name() == model_type)
-    }
-
-    /// The family's `model_type`.
-    pub fn name(&self) -> &'static str {
-        self.0.model_type
     }
 
     /// The `model_type`s there are, for an error: `a, b or c`.
@@ -64,40 +48,69 @@ impl Family {
         }
     }
 
-    /// The configuration `json` (a whole `config.json`, an object of this
-    /// family's `model_type`) describes.
-    pub(crate) fn config(self, json: &Value) -> Result<LmConfig> {
-        (self.0.config)(json, self)
+    /// What the family is.
+    fn spec(self) -> &'static FamilySpec {
+        FAMILIES
+            .into_iter()
+            .find(|spec| spec.model_type == self.0)
+            .expect("a family is one of FAMILIES")
     }
 
     /// Where the tensors of `weights` are.
     pub(crate) fn layout(self, weights: &Weights) -> Layout {
-        (self.0.layout)(weights)
+        (self.spec().layout)(weights)
     }
 }
 
-impl PartialEq for Family {
-    fn eq(&self, other: &Family) -> bool {
-        self.name() == other.name()
+impl LmConfig {
+    /// Reads `dir/config.json`.
+    pub(crate) fn read(dir: &Path) -> Result<LmConfig> {
+        let path = dir.join("config.json");
+        let json = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG)?;
+        LmConfig::parse(&json)
     }
-}
 
-impl Eq for Family {}
-
-impl std::hash::Hash for Family {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name().hash(state);
+    /// The configuration the bytes of a `config.json` describe (JSON held to
+    /// the configuration caps, as [`LanguageModel::open`] reads the file).
+    ///
+    /// ```
+    /// use modelbin_infer::lm::LmConfig;
+    /// let config = LmConfig::from_json(br#"{"model_type": "gpt2", "n_layer": 2}"#)?;
+    /// assert_eq!((config.layers, config.hidden), (2, 768));
+    /// assert!(LmConfig::from_json(br#"{"model_type": "gpt2", "n_layer": "2"}"#).is_err());
+    /// # Ok::<(), modelbin_infer::Error>(())
+    /// ```
+    ///
+    /// [`LanguageModel::open`]: crate::lm::LanguageModel::open
+    pub fn from_json(bytes: &[u8]) -> Result<LmConfig> {
+        let json = source::parse_json(
+            bytes,
+            "config.json",
+            "a model configuration file",
+            JsonCaps::CONFIG,
+        )?;
+        LmConfig::parse(&json)
     }
-}
 
-impl fmt::Debug for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Family({:?})", self.name())
-    }
-}
-
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    /// The model `json` (a whole `config.json`) describes: its family's
+    /// keys read (each of the right type) with transformers' defaults.
+    pub(crate) fn parse(json: &Value) -> Result<LmConfig> {
+        // Checked first: serde would read an array's items as the fields
+        // in order.
+        if !json.is_object() {
+            return Err(invalid("", json, "expected a JSON object"));
+        }
+        let model_type = json
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(family) = Family::from_model_type(model_type) else {
+            return Err(LmError::UnsupportedModelType {
+                model_type: model_type.to_owned(),
+                supported: Family::names(),
+            }
+            .into());
+        };
+        (family.spec().config)(json, family)
     }
 }

@@ -11,10 +11,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::keys::keys;
 use super::llama::{Defaults, decoder, layout};
-use super::{Family, FamilySpec};
+use super::spec::FamilySpec;
 use crate::hf::config::{Raw, invalid};
-use crate::lm::config::{LmConfig, keys};
+use crate::lm::config::{Family, LmConfig};
 use crate::{LmError, Result};
 
 pub(super) static SPEC: FamilySpec = FamilySpec {

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::OUTLIERS;
 use super::kernels::Outlier;
-use crate::nn::kernels::F32Tier;
+use crate::nn::f32_tier::F32Tier;
 
 /// Activations quantized per row (see the module documentation), rows
 /// padded with zeros to `k4`.

@@ -8,7 +8,7 @@
 
 use modelbin_format::embd::int8::QMAX;
 
-use crate::nn::kernels::F32Tier;
+use crate::nn::f32_tier::F32Tier;
 
 /// Quantizes the rows of `k` values of `w` with a scale per `block`
 /// consecutive values of a row (the last block of a row possibly shorter):

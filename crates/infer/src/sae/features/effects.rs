@@ -15,13 +15,10 @@
 
 use std::path::Path;
 
-use modelbin_format::saev::{Dataset, alone};
-use modelbin_format::tllm::{self, ModelTensor};
-use modelbin_tokenize::HfTokenizer;
+use modelbin_format::saev::Dataset;
 
-use crate::bert::Embedder;
-use crate::lm::LanguageModel;
-use crate::nn::kernels::{matmul, matmul_bt};
+use crate::model::{HookedModel, ModelKind, OpenOptions, Recorded, open_model};
+use crate::nn::kernels::matmul_bt;
 use crate::sae::Sae;
 use crate::sae::splice::check_recorded_from;
 use crate::{Error, Result, SaeError};
@@ -64,23 +61,30 @@ pub enum Effects {
     },
 }
 
-/// The matrix decoder rows are read against.
-#[derive(Debug, Clone)]
+/// What decoder rows are read against.
 pub struct DecoderEffects {
-    kind: Kind,
+    basis: Basis,
     width: usize,
-    /// Each token's text, shown by itself ([`alone`]).
+    /// Each token's text, shown by itself ([`alone`](modelbin_format::saev::alone)).
     names: Vec<String>,
 }
 
-#[derive(Debug, Clone)]
-enum Kind {
-    /// The TLLM unembedding, `[width, vocab]`.
-    Logits(Vec<f32>),
-    /// A decoder language model, whose unembedding is read.
-    Lm(Box<LanguageModel>),
-    /// BERT's word embeddings `[vocab, width]`, their norms, and which
-    /// pieces are special.
+impl std::fmt::Debug for DecoderEffects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecoderEffects")
+            .field("width", &self.width)
+            .field("tokens", &self.names.len())
+            .finish()
+    }
+}
+
+/// How a row becomes effects on tokens.
+enum Basis {
+    /// Through the unembedding of a model that predicts tokens: the
+    /// logits it adds.
+    Unembedding(Box<dyn HookedModel>),
+    /// Against input embeddings `[vocab, width]`: the nearest tokens by
+    /// cosine, their norms, and which tokens are special (left out).
     Nearest {
         embeddings: Vec<f32>,
         norms: Vec<f32>,
@@ -89,59 +93,49 @@ enum Kind {
 }
 
 impl DecoderEffects {
-    /// Reads the unembedding (TLLM, a decoder language model) or word
-    /// embeddings (BERT) of `model`, which must be the model `dataset` was
-    /// recorded from.
+    /// Reads the unembedding (a model that predicts tokens: TLLM, a
+    /// decoder language model) or the input embeddings (BERT) of `model`,
+    /// which must be the model `dataset` was recorded from.
     pub fn open(model: &Path, dataset: &Dataset) -> Result<DecoderEffects> {
-        let family = dataset.metadata().vit_family.as_str();
-        if dataset.metadata().data.get("site").is_some() {
-            check_recorded_from(model, dataset)?;
-            let lm = LanguageModel::open(model)?;
-            let tokenizer = HfTokenizer::open_dir(model)?;
-            let names = (0..lm.config().vocab_size as u32)
-                .map(|id| {
-                    let bytes = tokenizer.decode_bytes(&[id]).unwrap_or_default();
-                    alone(&String::from_utf8_lossy(&bytes))
-                })
-                .collect();
-            return Ok(DecoderEffects {
-                width: lm.config().hidden,
-                kind: Kind::Lm(Box::new(lm)),
-                names,
-            });
-        }
-        if family != "tllm" && family != "bert" {
+        let metadata = dataset.metadata();
+        let recorded = Recorded::of(metadata).filter(|r| r.kind != ModelKind::Vision);
+        if recorded.is_none() {
             return Err(SaeError::NoDecoderEffects {
-                family: family.to_owned(),
+                family: metadata.vit_family.clone(),
             }
             .into());
         }
         check_recorded_from(model, dataset)?;
-        if family == "tllm" {
-            let file = tllm::open(model)?;
-            let config = file.config();
-            let names = (0..config.vocab_size).map(byte_name).collect();
-            return Ok(DecoderEffects {
-                kind: Kind::Logits(file.model_values(ModelTensor::Output).into_owned()),
-                width: config.model_dim as usize,
-                names,
-            });
-        }
-        let embedder = Embedder::open_model(model)?;
-        let width = embedder.config().hidden_size;
-        let embeddings = embedder.encoder().word_embeddings();
-        let names: Vec<String> = (0..embeddings.len() / width.max(1))
-            .map(|id| alone(embedder.tokenizer().token(id as u32).unwrap_or("[?]")))
+        let model = open_model(model, OpenOptions::default())?;
+        let width = model.width();
+        let Some(tokens) = model.tokens() else {
+            return Err(SaeError::NoDecoderEffects {
+                family: metadata.vit_family.clone(),
+            }
+            .into());
+        };
+        let names: Vec<String> = (0..tokens.vocab_size() as u32)
+            .map(|id| tokens.token_name(id))
             .collect();
-        Ok(DecoderEffects {
-            kind: Kind::Nearest {
+        let basis = if model.decoder().is_some() {
+            Basis::Unembedding(model)
+        } else if let Some(embeddings) = model.input_embeddings() {
+            Basis::Nearest {
                 norms: embeddings.chunks_exact(width).map(norm).collect(),
                 special: names
                     .iter()
                     .map(|n| n.starts_with('[') && n.ends_with(']'))
                     .collect(),
                 embeddings,
-            },
+            }
+        } else {
+            return Err(SaeError::NoDecoderEffects {
+                family: metadata.vit_family.clone(),
+            }
+            .into());
+        };
+        Ok(DecoderEffects {
+            basis,
             width,
             names,
         })
@@ -168,10 +162,14 @@ impl DecoderEffects {
                 .collect();
             let out = &mut products[..chunk.len() * vocab];
             let shape = (chunk.len(), width, vocab);
-            match &self.kind {
-                Kind::Logits(output) => matmul(&rows, output, out, shape, false),
-                Kind::Lm(model) => out.copy_from_slice(&model.unembed(&rows)),
-                Kind::Nearest { embeddings, .. } => matmul_bt(&rows, embeddings, out, shape, false),
+            match &self.basis {
+                Basis::Unembedding(model) => {
+                    let decoder = model.decoder().expect("an unembedding's model decodes");
+                    out.copy_from_slice(&decoder.unembed(&rows));
+                }
+                Basis::Nearest { embeddings, .. } => {
+                    matmul_bt(&rows, embeddings, out, shape, false)
+                }
             }
             for (row, values) in rows.chunks_exact(width).zip(out.chunks_exact_mut(vocab)) {
                 effects.push(self.read(row, values));
@@ -192,12 +190,12 @@ impl DecoderEffects {
                 })
                 .collect()
         };
-        match &self.kind {
-            Kind::Logits(_) | Kind::Lm(_) => Effects::Logits {
+        match &self.basis {
+            Basis::Unembedding(_) => Effects::Logits {
                 raised: listed(extremes(values, |a, b| b.total_cmp(&a)), values),
                 lowered: listed(extremes(values, |a, b| a.total_cmp(&b)), values),
             },
-            Kind::Nearest { norms, special, .. } => {
+            Basis::Nearest { norms, special, .. } => {
                 let row_norm = norm(row);
                 for ((v, &n), &special) in values.iter_mut().zip(norms).zip(special) {
                     *v = if special {
@@ -234,17 +232,6 @@ fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
 
-/// The text of byte token `id`: the character for ASCII, shown by itself
-/// ([`alone`]), `\xNN` for the other bytes (a byte alone is not a
-/// character), `[id]` past 255.
-fn byte_name(id: u32) -> String {
-    match u8::try_from(id) {
-        Ok(byte) if byte.is_ascii() => alone(&char::from(byte).to_string()),
-        Ok(byte) => format!("\\x{byte:02x}"),
-        Err(_) => format!("[{id}]"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,11 +244,5 @@ mod tests {
             [1, 3, 4, 8, 7, 0, 6, 2]
         );
         assert_eq!(extremes(&values[..3], |a, b| a.total_cmp(&b)), [2, 0, 1]);
-        assert_eq!(byte_name(b'a'.into()), "a");
-        assert_eq!(byte_name(b'\n'.into()), "⏎");
-        assert_eq!(byte_name(b' '.into()), "␣");
-        assert_eq!(byte_name(b'\t'.into()), "⇥");
-        assert_eq!(byte_name(0xe9), "\\xe9");
-        assert_eq!(byte_name(300), "[300]");
     }
 }

@@ -12,11 +12,13 @@
 pub mod backprop;
 pub mod checkpoint;
 pub mod data;
+pub(crate) mod error;
 mod layout;
 mod ops;
 pub mod optim;
 pub mod run;
 
+pub use error::TrainingError;
 pub use run::{TrainingRun, TrainingSettings, TrainingSummary, bits_per_byte};
 
 use std::path::Path;
@@ -24,9 +26,9 @@ use std::path::Path;
 use modelbin_format::tllm::Config;
 use rayon::prelude::*;
 
+use crate::Result;
 use crate::rng::Rng;
 use crate::tllm::Model;
-use crate::{Result, TrainingError};
 use backprop::{ParamLayout, sequence_loss};
 use checkpoint::OptimizerState;
 use data::Corpus;
