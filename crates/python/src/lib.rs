@@ -12,6 +12,7 @@ mod files;
 mod generating;
 mod id_list;
 mod images;
+mod layers;
 mod lm;
 mod record;
 mod sae;

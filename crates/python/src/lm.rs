@@ -7,7 +7,6 @@ use modelbin_infer::lm::{LanguageModel, LoadOptions, Site, generate_steered};
 use modelbin_infer::sae::steer::steering;
 use modelbin_tokenize::HfTokenizer;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -91,22 +90,7 @@ impl NativeLanguageModel {
         site: &str,
     ) -> PyResult<Vec<Bound<'py, PyArray2<f32>>>> {
         let site: Site = site.parse().map_err(crate::errors::infer_error)?;
-        let blocks = self.model.config().layers as i64;
-        let resolved = layers
-            .iter()
-            .map(|&layer| {
-                let block = if layer < 0 { layer + blocks } else { layer };
-                usize::try_from(block)
-                    .ok()
-                    .filter(|&b| (b as i64) < blocks)
-                    .ok_or_else(|| {
-                        PyValueError::new_err(format!(
-                            "layer {layer}: the model has {blocks} layers (0 to {}, or -{blocks} to -1)",
-                            blocks - 1
-                        ))
-                    })
-            })
-            .collect::<PyResult<Vec<usize>>>()?;
+        let resolved = crate::layers::resolve(&layers, self.model.config().layers)?;
         let rows = ids.len();
         let hidden = self.model.config().hidden;
         let states = py

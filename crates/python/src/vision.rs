@@ -95,21 +95,7 @@ impl NativeVisionModel {
         pixel_values: PyReadonlyArray4<'py, f32>,
         layers: Vec<i64>,
     ) -> PyResult<Vec<Bound<'py, PyArray3<f32>>>> {
-        let blocks = self.model.blocks() as i64;
-        let resolved = layers
-            .iter()
-            .map(|&layer| {
-                let block = if layer < 0 { layer + blocks } else { layer };
-                if (0..blocks).contains(&block) {
-                    Ok(block as usize)
-                } else {
-                    Err(PyValueError::new_err(format!(
-                        "layer {layer}: the model has {blocks} blocks (0 to {}, or -{blocks} to -1)",
-                        blocks - 1
-                    )))
-                }
-            })
-            .collect::<PyResult<Vec<usize>>>()?;
+        let resolved = crate::layers::resolve(&layers, self.model.blocks())?;
         let &[images, channels, height, width] = pixel_values.shape() else {
             return Err(PyValueError::new_err(
                 "pixel_values must be [n, 3, height, width]",
