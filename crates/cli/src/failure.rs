@@ -72,7 +72,26 @@ pub fn invalid(e: impl std::fmt::Display) -> Failure {
 
 impl From<modelbin_format::Error> for Failure {
     fn from(e: modelbin_format::Error) -> Self {
-        Failure::Invalid(e.to_string())
+        Failure::Invalid(with_hint(e.to_string(), flag_hint(&e)))
+    }
+}
+
+/// The flag that mends a library error, where one does: the library names
+/// no flag, so the command line adds it.
+fn flag_hint(e: &modelbin_format::Error) -> Option<&'static str> {
+    match e {
+        modelbin_format::Error::Parquet(
+            modelbin_format::io::texts::parquet::ParquetError::NoColumn { .. },
+        ) => Some("name the column with --field"),
+        _ => None,
+    }
+}
+
+/// `message`, and `hint` after it.
+fn with_hint(message: String, hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!("{message}; {hint}"),
+        None => message,
     }
 }
 
@@ -80,18 +99,29 @@ impl From<modelbin_format::Error> for Failure {
 pub trait NamesPath: Display {
     /// The path the message begins with, when it names one.
     fn named_path(&self) -> Option<&Path>;
+
+    /// The file-format error inside, if any (what a flag hint is read from).
+    fn format_error(&self) -> Option<&modelbin_format::Error>;
 }
 
 impl NamesPath for modelbin_format::Error {
     fn named_path(&self) -> Option<&Path> {
         self.path()
     }
+
+    fn format_error(&self) -> Option<&modelbin_format::Error> {
+        Some(self)
+    }
 }
 
 impl NamesPath for modelbin_infer::Error {
     fn named_path(&self) -> Option<&Path> {
+        self.format_error().and_then(modelbin_format::Error::path)
+    }
+
+    fn format_error(&self) -> Option<&modelbin_format::Error> {
         match self {
-            modelbin_infer::Error::Format(e) => e.path(),
+            modelbin_infer::Error::Format(e) => Some(e),
             _ => None,
         }
     }
@@ -99,17 +129,22 @@ impl NamesPath for modelbin_infer::Error {
 
 impl NamesPath for modelbin_tokenize::Error {
     fn named_path(&self) -> Option<&Path> {
+        self.format_error().and_then(modelbin_format::Error::path)
+    }
+
+    fn format_error(&self) -> Option<&modelbin_format::Error> {
         match self {
-            modelbin_tokenize::Error::Format(e) => e.path(),
+            modelbin_tokenize::Error::Format(e) => Some(e),
             _ => None,
         }
     }
 }
 
 /// An exit-1 failure about `path`: the error's message, prefixed with the
-/// path unless the message already names a path (so no path shows twice).
+/// path unless the message already names a path (so no path shows twice),
+/// and the flag that mends it where one does.
 pub fn at(path: &Path, e: impl NamesPath) -> Failure {
-    let message = e.to_string();
+    let message = with_hint(e.to_string(), e.format_error().and_then(flag_hint));
     let named = e.named_path().is_some() || message.starts_with(&path.display().to_string());
     if named {
         Failure::Invalid(message)

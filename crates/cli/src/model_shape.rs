@@ -3,31 +3,35 @@
 
 use clap::Args;
 use modelbin_format::tllm::Config;
+use modelbin_infer::tllm::train::default_shape;
 
 use crate::args::parse_non_negative;
 use crate::failure::Failure;
+
+/// The library's default shape, which the flags take.
+static SHAPE: std::sync::LazyLock<Config> = std::sync::LazyLock::new(|| default_shape(256));
 
 /// The shape of a model: the same flags and defaults for `tllm init` and
 /// `tllm train`.
 #[derive(Debug, Args)]
 pub struct ModelShape {
     /// Model dimension.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = SHAPE.model_dim)]
     pub dim: u32,
     /// Transformer blocks.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = SHAPE.n_layers)]
     pub layers: u32,
     /// Attention heads (must divide --dim).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = SHAPE.n_heads)]
     pub heads: u32,
     /// Feed-forward hidden dimension.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = SHAPE.ffn_hidden_dim)]
     pub ffn: u32,
     /// Context length (max_seq_len; training runs on windows this long).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = SHAPE.max_seq_len)]
     pub seq: u32,
     /// Residual dropout rate (stored in the header; used by training only).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_non_negative)]
+    #[arg(long, default_value_t = SHAPE.dropout, value_parser = parse_non_negative)]
     pub dropout: f32,
 }
 

@@ -14,6 +14,16 @@ use crate::failure::{Failure, at};
 use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
 
+/// The library's defaults of a recording, which the flags take.
+static DEFAULTS: std::sync::LazyLock<RecordSettings> =
+    std::sync::LazyLock::new(RecordSettings::default);
+
+/// The default layers as `--layers` writes them.
+static DEFAULT_LAYERS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let layers: Vec<String> = DEFAULTS.layers.iter().map(i64::to_string).collect();
+    layers.join(",")
+});
+
 /// Arguments of `modelbin acts record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -31,7 +41,7 @@ pub struct RecordArgs {
         long,
         value_delimiter = ',',
         allow_hyphen_values = true,
-        default_value = "-1"
+        default_value = DEFAULT_LAYERS.as_str()
     )]
     layers: Vec<i64>,
     /// Tokens per window, one SAEV image each (default: the model's
@@ -60,14 +70,14 @@ pub struct RecordArgs {
     /// (blocks.L.hook_SITE): the block's output before any final norm
     /// (resid_post), its input (resid_pre), or the attention's or MLP's
     /// output (attn_out, mlp_out).
-    #[arg(long, default_value = "resid_post", value_parser = parse_site, conflicts_with = "images")]
+    #[arg(long, default_value = DEFAULTS.site.name(), value_parser = parse_site, conflicts_with = "images")]
     site: Site,
     /// A language model: do not start each window with the tokenizer's BOS
     /// token (SAELens's prepend_bos, which also separates texts with it).
     #[arg(long, conflicts_with = "images")]
     no_bos: bool,
     /// Vectors per shard budget.
-    #[arg(long, default_value_t = 2_400_000)]
+    #[arg(long, default_value_t = DEFAULTS.max_patches_per_shard)]
     max_patches_per_shard: u64,
     /// The root directory, where `<HASH>/` is created.
     #[arg(short, long)]

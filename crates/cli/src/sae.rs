@@ -41,44 +41,48 @@ pub enum ArchitectureArg {
     Relu,
 }
 
+/// The library's defaults of a training run, which the flags take.
+static DEFAULTS: std::sync::LazyLock<TrainSettings> =
+    std::sync::LazyLock::new(TrainSettings::default);
+
 /// Arguments of `modelbin sae train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     #[command(flatten)]
     view: ViewArgs,
     /// Latents.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = DEFAULTS.d_sae as u64)]
     d_sae: u64,
     /// The architecture.
-    #[arg(long, value_enum, default_value = "topk")]
+    #[arg(long, value_enum, default_value = DEFAULTS.architecture.name())]
     architecture: ArchitectureArg,
     /// Latents kept per input (topk; batchtopk: on average).
-    #[arg(short, long, default_value_t = 32)]
+    #[arg(short, long, default_value_t = Architecture::DEFAULT_K as u64)]
     k: u64,
     /// Weight of the L1 penalty (relu; SAELens's l1_coefficient).
-    #[arg(long, default_value_t = 5.0, value_parser = crate::args::parse_number)]
+    #[arg(long, default_value_t = Architecture::DEFAULT_L1_COEFF, value_parser = crate::args::parse_number)]
     l1_coeff: f64,
     /// Optimisation steps (one batch each; epochs repeat as needed).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = DEFAULTS.steps)]
     steps: u64,
     /// Peak learning rate (Adam; warmup over 5% of the steps, cosine to a tenth).
-    #[arg(long, default_value_t = 1e-3, value_parser = crate::args::parse_number)]
+    #[arg(long, default_value_t = DEFAULTS.lr, value_parser = crate::args::parse_number)]
     lr: f64,
     /// Seed of the initial weights and of the shuffling.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULTS.seed)]
     seed: u64,
     /// Dead latents reconstructing the residual in the AuxK loss (default: d_in / 2; 0: off).
     #[arg(long)]
     aux_k: Option<u64>,
     /// Inputs without firing after which a latent counts as dead.
-    #[arg(long, default_value_t = 10_000_000)]
+    #[arg(long, default_value_t = DEFAULTS.dead_after)]
     dead_after: u64,
     /// Append one JSON object per step to this file.
     #[arg(long)]
     log: Option<PathBuf>,
     /// Also write the run's state (--out/checkpoint.safetensors) every N
     /// steps (0: only at the end).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULTS.checkpoint_every)]
     checkpoint_every: u64,
     /// Continue the run whose checkpoint is in --out, up to --steps (bit
     /// for bit the same as one uninterrupted run when --steps is unchanged).

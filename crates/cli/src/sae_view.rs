@@ -49,7 +49,7 @@ pub struct ViewArgs {
     #[arg(long, value_enum, default_value = "image")]
     pub patches: PatchesArg,
     /// Examples per batch.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = View::DEFAULT_BATCH_SIZE as u64)]
     batch_size: u64,
     /// Worker threads (default: one per core; at most 256).
     #[arg(long, value_parser = crate::args::parse_threads)]

@@ -637,29 +637,15 @@ struct CostRequest<'a> {
     messages: Option<&'a Path>,
 }
 
-/// Days a price table may age before `cost` warns.
-const STALE_AFTER_DAYS: i64 = 90;
-
 /// The bundled price table, overlaid with `path`'s entries; a warning on
-/// stderr when its date is over [`STALE_AFTER_DAYS`] old.
+/// stderr when its prices are stale.
 fn price_table(path: Option<&Path>) -> Result<PriceTable, Failure> {
-    let mut table = PriceTable::bundled();
-    if let Some(path) = path {
-        let text = modelbin_format::io::source::read_capped_text(path, "a price table", 1 << 20)
-            .map_err(|e| at(path, e))?;
-        let extra = PriceTable::parse(&text).map_err(|e| at(path, e))?;
-        table = table.overlay(extra);
-    }
-    let today = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| (d.as_secs() / 86_400) as i64);
-    if let Some(age) = table.age_in_days(today)
-        && age > STALE_AFTER_DAYS
-    {
-        crate::stderr::errln!(
-            "warning: the price table is from {} ({age} days ago); prices may have changed: pass --prices FILE with current ones",
-            table.as_of
-        );
+    let table = PriceTable::with_overlays(path, None).map_err(|e| match path {
+        Some(path) => at(path, e),
+        None => invalid(e),
+    })?;
+    if let Some(stale) = table.staleness() {
+        crate::stderr::errln!("warning: {stale}: pass --prices FILE with current ones");
     }
     Ok(table)
 }

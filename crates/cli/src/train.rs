@@ -13,6 +13,10 @@ use crate::progress::Progress;
 use crate::stdout::{outln, print_json};
 
 /// Arguments of `modelbin tllm train`.
+/// The library's defaults of a training run, which the flags take.
+static DEFAULTS: std::sync::LazyLock<TrainingSettings> =
+    std::sync::LazyLock::new(TrainingSettings::default);
+
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     /// Text files to train on (bytes are the tokens), concatenated.
@@ -24,34 +28,34 @@ pub struct TrainArgs {
     #[command(flatten)]
     shape: crate::model_shape::ModelShape,
     /// Sequences per step.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = DEFAULTS.batch_size as u64, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
     /// Total optimisation steps (≥ 1).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = DEFAULTS.steps, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 3e-3, value_parser = parse_positive)]
+    #[arg(long, default_value_t = DEFAULTS.lr, value_parser = parse_positive)]
     lr: f64,
     /// Linear warmup steps (default: min(100, steps / 10)).
     #[arg(long)]
     warmup: Option<u64>,
     /// AdamW weight decay (matrices and embeddings).
-    #[arg(long, default_value_t = 0.1, value_parser = parse_coefficient)]
+    #[arg(long, default_value_t = DEFAULTS.weight_decay, value_parser = parse_coefficient)]
     weight_decay: f64,
     /// Clip the global gradient norm to this (0: off).
-    #[arg(long, default_value_t = 1.0, value_parser = parse_coefficient)]
+    #[arg(long, default_value_t = DEFAULTS.clip, value_parser = parse_coefficient)]
     clip: f64,
     /// Random seed (initialisation, batches, dropout).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULTS.seed)]
     seed: u64,
     /// Fraction of the corpus (its end) held out for validation.
-    #[arg(long, default_value_t = 0.1, value_parser = parse_fraction)]
+    #[arg(long, default_value_t = DEFAULTS.val_fraction, value_parser = parse_fraction)]
     val_fraction: f64,
     /// Evaluate and print losses every N steps.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = DEFAULTS.eval_every)]
     eval_every: u64,
     /// Write a checkpoint every N steps (0: only at the end).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULTS.checkpoint_every)]
     checkpoint_every: u64,
     /// Continue from the checkpoint at --out (same configuration and seed).
     #[arg(long, conflicts_with = "force")]

@@ -84,7 +84,7 @@ pub enum Error {
     /// A result that is NaN or infinite: the model's weights (see
     /// `modelbin verify`) or its configuration make it so. Never returned
     /// as a value.
-    #[error("{what} came out NaN or infinite; check the model with `modelbin verify`")]
+    #[error("{what} came out NaN or infinite; verifying the model file checks its weights")]
     NonFinite {
         /// The result: "the embedding", "the logits", ...
         what: &'static str,

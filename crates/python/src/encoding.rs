@@ -250,6 +250,23 @@ impl NativeEncoding {
         self.id_list(py, &ids)
     }
 
+    /// tiktoken's check that no string of `disallowed` occurs in any of
+    /// `texts`: `ValueError` naming the first, as tiktoken words it.
+    fn check_special(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<()> {
+        py.detach(|| {
+            let disallowed = only(&disallowed);
+            texts
+                .iter()
+                .try_for_each(|text| modelbin_tokenize::check_disallowed(text, &disallowed))
+        })
+        .map_err(tokenize_error)
+    }
+
     /// Ids of `text`: `allowed` special tokens become their ids, a
     /// `disallowed` one in the text is a `ValueError`.
     fn encode<'py>(
@@ -348,8 +365,10 @@ pub fn clear_piece_cache() {
 }
 
 /// What `input_tokens` input tokens (an int, or a text counted with the
-/// model's encoding), `output_tokens` and `cached_tokens` of `model` cost,
-/// as `modelbin tokens cost --json` reports it (JSON text). `prices` is a
+/// model's encoding), `output_tokens` and `cached_tokens` of `model` cost:
+/// JSON text of `{"estimate": …, "stale": …}`, the estimate as `modelbin
+/// tokens cost --json` reports it and the library's stale-price warning
+/// (null when the prices are recent). `prices` is a
 /// price table file and `prices_json` a table's text; their entries are
 /// added to the bundled table's (a table in another currency replaces it).
 /// `KeyError` for a model no table prices, `ValueError` for what the
@@ -375,16 +394,8 @@ pub fn cost(
         e => pyo3::exceptions::PyValueError::new_err(e.to_string()),
     };
     py.detach(|| {
-        let mut table = PriceTable::bundled();
-        if let Some(path) = &prices {
-            let text =
-                modelbin_format::io::source::read_capped_text(path, "a price table", 1 << 20)
-                    .map_err(crate::errors::format_error)?;
-            table = table.overlay(PriceTable::parse(&text).map_err(cost_error)?);
-        }
-        if let Some(text) = &prices_json {
-            table = table.overlay(PriceTable::parse(text).map_err(cost_error)?);
-        }
+        let table = PriceTable::with_overlays(prices.as_deref(), prices_json.as_deref())
+            .map_err(cost_error)?;
         let input_tokens = match input_tokens {
             CostInput::Tokens(tokens) => tokens,
             CostInput::Text(text) => {
@@ -397,7 +408,8 @@ pub fn cost(
         let estimate = table
             .estimate(model, input_tokens, cached_tokens, output_tokens)
             .map_err(cost_error)?;
-        Ok(serde_json::to_string(&estimate).expect("an estimate serializes"))
+        let stale = table.staleness().map(|stale| stale.to_string());
+        Ok(serde_json::json!({"estimate": estimate, "stale": stale}).to_string())
     })
 }
 

@@ -105,19 +105,54 @@ fn python_error(e: modelbin_format::Error, file: Option<&std::path::Path>) -> Py
     }
 }
 
+/// `text` as Python's `repr` shows a `str`: in single quotes (double
+/// quotes when it holds a single quote and no double quote), with the
+/// backslash, the quote, line breaks, tabs and other control characters
+/// escaped (tiktoken's messages quote tokens so).
+fn python_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
 /// A tokenizer error as tiktoken raises it.
 pub fn tokenize_error(e: modelbin_tokenize::Error) -> PyErr {
     use modelbin_tokenize::Error;
     match e {
         Error::Format(e) => format_error(e),
-        Error::DisallowedSpecial { token, .. } => PyValueError::new_err(format!(
-            "Encountered text corresponding to disallowed special token {token:?}.\n\
-             If you want this text to be encoded as a special token, pass it to `allowed_special`, \
-             e.g. `allowed_special={{{token:?}, ...}}`.\n\
-             If you want this text to be encoded as normal text, disable the check for this token \
-             by passing `disallowed_special=(enc.special_tokens_set - {{{token:?}}})`.\n\
-             To disable this check for all special tokens, pass `disallowed_special=()`.\n"
-        )),
+        Error::DisallowedSpecial { token, .. } => {
+            let token = python_repr(&token);
+            PyValueError::new_err(format!(
+                "Encountered text corresponding to disallowed special token {token}.\n\
+                 If you want this text to be encoded as a special token, pass it to `allowed_special`, \
+                 e.g. `allowed_special={{{token}, ...}}`.\n\
+                 If you want this text to be encoded as normal text, disable the check for this token \
+                 by passing `disallowed_special=(enc.special_tokens_set - {{{token}}})`.\n\
+                 To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+            ))
+        }
         Error::UnknownToken(id) => PyKeyError::new_err(format!("Invalid token for decoding: {id}")),
         Error::UnknownModel { model, .. } => PyKeyError::new_err(format!(
             "Could not automatically map {model} to a tokeniser. \

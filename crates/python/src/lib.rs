@@ -5,6 +5,7 @@
 //! Python `PanicException`, never an abort.
 
 mod convert;
+mod defaults;
 mod embedder;
 mod encoding;
 mod errors;
@@ -62,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::open_input, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_config_text, m)?)?;
     m.add_function(wrap_pyfunction!(files::checkpoint_id, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;

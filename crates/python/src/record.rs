@@ -15,33 +15,38 @@ use crate::sae::with_progress;
 /// the summary `acts record --json` prints, as JSON text. `progress(done, total)` is called with tokens after each round;
 /// Ctrl-C between rounds raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
-#[pyo3(signature = (model, files, out, *, layers, tokens_per_text, cls, max_patches_per_shard, jsonl=false, field=None, site="resid_post", bos=true, int8=false, texts=None, progress=None))]
+#[pyo3(signature = (model, files, out, *, layers=None, tokens_per_text=None, cls=false, max_patches_per_shard=None, jsonl=false, field=None, site=None, bos=true, int8=false, texts=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn acts_record(
     py: Python<'_>,
     model: PathBuf,
     files: Vec<PathBuf>,
     out: PathBuf,
-    layers: Vec<i64>,
+    layers: Option<Vec<i64>>,
     tokens_per_text: Option<usize>,
     cls: bool,
-    max_patches_per_shard: u64,
+    max_patches_per_shard: Option<u64>,
     jsonl: bool,
     field: Option<String>,
-    site: &str,
+    site: Option<&str>,
     bos: bool,
     int8: bool,
     texts: Option<Vec<String>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
+    // A setting left out (None) is the library's default.
+    let defaults = RecordSettings::default();
     let settings = RecordSettings {
-        layers,
+        layers: layers.unwrap_or(defaults.layers),
         tokens_per_text,
         cls,
-        site: site.parse().map_err(infer_error)?,
+        site: match site {
+            Some(site) => site.parse().map_err(infer_error)?,
+            None => defaults.site,
+        },
         bos,
         int8,
-        max_patches_per_shard,
+        max_patches_per_shard: max_patches_per_shard.unwrap_or(defaults.max_patches_per_shard),
         text_format: TextFormat { jsonl, field },
     };
     let recording = py
@@ -71,16 +76,17 @@ pub fn acts_record_images(
     model: PathBuf,
     images: Vec<PathBuf>,
     out: PathBuf,
-    layers: Vec<i64>,
-    max_patches_per_shard: u64,
+    layers: Option<Vec<i64>>,
+    max_patches_per_shard: Option<u64>,
     strict: bool,
     int8: bool,
     scan_progress: Option<Py<PyAny>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
+    let defaults = ImageRecordSettings::default();
     let settings = ImageRecordSettings {
-        layers,
-        max_patches_per_shard,
+        layers: layers.unwrap_or(defaults.layers),
+        max_patches_per_shard: max_patches_per_shard.unwrap_or(defaults.max_patches_per_shard),
         strict,
         int8,
     };

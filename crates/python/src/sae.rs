@@ -294,34 +294,46 @@ pub fn sae_train(
     layer: i64,
     out: PathBuf,
     patches_name: &str,
-    d_sae: usize,
-    architecture: &str,
-    k: usize,
-    l1_coeff: f64,
-    steps: u64,
-    batch_size: usize,
-    lr: f64,
-    seed: u64,
+    d_sae: Option<usize>,
+    architecture: Option<&str>,
+    k: Option<usize>,
+    l1_coeff: Option<f64>,
+    steps: Option<u64>,
+    batch_size: Option<usize>,
+    lr: Option<f64>,
+    seed: Option<u64>,
     aux_k: Option<usize>,
-    dead_after: u64,
+    dead_after: Option<u64>,
     threads: Option<usize>,
-    checkpoint_every: u64,
+    checkpoint_every: Option<u64>,
     resume: bool,
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let architecture = Architecture::named(architecture, k, l1_coeff).map_err(sae_error)?;
+    // A setting left out (None) is the library's default.
+    let defaults = TrainSettings::default();
+    let architecture = Architecture::named(
+        architecture.unwrap_or(defaults.architecture.name()),
+        k.unwrap_or(Architecture::DEFAULT_K),
+        l1_coeff.unwrap_or(Architecture::DEFAULT_L1_COEFF),
+    )
+    .map_err(sae_error)?;
     let patches = patches(patches_name)?;
     let settings = TrainSettings {
-        lr,
-        seed,
+        lr: lr.unwrap_or(defaults.lr),
+        seed: seed.unwrap_or(defaults.seed),
         aux_k,
-        dead_after,
-        checkpoint_every,
+        dead_after: dead_after.unwrap_or(defaults.dead_after),
+        checkpoint_every: checkpoint_every.unwrap_or(defaults.checkpoint_every),
         resume,
         replace: force,
-        ..TrainSettings::new(architecture, d_sae, steps)
+        ..TrainSettings::new(
+            architecture,
+            d_sae.unwrap_or(defaults.d_sae),
+            steps.unwrap_or(defaults.steps),
+        )
     };
+    let batch_size = batch_size.unwrap_or(View::DEFAULT_BATCH_SIZE);
     // The settings are refused before the dataset is read.
     settings.validate().map_err(sae_error)?;
     let mut run = py
@@ -383,11 +395,12 @@ fn open_view(
     dataset: &std::path::Path,
     layer: i64,
     patches_name: &str,
-    batch_size: usize,
+    batch_size: Option<usize>,
     threads: Option<usize>,
 ) -> PyResult<View> {
     let patches = patches(patches_name)?;
-    py.detach(|| View::open(dataset, layer, patches, batch_size.max(1), threads))
+    let batch_size = batch_size.unwrap_or(View::DEFAULT_BATCH_SIZE).max(1);
+    py.detach(|| View::open(dataset, layer, patches, batch_size, threads))
         .map_err(infer_error)
 }
 
@@ -462,7 +475,7 @@ pub fn sae_evaluate(
     dataset: PathBuf,
     layer: i64,
     patches_name: &str,
-    batch_size: usize,
+    batch_size: Option<usize>,
     threads: Option<usize>,
     model: Option<PathBuf>,
     ce_windows: u64,
@@ -503,7 +516,7 @@ pub fn sae_features(
     dataset: PathBuf,
     layer: i64,
     patches_name: &str,
-    batch_size: usize,
+    batch_size: Option<usize>,
     threads: Option<usize>,
     top: usize,
     quantiles: usize,

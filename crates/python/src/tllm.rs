@@ -81,22 +81,22 @@ pub fn tllm_train(
     py: Python<'_>,
     corpus: Vec<PathBuf>,
     out: PathBuf,
-    dim: u32,
-    layers: u32,
-    heads: u32,
-    ffn: u32,
-    seq: u32,
-    dropout: f32,
-    batch_size: usize,
-    steps: u64,
-    lr: f64,
+    dim: Option<u32>,
+    layers: Option<u32>,
+    heads: Option<u32>,
+    ffn: Option<u32>,
+    seq: Option<u32>,
+    dropout: Option<f32>,
+    batch_size: Option<usize>,
+    steps: Option<u64>,
+    lr: Option<f64>,
     warmup: Option<u64>,
-    weight_decay: f64,
-    clip: f64,
-    seed: u64,
-    val_fraction: f64,
-    eval_every: u64,
-    checkpoint_every: u64,
+    weight_decay: Option<f64>,
+    clip: Option<f64>,
+    seed: Option<u64>,
+    val_fraction: Option<f64>,
+    eval_every: Option<u64>,
+    checkpoint_every: Option<u64>,
     resume: bool,
     force: bool,
     threads: Option<usize>,
@@ -105,15 +105,23 @@ pub fn tllm_train(
     use modelbin_format::tllm::Config;
     use modelbin_infer::Stepped;
     use modelbin_infer::tllm::train::{TrainingRun, TrainingSettings};
+    // A setting left out (None) is the library's default.
+    let defaults = TrainingSettings::default();
+    let shape = &defaults.config;
     let config = Config {
-        model_dim: dim,
-        n_layers: layers,
-        n_heads: heads,
-        ffn_hidden_dim: ffn,
-        max_seq_len: seq,
-        vocab_size: 256,
-        dropout,
+        model_dim: dim.unwrap_or(shape.model_dim),
+        n_layers: layers.unwrap_or(shape.n_layers),
+        n_heads: heads.unwrap_or(shape.n_heads),
+        ffn_hidden_dim: ffn.unwrap_or(shape.ffn_hidden_dim),
+        max_seq_len: seq.unwrap_or(shape.max_seq_len),
+        vocab_size: shape.vocab_size,
+        dropout: dropout.unwrap_or(shape.dropout),
     };
+    let batch_size = batch_size.unwrap_or(defaults.batch_size);
+    let steps = steps.unwrap_or(defaults.steps);
+    let lr = lr.unwrap_or(defaults.lr);
+    let weight_decay = weight_decay.unwrap_or(defaults.weight_decay);
+    let clip = clip.unwrap_or(defaults.clip);
     config.validate().map_err(crate::errors::format_error)?;
     let positive = |value: f64| value.is_finite() && value > 0.0;
     let coefficient = |value: f64| value.is_finite() && value >= 0.0;
@@ -134,10 +142,10 @@ pub fn tllm_train(
         warmup,
         weight_decay,
         clip,
-        seed,
-        val_fraction,
-        eval_every,
-        checkpoint_every,
+        seed: seed.unwrap_or(defaults.seed),
+        val_fraction: val_fraction.unwrap_or(defaults.val_fraction),
+        eval_every: eval_every.unwrap_or(defaults.eval_every),
+        checkpoint_every: checkpoint_every.unwrap_or(defaults.checkpoint_every),
         resume,
         replace: force,
         threads,

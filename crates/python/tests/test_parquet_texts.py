@@ -56,7 +56,7 @@ def test_a_directory_gives_its_parquet_files_and_another_column_is_named_by_fiel
     done = subprocess.run([str(cli), "tokens", "count", "--field", "body", str(tmp_path / "data")],
                           capture_output=True, text=True)
     assert done.returncode == 1
-    assert 'no column "body" (its columns: id, text)' in done.stderr
+    assert 'no column "body" (its columns: id, text); name the column with --field' in done.stderr
 
 
 def test_search_ranks_rows_and_names_them_from_one(tmp_path, cli, minilm_dir):

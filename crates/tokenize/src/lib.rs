@@ -52,6 +52,6 @@ pub use error::{Error, Result};
 pub use hf::{HfTokenizer, HfTokenizerError, hf_byte_char};
 pub use modelbin_format::embd::SpecialTokens;
 pub use pretokenize::Pattern;
-pub use tokenizer::{Specials, Tokenizer, clear_piece_cache};
+pub use tokenizer::{Specials, Tokenizer, check_disallowed, clear_piece_cache};
 pub use vocab::Source;
 pub use wordpiece::WordPiece;

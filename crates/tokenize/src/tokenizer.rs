@@ -34,6 +34,23 @@ pub enum Specials<'a> {
     Only(&'a [&'a str]),
 }
 
+/// tiktoken's check before encoding: [`Error::DisallowedSpecial`] naming
+/// the first of `disallowed` (any strings, as tiktoken takes them) that
+/// occurs in `text`, the leftmost.
+pub fn check_disallowed(text: &str, disallowed: &[&str]) -> Result<()> {
+    match disallowed
+        .iter()
+        .filter_map(|t| text.find(t).map(|at| (at, *t)))
+        .min()
+    {
+        Some((offset, token)) => Err(Error::DisallowedSpecial {
+            token: token.to_owned(),
+            offset,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A BPE tokenizer that gives exactly tiktoken's ids for its encoding.
 /// Thread-safe: share one across threads.
 #[derive(Debug)]
@@ -235,21 +252,13 @@ impl Tokenizer {
         disallowed: Specials<'_>,
     ) -> Result<Vec<u32>> {
         let allowed = self.select(allowed)?;
-        let disallowed: Vec<_> = self
-            .select(disallowed)?
-            .into_iter()
-            .filter(|d| !allowed.iter().any(|a| a.1 == d.1))
-            .collect();
-        if let Some((offset, token)) = disallowed
+        let disallowed = self.select(disallowed)?;
+        let disallowed: Vec<&str> = disallowed
             .iter()
-            .filter_map(|(t, _)| text.find(t.as_str()).map(|at| (at, t)))
-            .min()
-        {
-            return Err(Error::DisallowedSpecial {
-                token: token.clone(),
-                offset,
-            });
-        }
+            .filter(|d| !allowed.iter().any(|a| a.1 == d.1))
+            .map(|(t, _)| t.as_str())
+            .collect();
+        check_disallowed(text, &disallowed)?;
         let mut ids = Vec::with_capacity(text.len() / 3);
         if allowed.is_empty() {
             self.for_each_ordinary(text, &mut |id| ids.push(id))?;

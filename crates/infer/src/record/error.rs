@@ -118,7 +118,7 @@ pub enum RecordError {
     /// stops before writing it (and leaves no dataset), whatever made it
     /// so (non-finite weights, constants or inputs).
     #[error(
-        "{input}: the recorded vector of layer {layer}, token {token} holds {value}; nothing was written (`modelbin verify` checks a model file's weights)"
+        "{input}: the recorded vector of layer {layer}, token {token} holds {value}; nothing was written (verifying the model file checks its weights)"
     )]
     NonFinite {
         /// The input: the image file, or the text window.

@@ -49,9 +49,10 @@ impl Default for ImageRecordSettings {
     /// The last block, 2,400,000 vectors per shard, undecodable files
     /// skipped, float32: the command line's defaults.
     fn default() -> Self {
+        let text = super::RecordSettings::default();
         ImageRecordSettings {
-            layers: vec![-1],
-            max_patches_per_shard: 2_400_000,
+            layers: text.layers,
+            max_patches_per_shard: text.max_patches_per_shard,
             strict: false,
             int8: false,
         }

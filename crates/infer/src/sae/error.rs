@@ -125,7 +125,7 @@ pub enum SaeError {
     },
     /// An input vector holds NaN or Inf.
     #[error(
-        "{dataset}: the vector of image {img}, layer {layer}, token {token} holds NaN or Inf; SAEs train on finite values (`modelbin acts verify --values` counts them)"
+        "{dataset}: the vector of image {img}, layer {layer}, token {token} holds NaN or Inf; SAEs train on finite values (verifying the dataset's values counts them)"
     )]
     NonFiniteInput {
         /// The dataset directory.
@@ -163,9 +163,7 @@ pub enum SaeError {
         family: String,
     },
     /// The dataset kept no token ids to run the model on.
-    #[error(
-        "model: {dataset} kept no token ids (tokens.bin); record it again with `modelbin acts record`"
-    )]
+    #[error("model: {dataset} kept no token ids (tokens.bin); record it again to keep them")]
     NoTokenIds {
         /// The dataset directory.
         dataset: PathBuf,

@@ -71,6 +71,16 @@ pub struct TrainSettings {
     pub replace: bool,
 }
 
+impl Default for TrainSettings {
+    /// What a run takes when a face leaves a setting out (the command
+    /// line's flag defaults, Python's keyword defaults): TopK with
+    /// [`Architecture::DEFAULT_K`] latents per input, 4,096 latents, 1,000
+    /// steps, and [`TrainSettings::new`]'s defaults for the rest.
+    fn default() -> Self {
+        TrainSettings::new(Architecture::default(), 4096, 1000)
+    }
+}
+
 impl TrainSettings {
     /// `d_sae` latents of `architecture` over `steps` steps, with the
     /// command line's defaults for the rest: learning rate 1e-3, seed 0,

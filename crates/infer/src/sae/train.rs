@@ -323,7 +323,21 @@ pub enum Architecture {
     },
 }
 
+impl Default for Architecture {
+    /// TopK with [`Architecture::DEFAULT_K`].
+    fn default() -> Self {
+        Architecture::TopK {
+            k: Architecture::DEFAULT_K,
+        }
+    }
+}
+
 impl Architecture {
+    /// Latents kept per input when a face leaves `k` out.
+    pub const DEFAULT_K: usize = 32;
+    /// The L1 weight when a face leaves it out.
+    pub const DEFAULT_L1_COEFF: f64 = 5.0;
+
     /// The architecture `name`d (`topk`, `batchtopk` or `relu`) with `k`
     /// or `l1_coeff`, whichever it takes. Both are checked whichever it
     /// takes, as the command line and Python take both with defaults: a bad

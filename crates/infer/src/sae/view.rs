@@ -25,6 +25,9 @@ pub struct View {
 }
 
 impl View {
+    /// Examples per batch when a face leaves the batch size out.
+    pub const DEFAULT_BATCH_SIZE: usize = 4096;
+
     /// Opens the dataset in `dir` (`<root>/<HASH>`, or a union manifest)
     /// and checks that it recorded `layer` and holds the `patches` asked
     /// for. `threads` of `None` is one per core of the current rayon pool;

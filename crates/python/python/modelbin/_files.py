@@ -97,7 +97,8 @@ def cost(model: str, input_tokens: "Union[int, str, Chat]" = 0, output_tokens: i
     ``input_tokens``) is counted as :func:`count_messages` counts it, with the
     priced model's encoding, and added. ``prices`` is a price table (a file,
     or a dict of the same shape) whose entries add to the bundled ones; a
-    table in another currency replaces them. ``KeyError`` for a model no
+    table in another currency replaces them; prices over 90 days old warn
+    (``UserWarning``), as the command line does. ``KeyError`` for a model no
     table prices; ``ValueError`` for cached tokens without a cached price or
     output tokens without an output price."""
     from . import _native
@@ -112,7 +113,7 @@ def cost(model: str, input_tokens: "Union[int, str, Chat]" = 0, output_tokens: i
     if messages is not None:
         # The priced model's encoding (a price table may name one for a
         # model tiktoken does not map) counts the chat.
-        encoding = json.loads(_native.cost(model, 0, 0, 0, **table))["encoding"]
+        encoding = json.loads(_native.cost(model, 0, 0, 0, **table))["estimate"]["encoding"]
         report = json.loads(_native.count_chat(json.dumps(messages), model, encoding))
         for warning in report["warnings"]:
             warnings.warn(warning, stacklevel=2)
@@ -121,4 +122,9 @@ def cost(model: str, input_tokens: "Union[int, str, Chat]" = 0, output_tokens: i
             chat_tokens += get_encoding(encoding).count(input_tokens)
             input_tokens = 0
         input_tokens = int(input_tokens) + chat_tokens
-    return json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens, **table))
+    priced = json.loads(_native.cost(model, input_tokens, output_tokens, cached_tokens, **table))
+    if priced["stale"] is not None:
+        # As the command line warns: the library says when, each face words it.
+        warnings.warn(f"{priced['stale']}: pass prices= with current ones", stacklevel=2)
+    estimate: Dict[str, Any] = priced["estimate"]
+    return estimate

@@ -17,6 +17,7 @@ class FormatError(SafetensorError, ValueError):
     path: Optional[str]
 
 class NativeEncoding:
+    def check_special(self, texts: List[str], disallowed: List[str]) -> None: ...
     @staticmethod
     def built_in(name: str) -> "NativeEncoding": ...
     @staticmethod
@@ -192,16 +193,19 @@ class NativeSae:
     def decode(self, z: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
 
 def checkpoint_id(path: str) -> str: ...
+def defaults() -> str: ...
 def sae_load(path: str) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32],
                                  npt.NDArray[np.float32], npt.NDArray[np.float32],
                                  Optional[npt.NDArray[np.float32]], str]: ...
-def sae_train(dataset: str, layer: int, out: str, *, patches_name: str, d_sae: int,
-              architecture: str, k: int, l1_coeff: float, steps: int, batch_size: int,
-              lr: float, seed: int, aux_k: Optional[int], dead_after: int,
-              threads: Optional[int], checkpoint_every: int, resume: bool, force: bool,
-              progress: Optional[Callable[[str], None]]) -> str: ...
+def sae_train(dataset: str, layer: int, out: str, *, patches_name: str, d_sae: Optional[int],
+              architecture: Optional[str], k: Optional[int], l1_coeff: Optional[float],
+              steps: Optional[int], batch_size: Optional[int], lr: Optional[float],
+              seed: Optional[int], aux_k: Optional[int], dead_after: Optional[int],
+              threads: Optional[int], checkpoint_every: Optional[int], resume: bool,
+              force: bool, progress: Optional[Callable[[str], None]]) -> str: ...
 def sae_evaluate(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
-                 batch_size: int, threads: Optional[int], model: Optional[str], ce_windows: int,
+                 batch_size: Optional[int], threads: Optional[int], model: Optional[str],
+                 ce_windows: int,
                  progress: Optional[Callable[[int, int], None]]) -> str: ...
 def convert(src: str, dst: str, *, to: Optional[str], dtype: Optional[str],
             no_special_tokens: bool, progress: Optional[Callable[[int, int], None]]) -> str: ...
@@ -209,26 +213,30 @@ def cost(model: str, input_tokens: Union[int, str], output_tokens: int = 0,
          cached_tokens: int = 0, prices: Optional[str] = None,
          prices_json: Optional[str] = None) -> str: ...
 def count_chat(messages_json: str, model: str, encoding: str) -> str: ...
-def acts_record(model: str, files: List[str], out: str, *, layers: List[int],
-                tokens_per_text: Optional[int], cls: bool, max_patches_per_shard: int,
-                jsonl: bool = ..., field: Optional[str] = ..., site: str = ...,
+def acts_record(model: str, files: List[str], out: str, *, layers: Optional[List[int]] = ...,
+                tokens_per_text: Optional[int] = ..., cls: bool = ...,
+                max_patches_per_shard: Optional[int] = ...,
+                jsonl: bool = ..., field: Optional[str] = ..., site: Optional[str] = ...,
                 bos: bool = ..., int8: bool = ..., texts: Optional[List[str]] = ...,
                 progress: Optional[Callable[[int, int], None]] = ...) -> str: ...
-def acts_record_images(model: str, images: List[str], out: str, *, layers: List[int],
-                       max_patches_per_shard: int, strict: bool, int8: bool,
+def acts_record_images(model: str, images: List[str], out: str, *,
+                       layers: Optional[List[int]], max_patches_per_shard: Optional[int],
+                       strict: bool, int8: bool,
                        scan_progress: Optional[Callable[[int, int], None]],
                        progress: Optional[Callable[[int, int], None]]) -> str: ...
 def sae_features(sae: Union[NativeSae, str], dataset: str, layer: int, *, patches_name: str,
-                 batch_size: int, threads: Optional[int], top: int, quantiles: int,
+                 batch_size: Optional[int], threads: Optional[int], top: int, quantiles: int,
                  samples: int, latent: Optional[int], latents: Optional[int],
                  html: Optional[str], model: Optional[str],
                  progress: Optional[Callable[[int, int], None]]) -> str: ...
 def sae_latent_page(name: str, examples: int, d_sae: int, feature: str,
                     dataset: Optional[str] = None) -> str: ...
-def tllm_train(corpus: List[str], out: str, *, dim: int, layers: int, heads: int, ffn: int,
-               seq: int, dropout: float, batch_size: int, steps: int, lr: float,
-               warmup: Optional[int], weight_decay: float, clip: float, seed: int,
-               val_fraction: float, eval_every: int, checkpoint_every: int, resume: bool,
+def tllm_train(corpus: List[str], out: str, *, dim: Optional[int], layers: Optional[int],
+               heads: Optional[int], ffn: Optional[int], seq: Optional[int],
+               dropout: Optional[float], batch_size: Optional[int], steps: Optional[int],
+               lr: Optional[float], warmup: Optional[int], weight_decay: Optional[float],
+               clip: Optional[float], seed: Optional[int], val_fraction: Optional[float],
+               eval_every: Optional[int], checkpoint_every: Optional[int], resume: bool,
                force: bool, threads: Optional[int],
                progress: Optional[Callable[[str], None]]) -> str: ...
 

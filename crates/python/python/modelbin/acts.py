@@ -11,7 +11,11 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import _native, _progress
 
-__all__ = ["record", "Recorded"]
+__all__ = ["record", "Recorded", "RECORD_DEFAULTS"]
+
+#: What :func:`record` takes for a keyword left as None: the library's
+#: defaults, which ``modelbin acts record``'s flags take too.
+RECORD_DEFAULTS: Dict[str, Any] = json.loads(_native.defaults())["acts_record"]
 
 
 class Recorded(str):
@@ -34,17 +38,20 @@ def _recorded(report: Dict[str, Any]) -> Recorded:
 def record(model: "str | os.PathLike[str]",
            files: "Sequence[str | os.PathLike[str]]" = (), *,
            images: "Optional[Sequence[str | os.PathLike[str]]]" = None,
-           out: "str | os.PathLike[str]", layers: Sequence[int] = (-1,),
+           out: "str | os.PathLike[str]", layers: Optional[Sequence[int]] = None,
            tokens_per_text: Optional[int] = None, cls: bool = False,
-           max_patches_per_shard: int = 2_400_000, strict: bool = False,
+           max_patches_per_shard: Optional[int] = None, strict: bool = False,
            int8: bool = False, jsonl: bool = False, field: str = "text",
-           site: str = "resid_post", bos: bool = True,
+           site: Optional[str] = None, bos: bool = True,
            texts: Optional[Sequence[str]] = None,
            progress: Optional[bool] = None) -> Recorded:
     """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
     the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
     does with the same arguments; returns its path, whose ``summary`` is
-    what ``acts record --json`` prints (see :class:`Recorded`).
+    what ``acts record --json`` prints (see :class:`Recorded`). A keyword
+    left as None takes the library's default, which the flag takes too
+    (:data:`RECORD_DEFAULTS`: the last block, 2,400,000 vectors per shard,
+    ``resid_post``).
 
     Over text ``files`` (concatenated in order and cut into windows of
     ``tokens_per_text`` tokens, default the model's context), ``model`` is a
@@ -100,7 +107,8 @@ def record(model: "str | os.PathLike[str]",
     try:
         report = _native.acts_record(
             os.fspath(model), [os.fspath(f) for f in files], os.fspath(out),
-            layers=list(layers), tokens_per_text=tokens_per_text, cls=cls,
+            layers=None if layers is None else list(layers), tokens_per_text=tokens_per_text,
+            cls=cls,
             max_patches_per_shard=max_patches_per_shard, jsonl=jsonl, field=field,
             site=site, bos=bos, int8=int8, texts=None if texts is None else list(texts),
             progress=step if bar is not None else None)
@@ -112,8 +120,8 @@ def record(model: "str | os.PathLike[str]",
 
 def _record_images(model: "str | os.PathLike[str]",
                    images: "Sequence[str | os.PathLike[str]]", *,
-                   out: "str | os.PathLike[str]", layers: Sequence[int],
-                   max_patches_per_shard: int, strict: bool, int8: bool,
+                   out: "str | os.PathLike[str]", layers: Optional[Sequence[int]],
+                   max_patches_per_shard: Optional[int], strict: bool, int8: bool,
                    show: bool) -> Recorded:
     bars: "dict[str, _progress.Bar]" = {}
 
@@ -127,7 +135,8 @@ def _record_images(model: "str | os.PathLike[str]",
     try:
         report = json.loads(_native.acts_record_images(
             os.fspath(model), [os.fspath(i) for i in images], os.fspath(out),
-            layers=list(layers), max_patches_per_shard=max_patches_per_shard,
+            layers=None if layers is None else list(layers),
+            max_patches_per_shard=max_patches_per_shard,
             strict=strict, int8=int8,
             scan_progress=stepper("reading images", "files") if show else None,
             progress=stepper("recording", "images") if show else None))

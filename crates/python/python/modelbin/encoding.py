@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import AbstractSet, Collection, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -15,22 +14,6 @@ _BUILT_IN = tuple(_native.encoding_names())
 
 AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
-
-
-def _disallowed_special_error(token: str) -> ValueError:
-    return ValueError(
-        f"Encountered text corresponding to disallowed special token {token!r}.\n"
-        "If you want this text to be encoded as a special token, "
-        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
-        f"If you want this text to be encoded as normal text, disable the check for this token "
-        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
-    )
-
-
-@functools.lru_cache(maxsize=128)
-def _special_token_regex(tokens: frozenset) -> "re.Pattern[str]":
-    return re.compile("|".join(re.escape(token) for token in tokens))
 
 
 def _without_surrogates(text: str) -> str:
@@ -155,11 +138,11 @@ class Encoding:
         if disallowed_special == "all":
             disallowed_special = self.special_tokens_set - set(allowed_special)
         if disallowed_special:
-            regex = _special_token_regex(frozenset(disallowed_special))
-            for text in texts:
-                match = regex.search(text)
-                if match:
-                    raise _disallowed_special_error(match.group())
+            disallowed = list(disallowed_special)
+            try:
+                self._native.check_special(list(texts), disallowed)
+            except UnicodeEncodeError:
+                self._native.check_special(_texts_without_surrogates(texts), disallowed)
         return [token for token in allowed_special if token in self._special_tokens]
 
     # Encoding

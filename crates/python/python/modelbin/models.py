@@ -11,6 +11,11 @@ import numpy as np
 from . import _native, _progress
 
 
+#: What :meth:`TLLM.train` takes for a keyword left as None: the library's
+#: defaults, which ``modelbin tllm train``'s flags take too.
+TRAIN_DEFAULTS: Dict[str, Any] = json.loads(_native.defaults())["tllm_train"]
+
+
 class TLLM:
     """A TLLM model (the tiny GPT-style transformer of ``.tllm`` files).
     Pickles by path."""
@@ -26,17 +31,21 @@ class TLLM:
 
     @classmethod
     def train(cls, corpus: "Sequence[str | os.PathLike[str]]", out: "str | os.PathLike[str]", *,
-              dim: int = 64, layers: int = 2, heads: int = 4, ffn: int = 256, seq: int = 64,
-              dropout: float = 0.0, batch_size: int = 16, steps: int = 1000, lr: float = 3e-3,
-              warmup: Optional[int] = None, weight_decay: float = 0.1, clip: float = 1.0,
-              seed: int = 0, val_fraction: float = 0.1, eval_every: int = 100,
-              checkpoint_every: int = 0, resume: bool = False, force: bool = False,
+              dim: Optional[int] = None, layers: Optional[int] = None,
+              heads: Optional[int] = None, ffn: Optional[int] = None, seq: Optional[int] = None,
+              dropout: Optional[float] = None, batch_size: Optional[int] = None,
+              steps: Optional[int] = None, lr: Optional[float] = None,
+              warmup: Optional[int] = None, weight_decay: Optional[float] = None,
+              clip: Optional[float] = None, seed: Optional[int] = None,
+              val_fraction: Optional[float] = None, eval_every: Optional[int] = None,
+              checkpoint_every: Optional[int] = None, resume: bool = False, force: bool = False,
               threads: Optional[int] = None, progress: Optional[bool] = None,
               on_step: Optional[Callable[[Dict[str, Any]], None]] = None) -> "TLLM":
         """Trains a byte-level model on the ``corpus`` files (concatenated;
         bytes are the tokens) and saves it at ``out``: what ``modelbin tllm
         train`` does with the same arguments (the keyword arguments are its
-        flags, with its defaults), bit for bit with the same seed and
+        flags; one left as None takes the library's default, the flag's:
+        :data:`TRAIN_DEFAULTS`), bit for bit with the same seed and
         ``threads``. ``resume=True`` continues the checkpoint at ``out``,
         ``force=True`` replaces a model there. ``on_step`` gets each step's
         report (``step``, ``loss``, ``lr``, ``grad_norm``,
@@ -44,7 +53,8 @@ class TLLM:
         between steps (``KeyboardInterrupt``), leaving the last checkpoint.
         Returns the trained model; its ``summary`` is what ``tllm train
         --json`` prints."""
-        reports = _progress.Steps(progress, steps, lambda r: f"loss {r['loss']:.3f}", on_step)
+        total = TRAIN_DEFAULTS["steps"] if steps is None else steps
+        reports = _progress.Steps(progress, total, lambda r: f"loss {r['loss']:.3f}", on_step)
         try:
             summary = _native.tllm_train(
                 [os.fspath(path) for path in corpus], os.fspath(out), dim=dim, layers=layers,

@@ -27,11 +27,15 @@ import numpy as np
 
 from . import _native, _progress
 
-__all__ = ["SAE", "ARCHITECTURES", "Feature", "train", "evaluate", "features"]
+__all__ = ["SAE", "ARCHITECTURES", "TRAIN_DEFAULTS", "Feature", "train", "evaluate", "features"]
 
 
 #: The architectures read, by their SAELens names.
 ARCHITECTURES = ("topk", "jumprelu", "standard")
+
+#: What :func:`train` takes for a keyword left as None: the library's
+#: defaults, which ``modelbin sae train``'s flags take too.
+TRAIN_DEFAULTS: Dict[str, Any] = json.loads(_native.defaults())["sae_train"]
 
 
 class SAE:
@@ -146,15 +150,19 @@ class SAE:
 
 
 def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathLike[str]", patches: str = "image",
-          d_sae: int = 4096, architecture: str = "topk", k: int = 32, l1_coeff: float = 5.0,
-          steps: int = 1000, batch_size: int = 4096, lr: float = 1e-3, seed: int = 0,
-          aux_k: Optional[int] = None, dead_after: int = 10_000_000,
-          threads: Optional[int] = None, checkpoint_every: int = 0, resume: bool = False,
+          d_sae: Optional[int] = None, architecture: Optional[str] = None,
+          k: Optional[int] = None, l1_coeff: Optional[float] = None,
+          steps: Optional[int] = None, batch_size: Optional[int] = None,
+          lr: Optional[float] = None, seed: Optional[int] = None,
+          aux_k: Optional[int] = None, dead_after: Optional[int] = None,
+          threads: Optional[int] = None, checkpoint_every: Optional[int] = None,
+          resume: bool = False,
           force: bool = False, progress: Optional[bool] = None,
           on_step: Optional[Callable[[Dict[str, Any]], None]] = None) -> SAE:
     """Trains a sparse autoencoder on one layer of a SAEV dataset and saves
     it in ``out`` (SAELens's layout); what ``modelbin sae train`` does with the
-    same arguments (the keyword arguments are its flags, with its defaults),
+    same arguments (the keyword arguments are its flags; one left as None
+    takes the library's default, the flag's default: :data:`TRAIN_DEFAULTS`),
     and with the same seed and threads the saved tensors are bit-identical.
 
     ``architecture`` is ``"topk"``, ``"batchtopk"`` or ``"relu"`` (with
@@ -167,7 +175,8 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
     (``KeyboardInterrupt``), leaving only the last checkpoint. The summary
     ``sae train --json`` prints is the returned autoencoder's ``summary``.
     """
-    reports = _progress.Steps(progress, steps,
+    total = TRAIN_DEFAULTS["steps"] if steps is None else steps
+    reports = _progress.Steps(progress, total,
                               lambda r: f"fvu {r['fvu']:.3f}, L0 {r['l0']:.1f}", on_step)
     try:
         summary = _native.sae_train(
@@ -184,7 +193,8 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
 
 
 def evaluate(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[str]", *, layer: int,
-             patches: str = "image", batch_size: int = 4096, threads: Optional[int] = None,
+             patches: str = "image", batch_size: Optional[int] = None,
+             threads: Optional[int] = None,
              model: "Optional[str | os.PathLike[str]]" = None, ce_windows: int = 64,
              progress: Optional[bool] = None) -> Dict[str, Any]:
     """Measures an autoencoder (loaded, or its directory) on one layer of a
@@ -240,7 +250,7 @@ def features(sae: "SAE | str | os.PathLike[str]", dataset: "str | os.PathLike[st
              layer: int, patches: str = "image", top: int = 5, quantiles: int = 5,
              samples: int = 2, latent: Optional[int] = None, latents: int = 20,
              html: "Optional[str | os.PathLike[str]]" = None,
-             model: "Optional[str | os.PathLike[str]]" = None, batch_size: int = 4096,
+             model: "Optional[str | os.PathLike[str]]" = None, batch_size: Optional[int] = None,
              threads: Optional[int] = None, progress: Optional[bool] = None) -> "list[Feature]":
     """What each latent fires on, as ``modelbin sae features`` finds it: for
     ``latent`` only, or for the first ``latents`` in the browsing order

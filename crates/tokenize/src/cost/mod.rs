@@ -384,6 +384,66 @@ impl PriceTable {
     pub fn age_in_days(&self, today: i64) -> Option<i64> {
         days_from_civil(self.as_of.get(..10)?).map(|day| today - day)
     }
+
+    /// The table an estimate prices with: the bundled one, overlaid with
+    /// the entries of the price table file `file` (read under
+    /// [`MAX_PRICE_TABLE_BYTES`]) and of the table text `text`.
+    pub fn with_overlays(file: Option<&std::path::Path>, text: Option<&str>) -> Result<PriceTable> {
+        let mut table = PriceTable::bundled();
+        if let Some(path) = file {
+            let text = modelbin_format::io::source::read_capped_text(
+                path,
+                "a price table",
+                MAX_PRICE_TABLE_BYTES,
+            )?;
+            table = table.overlay(PriceTable::parse(&text)?);
+        }
+        if let Some(text) = text {
+            table = table.overlay(PriceTable::parse(text)?);
+        }
+        Ok(table)
+    }
+
+    /// How old the prices are when more than [`STALE_AFTER_DAYS`] days
+    /// have passed since `as_of` (today by the system clock): what a face
+    /// warns of.
+    pub fn staleness(&self) -> Option<Stale> {
+        let today = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| (d.as_secs() / 86_400) as i64);
+        let age_days = self.age_in_days(today)?;
+        (age_days > STALE_AFTER_DAYS).then(|| Stale {
+            as_of: self.as_of.clone(),
+            age_days,
+        })
+    }
+}
+
+/// The most bytes a price table file may hold.
+pub const MAX_PRICE_TABLE_BYTES: u64 = 1 << 20;
+
+/// Days a price table may age before an estimate warns that its prices
+/// may have changed.
+pub const STALE_AFTER_DAYS: i64 = 90;
+
+/// Prices older than [`STALE_AFTER_DAYS`]: a warning as data, which each
+/// face words.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stale {
+    /// The table's date.
+    pub as_of: String,
+    /// Its age in days.
+    pub age_days: i64,
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the price table is from {} ({} days ago); prices may have changed",
+            self.as_of, self.age_days
+        )
+    }
 }
 
 /// Whether `suffix` (what follows a known name) dates a snapshot:

@@ -19,7 +19,7 @@ pub mod optim;
 pub mod run;
 
 pub use error::TrainingError;
-pub use run::{TrainingRun, TrainingSettings, TrainingSummary, bits_per_byte};
+pub use run::{TrainingRun, TrainingSettings, TrainingSummary, bits_per_byte, default_shape};
 
 use std::path::Path;
 

@@ -71,6 +71,31 @@ pub struct TrainingSettings {
     pub threads: Option<usize>,
 }
 
+impl Default for TrainingSettings {
+    /// What a run takes when a face leaves a setting out (the command
+    /// line's flag defaults, Python's keyword defaults): the
+    /// [default shape](default_shape) over bytes, and
+    /// [`TrainingSettings::new`]'s defaults for the rest.
+    fn default() -> Self {
+        TrainingSettings::new(default_shape(256))
+    }
+}
+
+/// The shape of a model when a face leaves it out, over `vocab_size`
+/// tokens: width 64, 2 blocks of 4 heads, a feed-forward layer of 256, a
+/// context of 64, no dropout.
+pub fn default_shape(vocab_size: u32) -> Config {
+    Config {
+        model_dim: 64,
+        n_layers: 2,
+        n_heads: 4,
+        ffn_hidden_dim: 256,
+        max_seq_len: 64,
+        vocab_size,
+        dropout: 0.0,
+    }
+}
+
 impl TrainingSettings {
     /// A run of `config` with the command line's defaults: batches of 16,
     /// 1,000 steps at learning rate 3e-3, weight decay 0.1, clipping at 1,

@@ -42,7 +42,7 @@ pub enum ParquetError {
         reason: String,
     },
     /// The file has no top-level column of that name.
-    #[error("{path}: no column {column:?} (its columns: {columns}); name the column with --field")]
+    #[error("{path}: no column {column:?} (its columns: {columns})")]
     NoColumn {
         /// The file.
         path: PathBuf,
