@@ -21,32 +21,6 @@ pub fn model_type_of_dir(dir: &Path) -> Option<String> {
     Some(json.get("model_type")?.as_str()?.to_owned())
 }
 
-/// The name SAELens and TransformerLens know the model in `dir` by:
-/// `config.json`'s `_name_or_path` when it names one, else the Hub repo of
-/// a cache snapshot (`models--ORG--NAME/snapshots/REV` gives `ORG/NAME`),
-/// else the directory's own name.
-pub fn model_name_of_dir(dir: &Path) -> String {
-    let path = dir.join("config.json");
-    if let Ok(json) = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG)
-        && let Some(name) = json.get("_name_or_path").and_then(|n| n.as_str())
-        && !name.is_empty()
-    {
-        return name.to_owned();
-    }
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let names: Vec<String> = dir
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if let [.., repo, snapshots, _] = names.as_slice()
-        && snapshots == "snapshots"
-        && let Some(repo) = repo.strip_prefix("models--")
-    {
-        return repo.replace("--", "/");
-    }
-    names.last().cloned().unwrap_or_default()
-}
-
 /// The activation of the MLP (of the gate, in a gated MLP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Activation {
@@ -200,30 +174,5 @@ impl LmConfig {
     pub(crate) fn up_width(&self) -> usize {
         let parts = if self.gated_mlp { 2 } else { 1 };
         parts * self.intermediate
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_names_come_from_the_config_a_hub_snapshot_or_the_directory() {
-        let root = tempfile::tempdir().unwrap();
-        let named = root.path().join("mine");
-        std::fs::create_dir(&named).unwrap();
-        std::fs::write(
-            named.join("config.json"),
-            r#"{"_name_or_path": "org/model"}"#,
-        )
-        .unwrap();
-        assert_eq!(model_name_of_dir(&named), "org/model");
-        std::fs::write(named.join("config.json"), r#"{"_name_or_path": ""}"#).unwrap();
-        assert_eq!(model_name_of_dir(&named), "mine");
-        let snapshot = root
-            .path()
-            .join("models--EleutherAI--pythia-70m/snapshots/abc123");
-        std::fs::create_dir_all(&snapshot).unwrap();
-        assert_eq!(model_name_of_dir(&snapshot), "EleutherAI/pythia-70m");
     }
 }

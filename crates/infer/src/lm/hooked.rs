@@ -275,7 +275,7 @@ impl TokenModel for TokenizedModel {
     fn saelens_data(&self, dir: &Path) -> Option<serde_json::Map<String, serde_json::Value>> {
         let mut data = serde_json::Map::new();
         data.insert("prepend_bos".into(), self.bos.is_some().into());
-        data.insert("model_name".into(), super::model_name_of_dir(dir).into());
+        data.insert("model_name".into(), crate::model::model_name(dir).into());
         data.insert(
             "tokenizer_engine".into(),
             self.tokenizer.as_ref().map(HfTokenizer::engine).into(),

@@ -54,7 +54,7 @@ mod weights;
 
 pub use crate::model::Site;
 pub use crate::model::{Steered, SteeredSession, Steering, generate_steered};
-pub use config::{Family, LmConfig, model_name_of_dir, model_type_of_dir};
+pub use config::{Family, LmConfig, model_type_of_dir};
 pub use error::LmError;
 pub use generate::generate;
 pub use hooked::{DEFAULT_LM_WINDOW, TokenizedModel};

@@ -26,6 +26,8 @@ mod steer;
 
 use std::path::Path;
 
+use modelbin_format::io::source::{self, JsonCaps};
+
 use modelbin_format::saev::Metadata;
 
 use crate::Result;
@@ -299,6 +301,34 @@ pub fn resolve_layer(layer: i64, blocks: usize) -> Option<usize> {
     usize::try_from(block).ok().filter(|&b| b < blocks)
 }
 
+/// The name a model directory is known by (what a recording names its
+/// model by, and SAELens and TransformerLens know it as): the one rule for
+/// every kind of model directory:
+/// `config.json`'s `_name_or_path` when it names one, else the Hub repo of
+/// a cache snapshot (`models--ORG--NAME/snapshots/REV` gives `ORG/NAME`),
+/// else the directory's own name.
+pub fn model_name(dir: &Path) -> String {
+    let path = dir.join("config.json");
+    if let Ok(json) = source::read_json(&path, "a model configuration file", JsonCaps::CONFIG)
+        && let Some(name) = json.get("_name_or_path").and_then(|n| n.as_str())
+        && !name.is_empty()
+    {
+        return name.to_owned();
+    }
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let names: Vec<String> = dir
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let [.., repo, snapshots, _] = names.as_slice()
+        && snapshots == "snapshots"
+        && let Some(repo) = repo.strip_prefix("models--")
+    {
+        return repo.replacen("--", "/", 1);
+    }
+    names.last().cloned().unwrap_or_default()
+}
+
 /// The token windows of `inputs` for `model`, which reads tokens and no
 /// CLS row of its own: [`RecordError::NoClsToken`] when the CLS row is
 /// asked, [`RecordError::LanguageModelSetting`] for a site the model does
@@ -416,5 +446,30 @@ pub fn open_model(path: &Path, options: OpenOptions) -> Result<Box<dyn HookedMod
             }
             .into()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_come_from_the_config_a_hub_snapshot_or_the_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let named = root.path().join("mine");
+        std::fs::create_dir(&named).unwrap();
+        std::fs::write(
+            named.join("config.json"),
+            r#"{"_name_or_path": "org/model"}"#,
+        )
+        .unwrap();
+        assert_eq!(model_name(&named), "org/model");
+        std::fs::write(named.join("config.json"), r#"{"_name_or_path": ""}"#).unwrap();
+        assert_eq!(model_name(&named), "mine");
+        let snapshot = root
+            .path()
+            .join("models--EleutherAI--pythia-70m/snapshots/abc123");
+        std::fs::create_dir_all(&snapshot).unwrap();
+        assert_eq!(model_name(&snapshot), "EleutherAI/pythia-70m");
     }
 }

@@ -120,7 +120,7 @@ impl ImageSource {
             vit_family: model.family().name().into(),
             vit_ckpt: format!(
                 "{}@{model_hash}{}",
-                model_name(model_dir),
+                crate::model::model_name(model_dir),
                 if settings.int8 { " (int8)" } else { "" }
             ),
             layers: settings.layers.clone(),
@@ -290,24 +290,6 @@ fn preprocessor_config(model_dir: &Path) -> Result<serde_json::Map<String, serde
         ))
         .into()),
     }
-}
-
-/// The name a model directory goes by: `org/name` for a Hugging Face cache
-/// snapshot (`models--org--name/snapshots/<revision>`), else the
-/// directory's own name.
-fn model_name(dir: &Path) -> String {
-    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let parts: Vec<String> = absolute
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if let [.., cache, snapshots, _revision] = parts.as_slice()
-        && snapshots == "snapshots"
-        && let Some(repo) = cache.strip_prefix("models--")
-    {
-        return repo.replacen("--", "/", 1);
-    }
-    parts.last().cloned().unwrap_or_else(|| "model".into())
 }
 
 /// The `data` of an image recording's metadata: the inputs as given, the
