@@ -199,3 +199,6 @@ pub fn loader_keys(loader: modelbin_format::saev::Loader) -> Vec<u32> {
         })
         .collect()
 }
+pub mod embd;
+pub mod saev;
+pub mod tllm;

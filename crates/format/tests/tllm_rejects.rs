@@ -1,104 +1,11 @@
-//! TLLM: round trips, and one test per rejection rule.
+//! TLLM: one test per rejection rule, each matched on its variant.
 
+mod common;
+
+use common::tllm::*;
 use modelbin_format::Error;
-use modelbin_format::TensorStore;
-use modelbin_format::tllm::{self, Config, Tllm};
-use modelbin_format::{LayoutError, ModelError, TllmError};
-use proptest::prelude::*;
-
-fn config() -> Config {
-    Config {
-        model_dim: 4,
-        n_layers: 2,
-        n_heads: 2,
-        ffn_hidden_dim: 6,
-        max_seq_len: 3,
-        vocab_size: 5,
-        dropout: 0.25,
-    }
-}
-
-/// Tensor data: each tensor's values count up from a seed.
-fn data(config: &Config, seed: f32) -> Vec<Vec<u8>> {
-    config
-        .tensors()
-        .iter()
-        .enumerate()
-        .map(|(t, spec)| {
-            (0..spec.shape.len())
-                .flat_map(|i| (seed + t as f32 * 100.0 + i as f32 * 0.5).to_le_bytes())
-                .collect()
-        })
-        .collect()
-}
-
-fn written(config: &Config) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.tllm");
-    let data = data(config, 1.0);
-    let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-    let size = tllm::write_file(&path, config, &slices, &mut |_, _| {}).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(size, bytes.len() as u64);
-    bytes
-}
-
-fn parse(bytes: &[u8]) -> Result<(), Error> {
-    Tllm::from_buffer(bytes).map(|_| ())
-}
-
-fn config_strategy() -> impl Strategy<Value = Config> {
-    (1u32..4, 1u32..3, 1u32..6, 1u32..5, 1u32..40, 0.0f32..0.99).prop_map(
-        |(heads, layers, per_head, seq, vocab, dropout)| Config {
-            model_dim: heads * per_head,
-            n_layers: layers,
-            n_heads: heads,
-            ffn_hidden_dim: per_head * 3,
-            max_seq_len: seq,
-            vocab_size: vocab,
-            dropout,
-        },
-    )
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-
-    #[test]
-    fn write_then_read_round_trips(config in config_strategy(), seed in -100.0f32..100.0) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.tllm");
-        let data = data(&config, seed);
-        let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        tllm::write_file(&path, &config, &slices, &mut |_, _| {}).unwrap();
-        let file = tllm::open(&path).unwrap();
-        prop_assert_eq!(file.config(), &config);
-        prop_assert_eq!(file.file_bytes().len() as u64, config.file_size().unwrap());
-        for (spec, bytes) in config.tensors().iter().zip(&data) {
-            prop_assert_eq!(file.tensor(&spec.name).unwrap().data(), bytes.as_slice());
-            let values = file.values(&spec.name).unwrap();
-            prop_assert!(matches!(values, std::borrow::Cow::Borrowed(_)), "mapped data is aligned");
-        }
-    }
-}
-
-#[test]
-fn header_layout() {
-    let bytes = written(&config());
-    assert_eq!(&bytes[..4], &[0x4D, 0x4C, 0x4C, 0x54]);
-    assert_eq!(&bytes[4..8], &1u32.to_le_bytes());
-    assert_eq!(&bytes[8..12], &4i32.to_le_bytes());
-    assert_eq!(&bytes[32..36], &0.25f32.to_le_bytes());
-    assert_eq!(
-        &bytes[36..52],
-        &[5, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0],
-        "tok_embeddings [5, 4]"
-    );
-    assert_eq!(
-        config().parameter_count(),
-        Some(2 * 5 * 4 + 3 * 4 + 2 * (4 * 16 + 2 * 24 + 6 + 5 * 4))
-    );
-}
+use modelbin_format::tllm::{self, Tllm};
+use modelbin_format::{LayoutError, TllmError};
 
 #[test]
 fn ascii_magic_explains_the_byte_order() {
@@ -225,21 +132,4 @@ fn writer_checks_its_input() {
         std::fs::read_dir(dir.path()).unwrap().next().is_none(),
         "nothing left behind"
     );
-}
-
-#[test]
-fn metadata_round_trip() {
-    let config = config();
-    assert_eq!(
-        Config::from_metadata(&config.to_metadata()).unwrap(),
-        config
-    );
-    let mut m = config.to_metadata();
-    m.remove("tllm.n_heads");
-    assert!(matches!(
-        Config::from_metadata(&m),
-        Err(Error::Model(ModelError::MissingMetadata {
-            key: "tllm.n_heads"
-        }))
-    ));
 }
