@@ -18,6 +18,7 @@ mod lm;
 mod record;
 mod sae;
 mod saev;
+mod slicing;
 mod tensors;
 mod tllm;
 mod vision;
@@ -64,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::read_config_text, m)?)?;
     m.add_function(wrap_pyfunction!(files::checkpoint_id, m)?)?;
     m.add_function(wrap_pyfunction!(defaults::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(slicing::resolve_slice, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::tensor_table_of_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(tensors::serialize, m)?)?;

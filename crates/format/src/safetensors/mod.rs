@@ -10,6 +10,7 @@
 //! | `read.rs` | the strict JSON-header parser |
 //! | `write.rs` | [`serialize`], [`write_file`]: the header encoder and atomic writes |
 //! | `summary.rs` | [`SafeTensors::summary`] for `inspect` |
+//! | `slicing.rs` | [`slicing::resolve`]: a Python index checked with safetensors' rules (`get_slice`) |
 //! | `sharded.rs` | [`sharded::Sharded`]: a checkpoint split over shards by `model.safetensors.index.json` |
 //! | `error.rs` | [`ShardError`]: the rules of a sharded checkpoint |
 //!
@@ -21,6 +22,7 @@
 pub(crate) mod error;
 mod read;
 pub mod sharded;
+pub mod slicing;
 mod summary;
 mod write;
 

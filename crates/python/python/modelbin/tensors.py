@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import ml_dtypes
 import numpy as np
 
-from . import _native, _slicing
+from . import _native
 from ._native import SafetensorError
 from ._torch_tensors import tensor_of
 
@@ -80,9 +80,10 @@ def write_file(entries: List[Entry], filename: "str | os.PathLike[str]",
 class safe_slice:
     """``get_slice(name)``: the tensor's shape and dtype without reading it;
     index it (``[0:2, :]``, ``[..., -1]``) for a view of that part, with
-    safetensors' rules and messages: for numpy arrays its own checks
-    (:mod:`modelbin._slicing`), for torch tensors torch's indexing, as
-    safetensors slices a mapped file's torch tensors."""
+    safetensors' rules and messages: for numpy arrays its checks (the
+    library's ``safetensors::slicing``; beyond safetensors, negative slice
+    bounds count from the end, as numpy reads them), for torch tensors
+    torch's indexing, as safetensors slices a mapped file's torch tensors."""
 
     def __init__(self, tensor: Any, dtype: str, shape: List[int], checked: bool) -> None:
         self._tensor = tensor
@@ -93,8 +94,7 @@ class safe_slice:
     def __getitem__(self, index: Any) -> Any:
         if not self._checked:
             return self._tensor[index]
-        indexers = _slicing.parse(index, self._shape)
-        return self._tensor[_slicing.check(indexers, self._shape)]
+        return self._tensor[_native.resolve_slice(index, self._shape)]
 
     def get_shape(self) -> List[int]:
         """The tensor's shape."""
