@@ -95,44 +95,29 @@ fn steering_adds_the_decoder_rows_at_the_autoencoder_s_hook() {
     let root = tempfile::tempdir().unwrap();
     let dir = model(root.path(), "gpt2", 3);
     let at_0 = sae(root.path(), "sae", &dir, "blocks.0.hook_resid_post");
-    let generate = |steer: &[&str]| -> Value {
-        let mut args = vec![
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5,6",
-            "--max-tokens",
-            "8",
-            "--json",
-            "--stop",
-            "999",
-            "--sae",
-            s(&at_0),
-        ];
-        for pair in steer {
-            args.extend(["--steer", pair]);
+    // `lm generate` of ids 5,6 for `max_tokens`, steered by each pair with
+    // the autoencoder at block 0 (none: the plain model).
+    let args = |max_tokens: &'static str, steer: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["lm", "generate", "-m", s(&dir), "--ids", "5,6"]
+            .into_iter()
+            .chain(["--max-tokens", max_tokens, "--stop", "999"])
+            .map(String::from)
+            .collect();
+        if !steer.is_empty() {
+            args.extend(["--sae".into(), s(&at_0).into()]);
         }
+        for pair in steer {
+            args.extend(["--steer".into(), pair.to_string()]);
+        }
+        args
+    };
+    let generate = |steer: &[&str]| -> Value {
+        let mut args = args("8", steer);
+        args.push("--json".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         serde_json::from_str(&ok(&args, "")).unwrap()
     };
-    let plain: Value = serde_json::from_str(&ok(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5,6",
-            "--max-tokens",
-            "8",
-            "--json",
-            "--stop",
-            "999",
-        ],
-        "",
-    ))
-    .unwrap();
+    let plain = generate(&[]);
     // α = 0 is the plain model.
     assert_eq!(generate(&["0:0"])["ids"], plain["ids"]);
     // A push large enough to swamp the residual stream: past 1e19 the
@@ -151,19 +136,8 @@ fn steering_adds_the_decoder_rows_at_the_autoencoder_s_hook() {
     }
     // Four pushes of 3e38 along a unit row (some value of which is at
     // least 1/√8) leave float32's range: refused, naming them and the hook.
-    let mut args = vec![
-        "lm",
-        "generate",
-        "-m",
-        s(&dir),
-        "--ids",
-        "5,6",
-        "--max-tokens",
-        "4",
-        "--sae",
-        s(&at_0),
-    ];
-    args.extend(["--steer", "3:3e38"].repeat(4));
+    let args = args("4", &["3:3e38"; 4]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let err = fails(&args, "");
     assert!(
         err.contains("steering by latent 3 × 3e38, latent 3 × 3e38, latent 3 × 3e38, latent 3 × 3e38 at")

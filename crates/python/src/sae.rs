@@ -130,9 +130,7 @@ impl NativeSae {
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let [rows, width] = <[usize; 2]>::try_from(x.shape()).expect("two dimensions");
-        check_width("inputs", width, self.sae.d_in)?;
-        let input = x.as_array().iter().copied().collect::<Vec<f32>>();
+        let (rows, input) = rows_of("inputs", &x, self.sae.d_in)?;
         let d_sae = self.sae.d_sae;
         let dense = py.detach(|| {
             let codes = self.sae.encode(&input, rows);
@@ -155,9 +153,7 @@ impl NativeSae {
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let [rows, width] = <[usize; 2]>::try_from(x.shape()).expect("two dimensions");
-        check_width("inputs", width, self.sae.d_in)?;
-        let input = x.as_array().iter().copied().collect::<Vec<f32>>();
+        let (rows, input) = rows_of("inputs", &x, self.sae.d_in)?;
         let recon = py.detach(|| self.sae.forward(&input, rows));
         numpy::PyArray1::from_vec(py, recon).reshape([rows, self.sae.d_in])
     }
@@ -252,6 +248,17 @@ pub fn sae_load<'py>(py: Python<'py>, path: PathBuf) -> PyResult<LoadedSae<'py>>
         threshold,
         config.to_string(),
     ))
+}
+
+/// The rows of `array` (`[rows, expected]`, row-major), checked for width.
+fn rows_of(
+    what: &str,
+    array: &PyReadonlyArray2<'_, f32>,
+    expected: usize,
+) -> PyResult<(usize, Vec<f32>)> {
+    let [rows, width] = <[usize; 2]>::try_from(array.shape()).expect("two dimensions");
+    check_width(what, width, expected)?;
+    Ok((rows, array.as_array().iter().copied().collect()))
 }
 
 /// Refuses `what` of `width` columns where `expected` are needed (the
