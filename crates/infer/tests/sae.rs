@@ -227,6 +227,19 @@ fn every_cfg_key_that_changes_the_computation_is_refused_by_name_when_unusable()
             "{key} = {value}: {result:?}"
         );
     }
+    // A key that is absent is called missing, not malformed (a sparsify
+    // folder has no `d_sae`).
+    let result = load_edited(&out, &config_path, &config, |c| {
+        c.as_object_mut().unwrap().remove("d_sae");
+    });
+    assert!(
+        matches!(
+            &result,
+            Err(modelbin_infer::Error::Sae(modelbin_infer::SaeError::BadConfig { key, reason, .. }))
+                if key == "d_sae" && reason == "missing; it is required"
+        ),
+        "{result:?}"
+    );
     // A SAELens 6 file keeps its hook under `metadata`, and needs its
     // architecture.
     let result = load_edited(&out, &config_path, &config, |c| {
