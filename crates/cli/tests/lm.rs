@@ -146,117 +146,57 @@ fn steering_adds_the_decoder_rows_at_the_autoencoder_s_hook() {
     );
 }
 
+/// `lm generate` of one token after id 5 from `model`, steered by `pair`
+/// with the autoencoder `sae` (none: `--steer` alone).
+fn steered<'a>(
+    model: &'a std::path::Path,
+    sae: Option<&'a std::path::Path>,
+    pair: &'a str,
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "lm",
+        "generate",
+        "-m",
+        s(model),
+        "--ids",
+        "5",
+        "--max-tokens",
+        "1",
+    ];
+    if let Some(sae) = sae {
+        args.extend(["--sae", s(sae)]);
+    }
+    args.extend(["--steer", pair]);
+    args
+}
+
 #[test]
 fn steering_refuses_an_autoencoder_of_another_model_hook_or_latent() {
     let root = tempfile::tempdir().unwrap();
     let dir = model(root.path(), "gpt2", 4);
     let other = model(root.path(), "other", 5);
     let of_other = sae(root.path(), "of-other", &other, "blocks.0.hook_resid_post");
-    let err = fails(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5",
-            "--sae",
-            s(&of_other),
-            "--steer",
-            "0:1",
-        ],
-        "",
-    );
+    let err = fails(&steered(&dir, Some(&of_other), "0:1"), "");
     assert!(err.contains("was trained on sha256-tensors:"), "{err}");
     // The same tensors sharded are the same model.
     let sharded = root.path().join("sharded");
     tiny_gpt2(&sharded, 2, 5);
     shard(&sharded);
-    ok(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&sharded),
-            "--ids",
-            "5",
-            "--max-tokens",
-            "1",
-            "--sae",
-            s(&of_other),
-            "--steer",
-            "0:1",
-        ],
-        "",
-    );
+    ok(&steered(&sharded, Some(&of_other), "0:1"), "");
     // A hook the model has no such block for, and a latent past the
     // autoencoder's.
     let deep = sae(root.path(), "deep", &dir, "blocks.7.hook_resid_post");
-    let err = fails(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5",
-            "--sae",
-            s(&deep),
-            "--steer",
-            "0:1",
-        ],
-        "",
-    );
+    let err = fails(&steered(&dir, Some(&deep), "0:1"), "");
     assert!(err.contains("layer 7: the model has 2 layers"), "{err}");
     let at_0 = sae(root.path(), "at-0", &dir, "blocks.0.hook_mlp_out");
-    let err = usage(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5",
-            "--sae",
-            s(&at_0),
-            "--steer",
-            "16:1",
-        ],
-        "",
-    );
+    let err = usage(&steered(&dir, Some(&at_0), "16:1"), "");
     assert!(
         err.contains("--steer 16:…: the autoencoder has 16 latents"),
         "{err}"
     );
     // --steer needs --sae, and an alpha that is a finite number.
-    usage(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5",
-            "--steer",
-            "0:1",
-        ],
-        "",
-    );
-    usage(
-        &[
-            "lm",
-            "generate",
-            "-m",
-            s(&dir),
-            "--ids",
-            "5",
-            "--sae",
-            s(&at_0),
-            "--steer",
-            "0:inf",
-        ],
-        "",
-    );
+    usage(&steered(&dir, None, "0:1"), "");
+    usage(&steered(&dir, Some(&at_0), "0:inf"), "");
 }
 
 #[test]

@@ -181,7 +181,7 @@ fn parse(request: &SliceRequest, shape: &[usize]) -> Result<Vec<Parsed>, SliceEr
     for item in items {
         let position = parsed.len();
         let size = shape.get(position).copied().unwrap_or(0);
-        let from_end = |value: i64| from_end(value, position, size);
+        let counted = |value: i64| from_end(value, position, size);
         match *item {
             SliceItem::Ellipsis => parsed.extend(std::iter::repeat_n(
                 Parsed::Range {
@@ -197,12 +197,12 @@ fn parse(request: &SliceRequest, shape: &[usize]) -> Result<Vec<Parsed>, SliceEr
                     return Err(SliceError::NonPositiveStep { step });
                 }
                 parsed.push(Parsed::Range {
-                    start: start.map(from_end).transpose()?,
-                    stop: stop.map(from_end).transpose()?,
+                    start: start.map(counted).transpose()?,
+                    stop: stop.map(counted).transpose()?,
                     step: step.unsigned_abs(),
                 });
             }
-            SliceItem::Int(value) => parsed.push(Parsed::Select(from_end(value)?)),
+            SliceItem::Int(value) => parsed.push(Parsed::Select(counted(value)?)),
             SliceItem::Unsupported => return Err(SliceError::Unsupported { position }),
         }
     }
