@@ -16,7 +16,8 @@ top-level `rope_theta` / `rope_scaling` layout), plus:
 - expected.safetensors (F32): `logits` of `sequence`; for every layer L and
   site S (resid_pre, attn_out, mlp_out, resid_post), `S.L` over the windows
   as one batch, `[WINDOWS * WINDOW, hidden]`, taken with forward hooks on
-  the block module (and its attention and MLP modules); `spliced_logits`:
+  the block module (and its attention and MLP modules; Gemma's norms after
+  them, as TransformerLens hooks what joins the residual stream); `spliced_logits`:
   the logits of `sequence` when a hook halves block 0's output.
 
 transformers runs in f32 on every model (BF16/F16 files loaded with
@@ -78,6 +79,46 @@ def qwen2(**kw):
     return tf.Qwen2ForCausalLM(tf.Qwen2Config(**base))
 
 
+def mistral(**kw):
+    base = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=48, max_position_embeddings=POSITIONS,
+                bos_token_id=1, eos_token_id=2, sliding_window=4)
+    base.update(kw)
+    return tf.MistralForCausalLM(tf.MistralConfig(**base))
+
+
+def qwen3(**kw):
+    base = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, intermediate_size=48,
+                max_position_embeddings=POSITIONS, bos_token_id=1, eos_token_id=2)
+    base.update(kw)
+    return tf.Qwen3ForCausalLM(tf.Qwen3Config(**base))
+
+
+def gemma2(**kw):
+    base = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, intermediate_size=48,
+                max_position_embeddings=POSITIONS, query_pre_attn_scalar=24, sliding_window=4,
+                attn_logit_softcapping=5.0, final_logit_softcapping=10.0, bos_token_id=1,
+                eos_token_id=2, pad_token_id=0)
+    base.update(kw)
+    return tf.Gemma2ForCausalLM(tf.Gemma2Config(**base))
+
+
+def gemma3(**kw):
+    base = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=1, head_dim=16, intermediate_size=48,
+                max_position_embeddings=POSITIONS, query_pre_attn_scalar=16, sliding_window=6,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                    "rope_theta": 1000000.0},
+                                 "sliding_attention": {"rope_type": "default",
+                                                       "rope_theta": 10000.0}},
+                bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    base.update(kw)
+    return tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(**base))
+
+
 # name -> (builder, dtype of the files, max_shard_size or None, rewrite)
 MODELS = {
     "gpt2_f32_tied": (lambda: gpt2(), torch.float32, None, None),
@@ -108,6 +149,26 @@ MODELS = {
                                None),
     "qwen2_untied_bf16": (lambda: qwen2(tie_word_embeddings=False, num_key_value_heads=1),
                           torch.bfloat16, None, None),
+    "qwen2_sliding_f32": (lambda: qwen2(use_sliding_window=True, sliding_window=4,
+                                        max_window_layers=1), torch.float32, None, None),
+    "mistral_sliding_f32": (lambda: mistral(), torch.float32, None, None),
+    "mistral_full_bf16_sharded": (lambda: mistral(sliding_window=None, head_dim=16),
+                                  torch.bfloat16, "30KB", None),
+    "qwen3_f32": (lambda: qwen3(), torch.float32, None, None),
+    "qwen3_sliding_tied_f16": (lambda: qwen3(use_sliding_window=True, sliding_window=5,
+                                             max_window_layers=1, tie_word_embeddings=True,
+                                             attention_bias=True),
+                               torch.float16, None, None),
+    "gemma2_capped_f32": (lambda: gemma2(), torch.float32, None, None),
+    "gemma2_defaults_bf16_sharded": (lambda: gemma2(attn_logit_softcapping=50.0,
+                                                    final_logit_softcapping=30.0,
+                                                    num_hidden_layers=4),
+                                     torch.bfloat16, "30KB", None),
+    "gemma3_f32": (lambda: gemma3(), torch.float32, None, None),
+    "gemma3_hub_layout_bf16": (lambda: gemma3(num_hidden_layers=4, num_key_value_heads=2,
+                                              layer_types=None, sliding_window_pattern=2,
+                                              final_logit_softcapping=10.0),
+                               torch.bfloat16, None, "gemma3_hub"),
 }
 
 
@@ -115,10 +176,12 @@ def scale_weights(model):
     """Weights drawn from N(0, 0.2) (norm weights 1 ± 0.1, biases N(0, 0.1))
     so that logits spread and greedy picks have no near-ties."""
     g = torch.Generator().manual_seed(1234)
+    # Gemma stores its norms' weights as offsets from one.
+    one = 0 if model.config.model_type.startswith("gemma") else 1
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1 and ("norm" in name or "ln_" in name or "ln_f" in name):
-                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+                p.copy_(one + 0.1 * torch.randn(p.shape, generator=g))
             elif p.dim() == 1:
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             else:
@@ -145,6 +208,18 @@ def rewrite(directory, how):
         config["rope_theta"] = params.pop("rope_theta")
         config["rope_scaling"] = params
         path.write_text(json.dumps(config, indent=2))
+    elif how == "gemma3_hub":
+        # Hub Gemma 3 files: the two RoPE bases at the top level, the
+        # layers' pattern as a number.
+        path = directory / "config.json"
+        config = json.loads(path.read_text())
+        params = config.pop("rope_parameters")
+        config["rope_theta"] = params["full_attention"]["rope_theta"]
+        config["rope_local_base_freq"] = params["sliding_attention"]["rope_theta"]
+        config["rope_scaling"] = {"rope_type": "linear", "factor": 2.0}
+        config["sliding_window_pattern"] = 2
+        del config["layer_types"]
+        path.write_text(json.dumps(config, indent=2))
 
 
 def blocks_of(model):
@@ -153,7 +228,12 @@ def blocks_of(model):
     parts = []
     for block in blocks:
         attn = getattr(block, "attn", None) or getattr(block, "attention", None) or block.self_attn
-        parts.append((block, attn, block.mlp))
+        mlp = block.mlp
+        if hasattr(block, "post_feedforward_layernorm"):
+            # Gemma: attn_out and mlp_out are what joins the residual, after
+            # their norms, as TransformerLens hooks them.
+            attn, mlp = block.post_attention_layernorm, block.post_feedforward_layernorm
+        parts.append((block, attn, mlp))
     return parts
 
 

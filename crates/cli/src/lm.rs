@@ -1,5 +1,5 @@
 //! `modelbin lm logits|generate`: decoder language models (GPT-2,
-//! GPT-NeoX, Llama, Qwen2) from Hugging Face model directories, with the
+//! GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) from Hugging Face model directories, with the
 //! directory's `tokenizer.json` for text (see `modelbin_infer::lm`);
 //! `generate` may be steered by an autoencoder's latents
 //! (`--sae DIR --steer LATENT:ALPHA`).
@@ -84,7 +84,7 @@ impl SteerArgs {
 #[derive(Debug, Args)]
 pub struct LmInput {
     /// A Hugging Face model directory (config.json, model.safetensors or
-    /// its shards, tokenizer.json): GPT-2, GPT-NeoX/Pythia, Llama, Qwen2.
+    /// its shards, tokenizer.json): GPT-2, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3.
     #[arg(short, long)]
     model: PathBuf,
     /// Prompt text, tokenized with the model's tokenizer.json as

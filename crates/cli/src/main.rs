@@ -67,7 +67,7 @@ enum Command {
     #[command(subcommand)]
     Tllm(tllm::TllmCommand),
     /// Decoder language models from Hugging Face directories (GPT-2,
-    /// GPT-NeoX, Llama, Qwen2): logits, generate.
+    /// GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3): logits, generate.
     #[command(subcommand)]
     Lm(lm::LmCommand),
     /// Sentence embeddings with an EMBD model: one JSON array per text, per line.

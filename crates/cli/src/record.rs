@@ -28,7 +28,7 @@ static DEFAULT_LAYERS: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// The model: for text, a decoder language model's Hugging Face
-    /// directory (GPT-2, GPT-NeoX/Pythia, Llama, Qwen2, with its
+    /// directory (GPT-2, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, with its
     /// tokenizer.json), a byte-level TLLM file, or a BERT model (an EMBD file
     /// or a Hugging Face directory); for --images, a vision transformer's
     /// Hugging Face directory (DINOv2, CLIP, SigLIP, with its

@@ -321,9 +321,9 @@ fn recorded_bert_activations_are_the_reference_hidden_states() {
 #[test]
 fn an_unsupported_decoder_directory_is_refused_by_its_model_type() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("mistral");
+    let model = dir.path().join("mixtral");
     std::fs::create_dir(&model).unwrap();
-    std::fs::write(model.join("config.json"), r#"{"model_type": "mistral"}"#).unwrap();
+    std::fs::write(model.join("config.json"), r#"{"model_type": "mixtral"}"#).unwrap();
     let text = dir.path().join("t.txt");
     std::fs::write(&text, "words").unwrap();
     let out = dir.path().join("acts");
@@ -331,7 +331,7 @@ fn an_unsupported_decoder_directory_is_refused_by_its_model_type() {
         &["acts", "record", "-m", s(&model), "-o", s(&out), s(&text)],
         "",
     );
-    assert!(err.contains("mistral") && !err.contains("BERT"), "{err}");
+    assert!(err.contains("mixtral") && !err.contains("BERT"), "{err}");
 }
 
 /// A language model's recording names the model when a text is not UTF-8,

@@ -11,7 +11,7 @@
 //! autoencoders (TopK, BatchTopK, ReLU) on such datasets, saved in SAELens's
 //! layout. [`vit`] runs vision transformers (DINOv2, CLIP, SigLIP) on
 //! images, decoded and resized as Hugging Face's image processors do.
-//! [`lm`] runs decoder language models (GPT-2, Pythia, Llama, Qwen2) from
+//! [`lm`] runs decoder language models (GPT-2, Pythia, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) from
 //! Hugging Face directories: logits, the residual stream at SAELens's hook
 //! points, a KV cache and generation.
 //!

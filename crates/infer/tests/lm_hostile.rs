@@ -134,7 +134,7 @@ fn the_tiny_model_opens_and_runs() {
 #[test]
 fn unknown_model_types_are_named() {
     for (value, name) in [
-        (json!("mistral"), "mistral"),
+        (json!("mixtral"), "mixtral"),
         (json!(7), ""),
         (Value::Null, ""),
     ] {
@@ -144,7 +144,10 @@ fn unknown_model_types_are_named() {
                 supported,
             } => {
                 assert_eq!(model_type, name);
-                assert_eq!(supported, "gpt2, gpt_neox, llama or qwen2");
+                assert_eq!(
+                    supported,
+                    "gpt2, gpt_neox, llama, mistral, qwen2, qwen3, gemma2 or gemma3_text"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -201,6 +204,22 @@ fn tiny_configs() -> Vec<Value> {
                "intermediate_size": 16, "vocab_size": 10, "max_position_embeddings": 6, "rotary_pct": 0.5}),
         llama_config(),
         with(llama_config(), "model_type", json!("qwen2")),
+        with(llama_config(), "model_type", json!("mistral")),
+        with(
+            with(llama_config(), "model_type", json!("qwen3")),
+            "head_dim",
+            json!(4),
+        ),
+        with(
+            with(llama_config(), "model_type", json!("gemma2")),
+            "head_dim",
+            json!(4),
+        ),
+        with(
+            with(llama_config(), "model_type", json!("gemma3_text")),
+            "head_dim",
+            json!(4),
+        ),
     ]
 }
 
@@ -271,8 +290,94 @@ fn keys_read(model_type: &str) -> Vec<&'static str> {
             "rope_scaling",
             "rope_parameters",
             "use_sliding_window",
+            "sliding_window",
             "max_window_layers",
             "layer_types",
+        ],
+        "qwen3" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "attention_bias",
+            "rope_theta",
+            "partial_rotary_factor",
+            "rope_scaling",
+            "rope_parameters",
+            "use_sliding_window",
+            "sliding_window",
+            "max_window_layers",
+            "layer_types",
+        ],
+        "mistral" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "rope_theta",
+            "partial_rotary_factor",
+            "rope_scaling",
+            "rope_parameters",
+            "sliding_window",
+        ],
+        "gemma2" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_activation",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "attention_bias",
+            "rope_theta",
+            "partial_rotary_factor",
+            "rope_scaling",
+            "rope_parameters",
+            "query_pre_attn_scalar",
+            "sliding_window",
+            "layer_types",
+            "attn_logit_softcapping",
+            "final_logit_softcapping",
+            "use_bidirectional_attention",
+        ],
+        "gemma3_text" => &[
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "hidden_activation",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "attention_bias",
+            "rope_theta",
+            "rope_local_base_freq",
+            "rope_scaling",
+            "rope_parameters",
+            "query_pre_attn_scalar",
+            "sliding_window",
+            "sliding_window_pattern",
+            "layer_types",
+            "attn_logit_softcapping",
+            "final_logit_softcapping",
+            "use_bidirectional_attention",
         ],
         other => panic!("no key list for {other}"),
     };
@@ -318,6 +423,7 @@ fn every_key_a_family_reads_refuses_a_value_of_the_wrong_type() {
                                 "attention_bias",
                                 "mlp_bias",
                                 "use_sliding_window",
+                                "use_bidirectional_attention",
                             ]
                             .contains(&key)
                     }
@@ -328,6 +434,8 @@ fn every_key_a_family_reads_refuses_a_value_of_the_wrong_type() {
                         "attention_bias",
                         "mlp_bias",
                         "use_sliding_window",
+                        "use_bidirectional_attention",
+                        "hidden_activation",
                         "scale_attn_weights",
                         "scale_attn_by_inverse_layer_idx",
                         "hidden_act",
@@ -352,6 +460,9 @@ fn every_key_a_family_reads_refuses_a_value_of_the_wrong_type() {
                     // The activation keys name an unsupported activation.
                     Err(Error::Lm(LmError::UnsupportedActivation { key: named, .. }))
                         if named == key => {}
+                    // A boolean the key takes, naming what is refused.
+                    Err(Error::Lm(LmError::BidirectionalAttention))
+                        if key == "use_bidirectional_attention" => {}
                     other => panic!("{model_type} {key} = {value}: {other:?}"),
                 }
             }
@@ -475,22 +586,48 @@ fn family_rules_are_typed() {
     let cross =
         json!({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "add_cross_attention": true});
     assert!(matches!(lm_error(open(&cross)), LmError::CrossAttention));
+    // A sliding layer needs a window, as transformers says too.
     let mut qwen = with(llama_config(), "model_type", json!("qwen2"));
-    qwen["use_sliding_window"] = json!(true);
-    qwen["max_window_layers"] = json!(0);
+    qwen["layer_types"] = json!(["sliding_attention"]);
     assert!(matches!(
         lm_error(open(&qwen)),
-        LmError::SlidingWindow { layer: 0 }
+        LmError::NoSlidingWindow { layer: 0 }
     ));
-    let layers = with(
-        with(llama_config(), "model_type", json!("qwen2")),
-        "layer_types",
-        json!(["sliding_attention"]),
-    );
+    let mut gemma = with(llama_config(), "model_type", json!("gemma3_text"));
+    gemma["layer_types"] = json!(["sliding_attention"]);
+    gemma["sliding_window"] = json!(null);
     assert!(matches!(
-        lm_error(open(&layers)),
-        LmError::SlidingWindow { layer: 0 }
+        lm_error(open(&gemma)),
+        LmError::NoSlidingWindow { layer: 0 }
     ));
+    gemma["use_bidirectional_attention"] = json!(true);
+    assert!(matches!(
+        lm_error(open(&gemma)),
+        LmError::BidirectionalAttention
+    ));
+    for (key, value) in [
+        (
+            "layer_types",
+            json!(["sliding_attention", "full_attention"]),
+        ),
+        ("layer_types", json!(["local_attention"])),
+        ("sliding_window", json!(0)),
+        ("attn_logit_softcapping", json!(-1.0)),
+        ("query_pre_attn_scalar", json!(0)),
+    ] {
+        let config = with(
+            with(llama_config(), "model_type", json!("gemma2")),
+            key,
+            value,
+        );
+        assert!(
+            matches!(
+                model_error(open_config(&config)),
+                ModelError::InvalidMetadata { key: named, .. } if named == format!("config.json {key}")
+            ),
+            "{key}"
+        );
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::sae::NativeSae;
 /// pairs.
 type Steer = (Py<NativeSae>, Vec<(usize, f32)>);
 
-/// A decoder language model (GPT-2, GPT-NeoX, Llama, Qwen2) loaded from a
+/// A decoder language model (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) loaded from a
 /// Hugging Face model directory. Thread-safe; the GIL is released while it
 /// runs.
 #[pyclass(frozen, module = "modelbin._native")]

@@ -8,7 +8,8 @@
 //! value of the wrong type is an error (never the default taken silently,
 //! where transformers would read Python's truthiness of `"no"` as true); a
 //! key the loader does not read is passed over, as transformers passes
-//! over it. JSON `null` counts as the key left out.
+//! over it. JSON `null` counts as the key left out, but for the keys read
+//! as [`Nullable`], where `null` turns a feature off.
 
 use modelbin_format::ModelError;
 use serde_json::{Map, Value};
@@ -134,6 +135,33 @@ impl<T: JsonType> Raw<T> {
     /// As [`Raw::get`].
     pub(crate) fn or(&self, key: &str, default: T) -> Result<T> {
         Ok(self.get(key)?.unwrap_or(default))
+    }
+}
+
+/// A key whose JSON `null` is a value of its own: transformers' `None`,
+/// a feature turned off (`"sliding_window": null`), where a missing key
+/// takes the configuration class's default.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Nullable<T>(Option<Raw<T>>);
+
+impl<'de, T> serde::Deserialize<'de> for Nullable<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Called for a key that is present, `null` included.
+        Raw::deserialize(deserializer).map(|raw| Nullable(Some(raw)))
+    }
+}
+
+impl<T: JsonType> Nullable<T> {
+    /// The value: `default` when the key is missing, `None` when it is
+    /// `null`.
+    ///
+    /// # Errors
+    /// As [`Raw::get`].
+    pub(crate) fn or(&self, key: &str, default: Option<T>) -> Result<Option<T>> {
+        match &self.0 {
+            None => Ok(default),
+            Some(raw) => raw.get(key),
+        }
     }
 }
 

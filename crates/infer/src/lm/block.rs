@@ -1,7 +1,11 @@
 //! One decoder block, the same code for every family, its variants being
 //! data ([`LmConfig`]): LayerNorm or RMSNorm, fused query/key/value rows with or without
-//! biases, rotary embeddings or none, grouped-query heads, a plain or
-//! gated (SwiGLU) MLP, and a sequential or parallel residual.
+//! biases, per-head query/key norms, rotary embeddings or none (one base
+//! for every layer or one for the sliding-window layers and another for
+//! the rest), grouped-query heads, full or sliding-window attention with
+//! or without a cap on the scores, a plain or gated (SwiGLU, GeGLU) MLP,
+//! norms after the attention and the MLP or not, and a sequential or
+//! parallel residual.
 //!
 //! A block runs over the rows of many sequences at once (one tall matrix
 //! through each linear layer); attention alone runs per sequence and head.
@@ -12,13 +16,14 @@
 use rayon::prelude::*;
 
 use crate::lm::config::{Activation, LmConfig};
-use crate::lm::rope::RopeTable;
+use crate::lm::rope::RopeTables;
 use crate::model::Site;
 use crate::nn::attention::{
     CausalSpan, Heads, Strided, add_in_place, causal_attention, layer_norm_rows, rms_norm_rows,
     rows_per_task,
 };
 use crate::nn::int8::Int8Kernel;
+use crate::nn::kernels::rms_norm;
 use crate::nn::kernels::{gelu_erf, gelu_tanh, relu, silu};
 use crate::nn::linear::LinearWeights;
 
@@ -70,6 +75,12 @@ pub(crate) struct Block {
     pub up: Linear,
     /// The MLP's second layer.
     pub down: Linear,
+    /// The per-head RMSNorm weights of the queries and of the keys
+    /// (`head_dim` each), when the family has them.
+    pub qk_norm: Option<(Vec<f32>, Vec<f32>)>,
+    /// The norms of the attention's and of the MLP's outputs, when the
+    /// family has them.
+    pub post_norms: Option<(Norm, Norm)>,
 }
 
 impl Block {
@@ -97,8 +108,9 @@ pub(crate) struct Rows<'a> {
     pub spans: &'a [CausalSpan],
     /// Each row's position in its sequence.
     pub positions: &'a [usize],
-    /// The cosines and sines of the positions (rotary models).
-    pub rope: Option<&'a RopeTable>,
+    /// The cosines and sines of the positions (none for a model without
+    /// rotary embeddings).
+    pub rope: &'a RopeTables,
     /// The first position `rope` covers.
     pub rope_first: usize,
 }
@@ -170,10 +182,14 @@ impl Block {
         let (h, hd, inter) = (c.hidden, c.head_dim, c.intermediate);
         let (qw, kvw, width) = (c.heads * hd, c.kv_heads * hd, c.qkv_width());
         let n = x.len() / h;
+        let window = c.features.window(layer);
         hook(Site::ResidPre, x);
         self.norm1.apply(x, &mut s.normed, h, c.norm_eps);
         self.qkv.apply(&s.normed, &mut s.qkv, kernel);
-        if let Some(table) = rows.rope {
+        if let Some((q_weight, k_weight)) = &self.qk_norm {
+            normalize_heads(&mut s.qkv, width, (qw, kvw), (q_weight, k_weight), c);
+        }
+        if let Some(table) = rows.rope.for_layer(window.is_some()) {
             s.qkv
                 .par_chunks_mut(width)
                 .zip(rows.positions.par_iter())
@@ -182,10 +198,10 @@ impl Block {
                     table.rotate(&mut row[..qw + kvw], hd, at);
                 });
         }
-        let mut scale = if c.scale_attention {
-            1.0 / (hd as f32).sqrt()
-        } else {
-            1.0
+        let mut scale = match c.features.query_scale {
+            Some(scale) => scale,
+            None if c.scale_attention => 1.0 / (hd as f32).sqrt(),
+            None => 1.0,
         };
         if c.scale_by_layer {
             scale /= (layer + 1) as f32;
@@ -195,6 +211,8 @@ impl Block {
             kv_heads: c.kv_heads,
             dim: hd,
             scale,
+            softcap: c.features.attention_softcap,
+            window,
         };
         let q = Strided {
             values: &s.qkv,
@@ -229,6 +247,10 @@ impl Block {
             }
         }
         self.out.apply(&s.context, &mut s.attn_out, kernel);
+        if let Some((after_attention, _)) = &self.post_norms {
+            after_attention.apply(&s.attn_out, &mut s.normed, h, c.norm_eps);
+            std::mem::swap(&mut s.attn_out, &mut s.normed);
+        }
         hook(Site::AttnOut, &mut s.attn_out);
         if !c.parallel_residual {
             add_in_place(x, &s.attn_out);
@@ -242,6 +264,10 @@ impl Block {
         }
         let act = if c.gated_mlp { &s.act } else { &s.up };
         self.down.apply(act, &mut s.mlp_out, kernel);
+        if let Some((_, after_mlp)) = &self.post_norms {
+            after_mlp.apply(&s.mlp_out, &mut s.normed, h, c.norm_eps);
+            std::mem::swap(&mut s.mlp_out, &mut s.normed);
+        }
         hook(Site::MlpOut, &mut s.mlp_out);
         if c.parallel_residual {
             add_in_place(x, &s.attn_out);
@@ -250,6 +276,33 @@ impl Block {
         hook(Site::ResidPost, x);
         debug_assert_eq!(n * h, x.len());
     }
+}
+
+/// RMS-normalises each query head (the first `qw` values of each
+/// `width`-wide row of `qkv`) with `q_weight` and each key head (the
+/// `kvw` values after) with `k_weight`, in place.
+fn normalize_heads(
+    qkv: &mut [f32],
+    width: usize,
+    (qw, kvw): (usize, usize),
+    (q_weight, k_weight): (&[f32], &[f32]),
+    c: &LmConfig,
+) {
+    let hd = c.head_dim;
+    qkv.par_chunks_mut(width).for_each_init(
+        || vec![0.0f32; qw + kvw],
+        |heads, row| {
+            heads.copy_from_slice(&row[..qw + kvw]);
+            rms_norm(&heads[..qw], q_weight, &mut row[..qw], hd, c.norm_eps);
+            rms_norm(
+                &heads[qw..],
+                k_weight,
+                &mut row[qw..qw + kvw],
+                hd,
+                c.norm_eps,
+            );
+        },
+    );
 }
 
 /// A gated MLP's hidden rows: `act(gate) · up` of the rows `[gate | up]`

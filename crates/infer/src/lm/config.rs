@@ -39,7 +39,7 @@ pub(crate) enum Activation {
 pub(crate) enum NormKind {
     /// LayerNorm: weight and bias, the mean subtracted (GPT-2, NeoX).
     Layer,
-    /// RMSNorm: weight only (Llama, Qwen2).
+    /// RMSNorm: weight only (Llama, Qwen, Mistral, Gemma).
     Rms,
 }
 
@@ -81,7 +81,8 @@ pub(crate) struct Rope {
 
 /// A family of decoder language models, by `config.json`'s `model_type`:
 /// `gpt2` (GPT-2), `gpt_neox` (Pythia, GPT-NeoX), `llama` (Llama 1–3.x,
-/// TinyLlama, SmolLM) and `qwen2` (Qwen2, Qwen2.5). The families are
+/// TinyLlama, SmolLM), `mistral`, `qwen2` (Qwen2, Qwen2.5), `qwen3`,
+/// `gemma2` (Gemma 2) and `gemma3_text` (Gemma 3's text models). The families are
 /// listed, each with how its configuration is read and where its tensors
 /// are, in the `lm/family/` folder.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -161,6 +162,47 @@ pub struct LmConfig {
     pub(crate) scale_by_layer: bool,
     /// GPT-2's `scale_attn_weights`: scores scaled by `1/√head_dim`.
     pub(crate) scale_attention: bool,
+    /// What the later families add (Mistral, Qwen3, Gemma); all off for
+    /// GPT-2, NeoX and Llama.
+    pub(crate) features: Features,
+}
+
+/// What the later families add to the block and the model around it, each
+/// off by default.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Features {
+    /// Each layer's attention window: `Some(w)` for a sliding-window layer
+    /// (query `i` sees keys `i - w + 1 ..= i`), `None` for full causal
+    /// attention. Empty when every layer is full.
+    pub windows: Vec<Option<usize>>,
+    /// Gemma 3: the rotary embedding of the sliding-window layers, which
+    /// have their own base (the full layers take [`LmConfig::rope`]).
+    pub sliding_rope: Option<Rope>,
+    /// Qwen3, Gemma 3: each query and key head RMS-normalised (one weight
+    /// of `head_dim` for the queries, one for the keys) before rotation.
+    pub qk_norm: bool,
+    /// Gemma: a norm on the attention's and the MLP's outputs before each
+    /// joins the residual stream (so `attn_out` and `mlp_out` are what is
+    /// added, as TransformerLens hooks them).
+    pub sandwich_norms: bool,
+    /// Gemma: RMSNorm weights stored as offsets from one (`x̂ · (1 + w)`).
+    pub norm_weight_offset: bool,
+    /// Gemma: the scores' scale, `query_pre_attn_scalar^-½`, in place of
+    /// `head_dim^-½`.
+    pub query_scale: Option<f32>,
+    /// Gemma 2: scores capped as `c · tanh(s / c)` after scaling.
+    pub attention_softcap: Option<f32>,
+    /// Gemma 2: logits capped as `c · tanh(l / c)`.
+    pub final_softcap: Option<f32>,
+    /// Gemma: the embeddings multiplied by `√hidden` (rounded to f32).
+    pub embed_scale: Option<f32>,
+}
+
+impl Features {
+    /// Layer `layer`'s attention window, if it slides.
+    pub(crate) fn window(&self, layer: usize) -> Option<usize> {
+        self.windows.get(layer).copied().flatten()
+    }
 }
 
 impl LmConfig {

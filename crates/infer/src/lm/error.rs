@@ -46,14 +46,17 @@ pub enum LmError {
         /// The name as written.
         name: String,
     },
-    /// Sliding-window attention (Qwen2's `use_sliding_window`, or a
-    /// `sliding_attention` layer): not supported, where running full
-    /// attention instead would give other results silently.
-    #[error("config.json: layer {layer} uses sliding-window attention, which is not supported")]
-    SlidingWindow {
+    /// A layer `layer_types` gives sliding-window attention while
+    /// `sliding_window` is `null` (transformers refuses it too).
+    #[error("config.json: layer {layer} uses sliding-window attention, but sliding_window is null")]
+    NoSlidingWindow {
         /// The first such layer.
         layer: usize,
     },
+    /// Gemma's `use_bidirectional_attention`: an encoder, not a causal
+    /// decoder.
+    #[error("config.json use_bidirectional_attention: bidirectional attention is not supported")]
+    BidirectionalAttention,
     /// GPT-2 with cross-attention (an encoder-decoder's decoder).
     #[error("config.json add_cross_attention: cross-attention is not supported")]
     CrossAttention,

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use crate::hf::weights::Weights;
 use crate::lm::block::{Block, Keys, Rows, Scratch};
-use crate::lm::config::{LmConfig, Rope};
-use crate::lm::rope::RopeTable;
+use crate::lm::config::LmConfig;
+use crate::lm::rope::{RopeTable, RopeTables};
 use crate::lm::weights;
 use crate::model::Site;
 use crate::nn::attention::{CausalSpan, check_forward_memory};
@@ -41,7 +41,7 @@ impl LoadOptions {
     }
 }
 
-/// A decoder language model (GPT-2, GPT-NeoX, Llama, Qwen2) loaded from a
+/// A decoder language model (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) loaded from a
 /// Hugging Face model directory, its weights in memory as f32 (or int8).
 #[derive(Debug, Clone)]
 pub struct LanguageModel {
@@ -53,7 +53,6 @@ pub struct LanguageModel {
     pub(crate) blocks: Vec<Block>,
     pub(crate) final_norm: crate::lm::block::Norm,
     pub(crate) head: crate::nn::linear::LinearWeights,
-    pub(crate) rope: Option<Rope>,
     pub(crate) int8_kernel: Int8Kernel,
 }
 
@@ -81,7 +80,6 @@ impl LanguageModel {
         }
         Ok(LanguageModel {
             dir: dir.to_path_buf(),
-            rope: config.rope,
             config,
             embed: outer.embed,
             positions: outer.positions,
@@ -139,6 +137,9 @@ impl LanguageModel {
             .zip(ids.par_iter().zip(positions))
             .for_each(|(row, (&id, &p))| {
                 row.copy_from_slice(&self.embed[id as usize * h..(id as usize + 1) * h]);
+                if let Some(scale) = self.config.features.embed_scale {
+                    row.iter_mut().for_each(|x| *x *= scale);
+                }
                 if let Some(table) = &self.positions {
                     for (x, q) in row.iter_mut().zip(&table[p * h..(p + 1) * h]) {
                         *x += q;
@@ -148,10 +149,14 @@ impl LanguageModel {
         x
     }
 
-    /// The rotary table of positions `first..first + count`, for a rotary
-    /// model.
-    pub(crate) fn rope_table(&self, first: usize, count: usize) -> Option<RopeTable> {
-        self.rope.as_ref().map(|r| RopeTable::new(r, first, count))
+    /// The rotary tables of positions `first..first + count` (none for a
+    /// model without rotary embeddings).
+    pub(crate) fn rope_tables(&self, first: usize, count: usize) -> RopeTables {
+        let table = |rope: &Option<_>| rope.as_ref().map(|r| RopeTable::new(r, first, count));
+        RopeTables {
+            full: table(&self.config.rope),
+            sliding: table(&self.config.features.sliding_rope),
+        }
     }
 
     /// Refuses a pass over `rows` rows whose buffers (and `extra` floats
@@ -215,6 +220,11 @@ impl LanguageModel {
         let zeros = vec![0.0f32; c.vocab_size];
         self.head
             .apply(&normed, &zeros, &mut logits, self.int8_kernel);
+        if let Some(cap) = c.features.final_softcap {
+            logits
+                .par_chunks_mut(4096)
+                .for_each(|l| l.iter_mut().for_each(|v| *v = (*v / cap).tanh() * cap));
+        }
         crate::error::finite(logits, "the logits")
     }
 
@@ -285,11 +295,11 @@ impl LanguageModel {
                 past: 0,
             })
             .collect();
-        let table = self.rope_table(0, window);
+        let tables = self.rope_tables(0, window);
         let rows = Rows {
             spans: &spans,
             positions: &positions,
-            rope: table.as_ref(),
+            rope: &tables,
             rope_first: 0,
         };
         let mut x = self.embed(ids, &positions);

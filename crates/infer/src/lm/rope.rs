@@ -52,6 +52,29 @@ pub(crate) fn inverse_frequencies(rope: &Rope) -> Vec<f32> {
     }
 }
 
+/// The rotary tables of a run of positions: the full-attention layers'
+/// and, when they rotate with another base (Gemma 3), the sliding-window
+/// layers'.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RopeTables {
+    /// The table of the full-attention layers (every layer's when
+    /// `sliding` is `None`).
+    pub full: Option<RopeTable>,
+    /// The table of the sliding-window layers, when it differs.
+    pub sliding: Option<RopeTable>,
+}
+
+impl RopeTables {
+    /// The table a layer rotates with: a sliding-window layer's own if
+    /// there is one.
+    pub(crate) fn for_layer(&self, sliding: bool) -> Option<&RopeTable> {
+        match (&self.sliding, sliding) {
+            (Some(table), true) => Some(table),
+            _ => self.full.as_ref(),
+        }
+    }
+}
+
 impl RopeTable {
     /// The table of positions `first..first + count`.
     pub(crate) fn new(rope: &Rope, first: usize, count: usize) -> RopeTable {

@@ -101,11 +101,11 @@ impl<'m> Session<'m> {
             keys: 0,
             past: start,
         }];
-        let table = model.rope_table(start, ids.len());
+        let tables = model.rope_tables(start, ids.len());
         let rows = Rows {
             spans: &spans,
             positions: &positions,
-            rope: table.as_ref(),
+            rope: &tables,
             rope_first: start,
         };
         let mut x = model.embed(ids, &positions);

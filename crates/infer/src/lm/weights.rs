@@ -43,6 +43,7 @@ pub(crate) struct Outer {
 }
 
 /// The tensors of one block: names are taken under the block's prefix.
+#[derive(Clone)]
 pub(crate) struct BlockTensors<'a> {
     /// The configuration.
     pub c: &'a LmConfig,
@@ -79,6 +80,12 @@ impl BlockTensors<'_> {
     /// The norm `name` (its `.weight`, and `.bias` for a LayerNorm).
     pub(crate) fn norm(&self, name: &str) -> Result<Norm> {
         norm(self.c, self.w, &format!("{}{name}", self.prefix))
+    }
+
+    /// The weight of the per-head RMSNorm `name` (`head_dim` values).
+    pub(crate) fn head_norm(&self, name: &str) -> Result<Vec<f32>> {
+        let weight = self.get(&format!("{name}.weight"), &[self.c.head_dim])?;
+        Ok(rms_weight(self.c, weight))
     }
 }
 
@@ -162,8 +169,18 @@ fn norm(c: &LmConfig, w: &Weights, name: &str) -> Result<Norm> {
     let weight = w.get(&format!("{name}.weight"), &[h])?;
     Ok(match c.norm {
         NormKind::Layer => Norm::Layer(weight, w.get(&format!("{name}.bias"), &[h])?),
-        NormKind::Rms => Norm::Rms(weight),
+        NormKind::Rms => Norm::Rms(rms_weight(c, weight)),
     })
+}
+
+/// An RMSNorm's multiplier from its stored weight: `1 + w` where the
+/// family stores offsets from one (Gemma, which computes `1 + w` in f32
+/// too), else `w`.
+fn rms_weight(c: &LmConfig, mut weight: Vec<f32>) -> Vec<f32> {
+    if c.features.norm_weight_offset {
+        weight.iter_mut().for_each(|w| *w += 1.0);
+    }
+    weight
 }
 
 #[cfg(test)]

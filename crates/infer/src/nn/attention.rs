@@ -166,8 +166,8 @@ fn attention_in_blocks(
                 attend(
                     (q, rows_of(k), rows_of(&k[h..])),
                     (rows, len, d),
-                    scale,
-                    |_| len,
+                    (scale, None),
+                    |_| 0..len,
                 )
             },
         )
@@ -187,12 +187,13 @@ const PACKED_QUERIES: usize = 32;
 
 /// `softmax(scale · q · kᵀ) · v` for `rows` query rows against `seen`
 /// keys and values (each row `d` wide at its matrix's stride), query `r`
-/// seeing the first `visible(r)` keys only: `[rows, d]`.
+/// seeing the keys `visible(r)` only: `[rows, d]`. With a `softcap` `c`,
+/// each scaled score `s` becomes `c · tanh(s / c)` before the softmax.
 fn attend(
     (q, k, v): (Strided<'_>, Strided<'_>, Strided<'_>),
     (rows, seen, d): (usize, usize, usize),
-    scale: f32,
-    visible: impl Fn(usize) -> usize,
+    (scale, softcap): (f32, Option<f32>),
+    visible: impl Fn(usize) -> std::ops::Range<usize>,
 ) -> Vec<f32> {
     let holds =
         |m: Strided<'_>, count: usize| count == 0 || m.values.len() >= (count - 1) * m.stride + d;
@@ -233,9 +234,21 @@ fn attend(
         .chunks_exact_mut(seen)
         .enumerate()
         .map(|(r, row)| {
-            let (seen_by_r, hidden) = row.split_at_mut(visible(r));
-            hidden.fill(0.0);
-            shifted_exp(seen_by_r, scale)
+            let keys = visible(r);
+            row[..keys.start].fill(0.0);
+            row[keys.end..].fill(0.0);
+            let seen_by_r = &mut row[keys];
+            match softcap {
+                // In transformers' order: scaled, divided by the cap,
+                // tanh, multiplied by the cap.
+                Some(cap) => {
+                    seen_by_r
+                        .iter_mut()
+                        .for_each(|s| *s = ((*s * scale) / cap).tanh() * cap);
+                    shifted_exp(seen_by_r, 1.0)
+                }
+                None => shifted_exp(seen_by_r, scale),
+            }
         })
         .collect();
     let mut out = vec![0.0f32; rows * d];
@@ -295,7 +308,9 @@ pub(crate) struct CausalSpan {
 /// The heads of a causal attention: `heads` query heads and `kv_heads`
 /// key/value heads (query head `h` reads key/value head
 /// `h / (heads / kv_heads)`, transformers' `repeat_kv`), each `dim`
-/// wide; scores are scaled by `scale` before the softmax.
+/// wide; scores are scaled by `scale` (and capped by `softcap`) before
+/// the softmax; with a `window` `w`, the query at position `p` sees the
+/// keys at `p - w + 1 ..= p` only.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Heads {
     /// Query heads.
@@ -306,6 +321,10 @@ pub(crate) struct Heads {
     pub dim: usize,
     /// The scores' scale.
     pub scale: f32,
+    /// The scores' cap `c` (`c · tanh(s / c)`), if any.
+    pub softcap: Option<f32>,
+    /// The sliding window, if any.
+    pub window: Option<usize>,
 }
 
 /// Causal scaled dot-product attention of every sequence and head: the
@@ -323,6 +342,8 @@ pub(crate) fn causal_attention<'a>(
         kv_heads,
         dim: d,
         scale,
+        softcap,
+        window,
     } = heads;
     let group = nh / kv_heads;
     let width = nh * d;
@@ -353,7 +374,10 @@ pub(crate) fn causal_attention<'a>(
                 from(v, span.keys, kv_head * d),
             );
             let past = span.past + first;
-            attend(matrices, (rows, seen, d), scale, |r| past + r + 1)
+            attend(matrices, (rows, seen, d), (scale, softcap), |r| {
+                let end = past + r + 1;
+                window.map_or(0, |w| end.saturating_sub(w))..end
+            })
         })
         .collect();
     for (&(span, head, first, _), out) in tasks.iter().zip(outputs) {

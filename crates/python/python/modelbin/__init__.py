@@ -16,7 +16,7 @@
   autoencoders in SAELens's layout: :class:`modelbin.sae.SAE`.
 - TLLM models: :class:`TLLM`.
 - Decoder language models from Hugging Face directories (GPT-2, Pythia,
-  Llama, Qwen2) and their ``tokenizer.json``: :class:`LanguageModel`,
+  Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) and their ``tokenizer.json``: :class:`LanguageModel`,
   :class:`modelbin.lm.Tokenizer`.
 - Vision transformers (DINOv2, CLIP, SigLIP), their hidden states and
   their inputs: :class:`modelbin.vision.VisionModel`,

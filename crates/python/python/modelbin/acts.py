@@ -56,7 +56,7 @@ def record(model: "str | os.PathLike[str]",
     Over text ``files`` (concatenated in order and cut into windows of
     ``tokens_per_text`` tokens, default the model's context), ``model`` is a
     decoder language model's Hugging Face directory (GPT-2, GPT-NeoX,
-    Llama, Qwen2, with its tokenizer.json), a byte-level TLLM file or a BERT
+    Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, with its tokenizer.json), a byte-level TLLM file or a BERT
     model (an EMBD file or a Hugging Face model directory); ``cls`` also
     keeps a BERT window's CLS row. ``texts`` (strings) may be given instead
     of files: each is one text, as a JSON Lines file's line is. A language

@@ -1,4 +1,4 @@
-"""Decoder language models (GPT-2, GPT-NeoX / Pythia, Llama, Qwen2) from
+"""Decoder language models (GPT-2, GPT-NeoX / Pythia, Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3) from
 Hugging Face model directories, and their ``tokenizer.json``.
 
 :class:`LanguageModel` gives logits, the residual stream at SAELens's hook

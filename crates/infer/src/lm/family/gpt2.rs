@@ -83,6 +83,7 @@ fn config(json: &Value, family: Family) -> Result<LmConfig> {
             .scale_attn_by_inverse_layer_idx
             .or("scale_attn_by_inverse_layer_idx", false)?,
         scale_attention: k.scale_attn_weights.or("scale_attn_weights", true)?,
+        features: Default::default(),
     })
 }
 
@@ -118,5 +119,7 @@ fn block(t: BlockTensors<'_>) -> Result<Block> {
         norm2: t.norm("ln_2")?,
         up: conv("mlp.c_fc", h, inter)?,
         down: conv("mlp.c_proj", inter, h)?,
+        qk_norm: None,
+        post_norms: None,
     })
 }

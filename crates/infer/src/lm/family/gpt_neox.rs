@@ -107,6 +107,7 @@ fn config(json: &Value, family: Family) -> Result<LmConfig> {
         mlp_bias: true,
         scale_by_layer: false,
         scale_attention: true,
+        features: Default::default(),
     })
 }
 
@@ -151,5 +152,7 @@ fn block(t: BlockTensors<'_>) -> Result<Block> {
         norm2: t.norm("post_attention_layernorm")?,
         up: plain("mlp.dense_h_to_4h", inter, h, c.mlp_bias)?,
         down: plain("mlp.dense_4h_to_h", h, inter, c.mlp_bias)?,
+        qk_norm: None,
+        post_norms: None,
     })
 }

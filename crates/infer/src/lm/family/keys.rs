@@ -1,12 +1,13 @@
 //! The readers of `config.json` keys the families share: the common keys
-//! (tied output, special ids), epsilons, activation names, and the RoPE
+//! (tied output, special ids), epsilons, activation names, the RoPE
 //! parameters in both layouts (the top-level `rope_theta` /
-//! `rope_scaling` of hub files, and transformers 5's `rope_parameters`).
+//! `rope_scaling` of hub files, and transformers 5's `rope_parameters`),
+//! and which layers slide (`sliding_window`, `layer_types`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::hf::config::{Raw, invalid};
+use crate::hf::config::{Nullable, Raw, invalid};
 use crate::lm::config::{Activation, Rope, RopeScaling};
 use crate::{LmError, Result};
 
@@ -221,4 +222,118 @@ pub(crate) fn rope(
         dims,
         scaling,
     })
+}
+
+/// transformers' default `sliding_window` in every family that has one.
+const DEFAULT_WINDOW: u64 = 4096;
+
+/// The keys of sliding-window attention.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct SlidingKeys {
+    sliding_window: Nullable<u64>,
+    use_sliding_window: Raw<bool>,
+    max_window_layers: Raw<u64>,
+    layer_types: Raw<Vec<String>>,
+    sliding_window_pattern: Raw<u64>,
+}
+
+/// How a family's configuration class decides which layers slide.
+pub(crate) enum SlidingRule {
+    /// Mistral: every layer, when `sliding_window` is not `null`.
+    Every,
+    /// Qwen2, Qwen3: the layers `layer_types` says, else those from
+    /// `max_window_layers` on; none has a window unless
+    /// `use_sliding_window`.
+    FromMaxWindowLayers,
+    /// Gemma: the layers `layer_types` says, else all but every
+    /// `pattern`-th (`sliding_window_pattern` when `read_pattern`).
+    Alternating {
+        /// The default pattern.
+        pattern: u64,
+        /// Whether `sliding_window_pattern` is read (Gemma 3).
+        read_pattern: bool,
+    },
+}
+
+/// Each layer's attention window (`None`: full attention) as the family's
+/// configuration class gives it under `rule`.
+pub(crate) fn sliding_windows(
+    json: &Value,
+    layers: usize,
+    rule: SlidingRule,
+) -> Result<Vec<Option<usize>>> {
+    let k: SlidingKeys = keys(json)?;
+    let mut window = match k
+        .sliding_window
+        .or("sliding_window", Some(DEFAULT_WINDOW))?
+    {
+        Some(0) => {
+            return Err(invalid(
+                "sliding_window",
+                &Value::from(0),
+                "expected a positive window or null",
+            ));
+        }
+        w => w.map(|w| w as usize),
+    };
+    let default_types: Vec<bool> = match rule {
+        SlidingRule::Every => return Ok(vec![window; layers]),
+        SlidingRule::FromMaxWindowLayers => {
+            let from = k
+                .max_window_layers
+                .integer_in("max_window_layers", 28, 0, u64::MAX)?;
+            if !k.use_sliding_window.or("use_sliding_window", false)? {
+                // transformers sets `sliding_window` to None: a layer
+                // `layer_types` makes sliding is then refused below.
+                window = None;
+            }
+            (0..layers).map(|i| window.is_some() && i >= from).collect()
+        }
+        SlidingRule::Alternating {
+            pattern,
+            read_pattern,
+        } => {
+            let pattern = match read_pattern {
+                true => k
+                    .sliding_window_pattern
+                    .count("sliding_window_pattern", pattern)?,
+                false => pattern as usize,
+            };
+            (0..layers).map(|i| (i + 1) % pattern != 0).collect()
+        }
+    };
+    let sliding = match k.layer_types.get("layer_types")? {
+        None => default_types,
+        Some(types) => {
+            if types.len() != layers {
+                return Err(invalid(
+                    "layer_types",
+                    k.layer_types.json(),
+                    &format!("expected one entry per layer ({layers})"),
+                ));
+            }
+            types
+                .iter()
+                .map(|t| match t.as_str() {
+                    "full_attention" => Ok(false),
+                    "sliding_attention" => Ok(true),
+                    wrong => Err(invalid(
+                        "layer_types",
+                        k.layer_types.json(),
+                        &format!("{wrong:?} is neither full_attention nor sliding_attention"),
+                    )),
+                })
+                .collect::<Result<_>>()?
+        }
+    };
+    sliding
+        .into_iter()
+        .enumerate()
+        .map(|(layer, slides)| match (slides, window) {
+            (false, _) => Ok(None),
+            (true, Some(w)) => Ok(Some(w)),
+            (true, None) => Err(LmError::NoSlidingWindow { layer }.into()),
+        })
+        .collect()
 }

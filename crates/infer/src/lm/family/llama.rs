@@ -31,7 +31,8 @@ pub(super) static SPEC: FamilySpec = FamilySpec {
     layout,
 };
 
-/// The keys `LlamaConfig` reads (and `Qwen2Config`, but for the biases).
+/// The keys `LlamaConfig` reads, and those the families of its shape read
+/// in their place (Gemma's `hidden_activation`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 struct Keys {
@@ -43,6 +44,7 @@ struct Keys {
     head_dim: Raw<u64>,
     intermediate_size: Raw<u64>,
     hidden_act: Raw<String>,
+    hidden_activation: Raw<String>,
     max_position_embeddings: Raw<u64>,
     rms_norm_eps: Raw<f64>,
     attention_bias: Raw<bool>,
@@ -53,64 +55,75 @@ struct Keys {
     rope_parameters: Raw<Map<String, Value>>,
 }
 
+/// Where a Llama-shaped family's biases are.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Biases {
+    /// `attention_bias` on the four attention projections, `mlp_bias` on
+    /// the MLP (Llama).
+    Read,
+    /// `attention_bias` on the four attention projections, none on the
+    /// MLP (Qwen3, Gemma).
+    AttentionOnly,
+    /// Fixed: (query/key/value, output, MLP) (Qwen2, Mistral).
+    Fixed(bool, bool, bool),
+}
+
 /// What a Llama-shaped family's configuration class defaults to, and
-/// where its biases are.
+/// which of its keys differ.
 pub(super) struct Defaults {
+    /// `hidden_size`.
+    pub hidden: u64,
+    /// `num_hidden_layers`.
+    pub layers: u64,
+    /// `num_attention_heads`.
+    pub heads: u64,
+    /// `num_key_value_heads` (`None`: the heads).
+    pub kv_heads: Option<u64>,
+    /// `head_dim` (`None`: the hidden width over the heads).
+    pub head_dim: Option<u64>,
     /// `max_position_embeddings`.
     pub max_positions: u64,
     /// `intermediate_size`.
     pub intermediate: u64,
     /// `vocab_size`.
     pub vocab_size: u64,
+    /// `tie_word_embeddings`.
+    pub tie: bool,
     /// `bos_token_id` and `eos_token_id`.
     pub special: (Option<u32>, Option<u32>),
-    /// The biases: read from `attention_bias` and `mlp_bias` (`None`), or
-    /// fixed as (query/key/value, output, MLP).
-    pub biases: Option<(bool, bool, bool)>,
+    /// The biases.
+    pub biases: Biases,
+    /// The activation's key (`hidden_act` or `hidden_activation`) and
+    /// default.
+    pub activation: (&'static str, &'static str),
 }
+
+/// `LlamaConfig`'s defaults.
+pub(super) const LLAMA: Defaults = Defaults {
+    hidden: 4096,
+    layers: 32,
+    heads: 32,
+    kv_heads: None,
+    head_dim: None,
+    max_positions: 2048,
+    intermediate: 11008,
+    vocab_size: 32000,
+    tie: false,
+    special: (Some(1), Some(2)),
+    biases: Biases::Read,
+    activation: ("hidden_act", "silu"),
+};
 
 fn config(json: &Value, family: Family) -> Result<LmConfig> {
-    decoder(
-        json,
-        family,
-        Defaults {
-            max_positions: 2048,
-            intermediate: 11008,
-            vocab_size: 32000,
-            special: (Some(1), Some(2)),
-            biases: None,
-        },
-    )
+    decoder(json, family, &LLAMA)
 }
 
-/// The configuration of a Llama-shaped family with `defaults`.
-pub(super) fn decoder(json: &Value, family: Family, defaults: Defaults) -> Result<LmConfig> {
+/// The configuration of a Llama-shaped family with `defaults`, its RoPE
+/// read from `rope_theta`, `partial_rotary_factor` and `rope_scaling` /
+/// `rope_parameters`.
+pub(super) fn decoder(json: &Value, family: Family, defaults: &Defaults) -> Result<LmConfig> {
+    let mut config = shape(json, family, defaults)?;
     let k: Keys = keys(json)?;
-    let hidden = k.hidden_size.count("hidden_size", 4096)?;
-    let heads = k.num_attention_heads.count("num_attention_heads", 32)?;
-    let kv_heads = k
-        .num_key_value_heads
-        .count("num_key_value_heads", heads as u64)?;
-    if !heads.is_multiple_of(kv_heads) {
-        return Err(LmError::KvHeadsDoNotDivide { heads, kv_heads }.into());
-    }
-    let head_dim = if k.head_dim.is_missing() {
-        divided(hidden, heads)?
-    } else {
-        k.head_dim.count("head_dim", 0)?
-    };
-    let max_positions = k.max_position_embeddings.count_up_to(
-        "max_position_embeddings",
-        defaults.max_positions,
-        MAX_TABLE,
-    )?;
-    let (qkv_bias, out_bias, mlp_bias) = match defaults.biases {
-        Some(fixed) => fixed,
-        None => {
-            let attention = k.attention_bias.or("attention_bias", false)?;
-            (attention, attention, k.mlp_bias.or("mlp_bias", false)?)
-        }
-    };
     // The base from the RoPE parameters, else the top-level `rope_theta`,
     // else 10000; every dimension of each head rotates.
     let params = rope_parameters(&k.rope_scaling, &k.rope_parameters)?;
@@ -131,20 +144,72 @@ pub(super) fn decoder(json: &Value, family: Family, defaults: Defaults) -> Resul
         }
         .into());
     }
+    config.rope = Some(rope(
+        &params,
+        theta,
+        1.0,
+        config.head_dim,
+        Some(config.max_positions),
+    )?);
+    Ok(config)
+}
+
+/// The configuration of a Llama-shaped family with `defaults`, without
+/// its rotary embedding (`rope` is `None`).
+pub(super) fn shape(json: &Value, family: Family, defaults: &Defaults) -> Result<LmConfig> {
+    let k: Keys = keys(json)?;
+    let hidden = k.hidden_size.count("hidden_size", defaults.hidden)?;
+    let heads = k
+        .num_attention_heads
+        .count("num_attention_heads", defaults.heads)?;
+    let kv_heads = k.num_key_value_heads.count(
+        "num_key_value_heads",
+        defaults.kv_heads.unwrap_or(heads as u64),
+    )?;
+    if !heads.is_multiple_of(kv_heads) {
+        return Err(LmError::KvHeadsDoNotDivide { heads, kv_heads }.into());
+    }
+    let head_dim = match (k.head_dim.is_missing(), defaults.head_dim) {
+        (true, None) => divided(hidden, heads)?,
+        (_, default) => k.head_dim.count("head_dim", default.unwrap_or(0))?,
+    };
+    let max_positions = k.max_position_embeddings.count_up_to(
+        "max_position_embeddings",
+        defaults.max_positions,
+        MAX_TABLE,
+    )?;
+    let (qkv_bias, out_bias, mlp_bias) = match defaults.biases {
+        Biases::Fixed(qkv, out, mlp) => (qkv, out, mlp),
+        Biases::Read | Biases::AttentionOnly => {
+            let attention = k.attention_bias.or("attention_bias", false)?;
+            let mlp = match defaults.biases {
+                Biases::Read => k.mlp_bias.or("mlp_bias", false)?,
+                _ => false,
+            };
+            (attention, attention, mlp)
+        }
+    };
     let (bos, eos) = defaults.special;
     let (tie_word_embeddings, bos_token_id, eos_token_ids) = common(
         json,
         CommonDefaults {
-            tie: false,
+            tie: defaults.tie,
             bos,
             eos,
         },
     )?;
+    let (activation_key, activation_default) = defaults.activation;
+    let activation_raw = match activation_key {
+        "hidden_activation" => &k.hidden_activation,
+        _ => &k.hidden_act,
+    };
     Ok(LmConfig {
         family,
         model_type: family.name().to_owned(),
         hidden,
-        layers: k.num_hidden_layers.count("num_hidden_layers", 32)?,
+        layers: k
+            .num_hidden_layers
+            .count("num_hidden_layers", defaults.layers)?,
         heads,
         kv_heads,
         head_dim,
@@ -158,21 +223,27 @@ pub(super) fn decoder(json: &Value, family: Family, defaults: Defaults) -> Resul
         bos_token_id,
         eos_token_ids,
         tie_word_embeddings,
-        activation: activation(&k.hidden_act, "hidden_act", "silu")?,
+        activation: activation(activation_raw, activation_key, activation_default)?,
         norm: NormKind::Rms,
         norm_eps: epsilon(&k.rms_norm_eps, "rms_norm_eps", 1e-6)?,
         gated_mlp: true,
-        rope: Some(rope(&params, theta, 1.0, head_dim, Some(max_positions))?),
+        rope: None,
         parallel_residual: false,
         qkv_bias,
         out_bias,
         mlp_bias,
         scale_by_layer: false,
         scale_attention: true,
+        features: Default::default(),
     })
 }
 
 pub(super) fn layout(_: &Weights) -> Layout {
+    layout_of_llama()
+}
+
+/// Where Llama's tensors are.
+pub(super) fn layout_of_llama() -> Layout {
     Layout {
         prefix: "model.",
         embed: "embed_tokens.weight",
@@ -183,7 +254,9 @@ pub(super) fn layout(_: &Weights) -> Layout {
     }
 }
 
-fn block(t: BlockTensors<'_>) -> Result<Block> {
+/// Block `i` of a Llama-shaped checkpoint (with the query and key norms
+/// when the family has them).
+pub(super) fn block(t: BlockTensors<'_>) -> Result<Block> {
     let t = t.under("layers.{i}.");
     let c = t.c;
     let (h, inter, hd) = (c.hidden, c.intermediate, c.head_dim);
@@ -209,6 +282,13 @@ fn block(t: BlockTensors<'_>) -> Result<Block> {
     let (up, up_bias) = mlp("up_proj", inter, h)?;
     let (down, down_bias) = mlp("down_proj", h, inter)?;
     let up_bias = gate_bias.zip(up_bias).map(|(g, u)| [g, u].concat());
+    let qk_norm = match c.features.qk_norm {
+        true => Some((
+            t.head_norm("self_attn.q_norm")?,
+            t.head_norm("self_attn.k_norm")?,
+        )),
+        false => None,
+    };
     Ok(Block {
         norm1: t.norm("input_layernorm")?,
         qkv: linear(parts, qkv_bias, h),
@@ -216,5 +296,7 @@ fn block(t: BlockTensors<'_>) -> Result<Block> {
         norm2: t.norm("post_attention_layernorm")?,
         up: linear(vec![gate, up], up_bias, h),
         down: linear(vec![down], down_bias, inter),
+        qk_norm,
+        post_norms: None,
     })
 }

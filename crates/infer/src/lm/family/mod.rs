@@ -5,11 +5,15 @@
 //! one line in [`FAMILIES`]; `keys.rs` holds the key readers the families
 //! share.
 
+mod gemma2;
+mod gemma3;
 mod gpt2;
 mod gpt_neox;
 mod keys;
 mod llama;
+mod mistral;
 mod qwen2;
+mod qwen3;
 mod spec;
 
 use std::path::Path;
@@ -25,7 +29,16 @@ use crate::{LmError, Result};
 use spec::FamilySpec;
 
 /// Every family, by `model_type`: the one line a new family adds here.
-const FAMILIES: [&FamilySpec; 4] = [&gpt2::SPEC, &gpt_neox::SPEC, &llama::SPEC, &qwen2::SPEC];
+const FAMILIES: [&FamilySpec; 8] = [
+    &gpt2::SPEC,
+    &gpt_neox::SPEC,
+    &llama::SPEC,
+    &mistral::SPEC,
+    &qwen2::SPEC,
+    &qwen3::SPEC,
+    &gemma2::SPEC,
+    &gemma3::SPEC,
+];
 
 impl Family {
     /// Every family.
