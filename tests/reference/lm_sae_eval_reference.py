@@ -10,8 +10,10 @@ For each model of MODELS, OUT_DIR/NAME/ holds what `save_pretrained` wrote
 BOS and EOS is `<|endoftext|>` (id 0; config.json names other ids, so the
 special tokens must come from the tokenizer, as SAELens takes them), and
 for each case (a site of a layer) OUT_DIR/NAME/CASE/ holds a random
-standard (ReLU) autoencoder saved by SAELens (cfg.json,
-sae_weights.safetensors). OUT_DIR/NAME/expected.json holds the windows run
+autoencoder saved by SAELens (cfg.json, sae_weights.safetensors): standard
+(ReLU) for GPT-2 and Llama, JumpReLU on raw inputs as Gemma Scope's for
+Gemma 2 and Gemma 3 (whose attn_out and mlp_out are hooked after their
+norms). OUT_DIR/NAME/expected.json holds the windows run
 (`windows`: WINDOWS windows of WINDOW ids, each starting with BOS and with
 BOS as a separator inside, as SAELens's concat_and_batch_sequences cuts
 them), the special ids (`sae_lens.util.get_special_token_ids` of the
@@ -24,7 +26,8 @@ the rest averaged. Each case also holds `steered`: the logits of the
 first window with STEER's `alpha · W_dec[latent]` added at the site at
 every position by a forward hook, and `top_raised`: for LATENT, the token
 whose unembedding row has the largest dot product with its decoder row,
-and the plain and steered (by BIG_ALPHA) logits of the first window.
+and `big_argmax`, the likeliest next token at the first window's last
+position when BIG_ALPHA steers.
 Each autoencoder's cfg names its hook in `metadata.hook_name`, as SAELens
 6 keeps it.
 """
@@ -35,7 +38,7 @@ import sys
 
 import torch
 import transformers as tf
-from sae_lens import StandardSAE, StandardSAEConfig
+from sae_lens import JumpReLUSAE, JumpReLUSAEConfig, StandardSAE, StandardSAEConfig
 from sae_lens.util import get_special_token_ids
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -74,7 +77,24 @@ def llama():
         bos_token_id=1, eos_token_id=2))
 
 
-MODELS = {"gpt2": gpt2, "llama": llama}
+def gemma2():
+    return tf.Gemma2ForCausalLM(tf.Gemma2Config(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, intermediate_size=48, max_position_embeddings=64,
+        query_pre_attn_scalar=8, sliding_window=4, bos_token_id=1, eos_token_id=2,
+        pad_token_id=3))
+
+
+def gemma3():
+    return tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=8, intermediate_size=48, max_position_embeddings=64,
+        query_pre_attn_scalar=8, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], bos_token_id=1, eos_token_id=2,
+        pad_token_id=3))
+
+
+MODELS = {"gpt2": gpt2, "llama": llama, "gemma2": gemma2, "gemma3": gemma3}
 
 
 def blocks(model):
@@ -85,9 +105,34 @@ def module(model, site, layer):
     block = blocks(model)[layer]
     if site == "resid_post":
         return block
+    if hasattr(block, "post_feedforward_layernorm"):
+        # Gemma: what joins the residual stream, after the norms, as
+        # TransformerLens hooks attn_out and mlp_out.
+        norm = "post_feedforward_layernorm" if site == "mlp_out" else "post_attention_layernorm"
+        return getattr(block, norm)
     if site == "mlp_out":
         return block.mlp
     return block.attn if hasattr(block, "attn") else block.self_attn
+
+
+def autoencoder(name, site, layer):
+    """A random autoencoder for `site` of `layer`: Gemma's as Gemma Scope's
+    (JumpReLU on raw inputs, b_dec not subtracted), the others standard."""
+    torch.manual_seed(layer + 10 * len(site))
+    if name.startswith("gemma"):
+        sae = JumpReLUSAE(JumpReLUSAEConfig(d_in=32, d_sae=64, dtype="float32", device="cpu",
+                                            apply_b_dec_to_input=False))
+    else:
+        sae = StandardSAE(StandardSAEConfig(d_in=32, d_sae=64, dtype="float32", device="cpu",
+                                            apply_b_dec_to_input=True))
+    with torch.no_grad():
+        sae.W_enc.normal_(0, 0.3)
+        sae.W_dec.copy_(sae.W_enc.T * 0.5)
+        sae.b_enc.normal_(0, 0.1)
+        sae.b_dec.normal_(0, 0.1)
+        if hasattr(sae, "threshold"):
+            sae.threshold.uniform_(0.05, 0.4)
+    return sae
 
 
 def run(model, tokens, site, layer, replace, dtype=torch.float64):
@@ -166,15 +211,7 @@ def main(out: pathlib.Path) -> None:
         tokens[2, 11] = bos
         expected = {"windows": tokens.tolist(), "special": special, "cases": {}}
         for site, layer in CASES:
-            torch.manual_seed(layer + 10 * len(site))
-            cfg = StandardSAEConfig(d_in=32, d_sae=64, dtype="float32", device="cpu",
-                                    apply_b_dec_to_input=True)
-            sae = StandardSAE(cfg)
-            with torch.no_grad():
-                sae.W_enc.normal_(0, 0.3)
-                sae.W_dec.copy_(sae.W_enc.T * 0.5)
-                sae.b_enc.normal_(0, 0.1)
-                sae.b_dec.normal_(0, 0.1)
+            sae = autoencoder(name, site, layer)
             case = f"{site}.{layer}"
             sae.cfg.metadata.hook_name = f"blocks.{layer}.hook_{site}"
             sae.save_model(directory / case)
@@ -194,6 +231,8 @@ def main(out: pathlib.Path) -> None:
                 "steered": run(model, first, site, layer, steer(STEER))[0].tolist(),
                 "latent": LATENT, "big_alpha": BIG_ALPHA,
                 "top_raised": int((unembedding @ w_dec[LATENT]).argmax()),
+                "big_argmax": int(run(model, first, site, layer,
+                                      steer({LATENT: BIG_ALPHA}))[0, -1].argmax()),
             })
         (directory / "expected.json").write_text(json.dumps(expected, indent=1))
 

@@ -66,7 +66,7 @@ impl SteerArgs {
             return Ok(None);
         };
         let failure = |e| crate::sae_view::sae_failure(e, dir);
-        let (sae, config) = modelbin_infer::sae::saelens::load(dir).map_err(failure)?;
+        let (sae, config) = modelbin_infer::sae::layouts::load(dir).map_err(failure)?;
         steering(model, model.dir(), &sae, dir, &config, &self.steer)
             .map(Some)
             .map_err(|e| match e {

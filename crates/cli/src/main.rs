@@ -28,6 +28,7 @@ mod progress;
 mod record;
 mod sae;
 mod sae_features;
+mod sae_import;
 mod sae_view;
 mod shell;
 mod sigbus;

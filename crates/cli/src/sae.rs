@@ -27,6 +27,8 @@ pub enum SaeCommand {
     Eval(EvalArgs),
     /// What each latent fires on: densities, histograms, inputs in their text; a browsable page.
     Features(crate::sae_features::FeaturesArgs),
+    /// Write an autoencoder of any layout read (Gemma Scope, Gemma Scope 2, Llama Scope, sparsify, SAELens) in SAELens's layout.
+    Import(crate::sae_import::ImportArgs),
 }
 
 /// The autoencoder's architecture.
@@ -106,6 +108,7 @@ pub fn run(command: SaeCommand) -> Result<(), Failure> {
         SaeCommand::Train(args) => train(&args),
         SaeCommand::Eval(args) => eval(&args),
         SaeCommand::Features(args) => crate::sae_features::features(&args),
+        SaeCommand::Import(args) => crate::sae_import::import(&args),
     }
 }
 
@@ -194,7 +197,8 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
 /// Arguments of `modelbin sae eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// The autoencoder's directory (cfg.json, sae_weights.safetensors).
+    /// The autoencoder's directory (SAELens's layout, Gemma Scope, Gemma
+    /// Scope 2, Llama Scope or sparsify).
     sae: PathBuf,
     #[command(flatten)]
     view: ViewArgs,

@@ -214,7 +214,7 @@ type LoadedSae<'py> = (
 #[pyfunction]
 pub fn sae_load<'py>(py: Python<'py>, path: PathBuf) -> PyResult<LoadedSae<'py>> {
     let (sae, config) = py
-        .detach(|| modelbin_infer::sae::saelens::load(&path))
+        .detach(|| modelbin_infer::sae::layouts::load(&path))
         .map(|(sae, config)| (sae, config.json))
         .map_err(|e| match e {
             // Worded as SAE.load has always worded a missing tensor.

@@ -198,6 +198,10 @@ pub enum Error {
     /// What a model needs of a file beyond its format (BERT in EMBD, TLLM in a tensor file).
     #[error(transparent)]
     Model(#[from] ModelError),
+
+    /// A NumPy `.npz` archive that cannot be read.
+    #[error(transparent)]
+    Npz(#[from] crate::io::npz::NpzError),
 }
 
 impl Error {

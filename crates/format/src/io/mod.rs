@@ -18,6 +18,7 @@ pub(crate) mod json;
 pub mod lines;
 pub mod memory;
 pub mod npy;
+pub mod npz;
 pub mod output;
 pub mod rng;
 pub mod source;

@@ -16,4 +16,5 @@ pub(crate) mod linear;
 pub(crate) mod packed;
 pub(crate) mod panel_tasks;
 pub(crate) mod tiers;
+pub(crate) mod transpose;
 pub(crate) mod word_table;

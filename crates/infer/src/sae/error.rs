@@ -287,6 +287,55 @@ pub enum SaeError {
     /// the last checkpoint.
     #[error("interrupted")]
     Interrupted,
+    /// A directory holding no autoencoder of a layout read (see
+    /// [`crate::sae::layouts`]).
+    #[error(
+        "{dir}: no autoencoder here (looked for SAELens's cfg.json + sae_weights.safetensors, sparsify's cfg.json + sae.safetensors, Gemma Scope's params.npz or params.safetensors, Llama Scope's hyperparams.json + checkpoints/final.safetensors){}",
+        inside_note(inside)
+    )]
+    UnknownLayout {
+        /// The directory.
+        dir: PathBuf,
+        /// Its subdirectories that hold one (a run of several hook
+        /// points), to name one of.
+        inside: Vec<String>,
+    },
+    /// A downloaded autoencoder's file whose key or tensor is missing, of
+    /// the wrong type or shape, or not finite.
+    #[error("{path}: {what}: {reason}")]
+    BadLayout {
+        /// The file.
+        path: PathBuf,
+        /// The key or tensor.
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A downloaded autoencoder that computes something modelbin does not
+    /// (a transcoder, a skip connection, attention-head inputs, ...).
+    #[error("{path}: {feature} is not supported")]
+    UnsupportedLayout {
+        /// The file that says so.
+        path: PathBuf,
+        /// What it is.
+        feature: String,
+    },
+}
+
+/// `; it holds autoencoders in a, b, …: name one` for a directory with
+/// autoencoders in subdirectories.
+fn inside_note(inside: &[String]) -> String {
+    const SHOWN: usize = 8;
+    match inside.len() {
+        0 => String::new(),
+        n => {
+            let mut names = inside[..n.min(SHOWN)].join(", ");
+            if n > SHOWN {
+                names.push_str(&format!(" and {} more", n - SHOWN));
+            }
+            format!("; it holds autoencoders in {names}: name one")
+        }
+    }
 }
 
 /// A setting of a resumed run that differs from its checkpoint's.

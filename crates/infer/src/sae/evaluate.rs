@@ -32,10 +32,11 @@ pub struct Evaluation {
     pub cross_entropy: Option<CrossEntropy>,
 }
 
-/// Opens the autoencoder in `dir` (SAELens's layout) for `view`: its
-/// weights and `cfg.json`, refused as [`check_fits_view`] says.
+/// Opens the autoencoder in `dir` (any of [`super::layouts`]) for
+/// `view`: its weights and configuration, refused as [`check_fits_view`]
+/// says.
 pub fn open_for_view(dir: &Path, view: &View) -> Result<(Sae<f32>, SaeConfig)> {
-    let (sae, config) = saelens::load(dir)?;
+    let (sae, config) = super::layouts::load(dir)?;
     check_fits_view(dir, &sae, &config, view)?;
     Ok((sae, config))
 }

@@ -29,6 +29,7 @@ pub mod config;
 pub(crate) mod error;
 pub mod evaluate;
 pub mod features;
+pub mod layouts;
 pub mod run;
 pub mod saelens;
 pub mod splice;

@@ -117,10 +117,21 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
         )?);
     }
     safetensors::write_file(dir.join(WEIGHTS_FILE), tensors, None, &mut |_, _| {})?;
+    let text =
+        serde_json::to_string_pretty(&config_json(sae, metadata)).expect("JSON values serialize");
+    let mut file = modelbin_format::io::output::OutputFile::create(dir.join(CONFIG_FILE))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())
+        .map_err(|e| modelbin_format::Error::io(dir.join(CONFIG_FILE), e))?;
+    file.commit()?;
+    Ok(())
+}
+
+/// The `cfg.json` [`save`] writes for `sae` with `metadata`.
+pub fn config_json(sae: &Sae<f32>, metadata: serde_json::Value) -> serde_json::Value {
     let mut config = serde_json::json!({
         "architecture": sae.activation.saelens_name(),
-        "d_in": d_in,
-        "d_sae": d_sae,
+        "d_in": sae.d_in,
+        "d_sae": sae.d_sae,
         "dtype": "float32",
         "device": "cpu",
         "apply_b_dec_to_input": sae.io.subtract_b_dec,
@@ -136,12 +147,7 @@ pub fn save(dir: &Path, sae: &Sae<f32>, metadata: serde_json::Value) -> Result<(
             config[key] = value;
         }
     }
-    let text = serde_json::to_string_pretty(&config).expect("JSON values serialize");
-    let mut file = modelbin_format::io::output::OutputFile::create(dir.join(CONFIG_FILE))?;
-    std::io::Write::write_all(&mut file, text.as_bytes())
-        .map_err(|e| modelbin_format::Error::io(dir.join(CONFIG_FILE), e))?;
-    file.commit()?;
-    Ok(())
+    config
 }
 
 /// Reads an autoencoder that [`save`] wrote, or SAELens saved (the

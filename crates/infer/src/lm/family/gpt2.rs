@@ -15,7 +15,8 @@ use crate::hf::config::Raw;
 use crate::hf::weights::Weights;
 use crate::lm::block::{Block, Linear};
 use crate::lm::config::{Family, LmConfig, NormKind};
-use crate::lm::weights::{BlockTensors, Layout, linear, transpose};
+use crate::lm::weights::{BlockTensors, Layout, linear};
+use crate::nn::transpose::transpose;
 use crate::{LmError, Result};
 
 pub(super) static SPEC: FamilySpec = FamilySpec {
