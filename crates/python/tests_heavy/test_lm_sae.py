@@ -165,3 +165,63 @@ def test_lm_feature_pages_read_as_the_tokenizer_decodes_and_list_w_dec_through_w
     assert shown > 0
     page = (tmp_path / "page.html").read_text()
     assert "Ġ" not in page
+
+
+def test_the_gemma_scope_walkthrough_of_docs_sae_md(tmp_path, cli):
+    """docs/sae.md's "Gemma Scope on your CPU", with a random Gemma 3 model
+    and a random Gemma Scope 2 autoencoder standing in for the downloads:
+    recorded, evaluated (equal to SAELens's evals with its JumpReLUSAE on
+    the same weights), browsed and steered."""
+    model_dir = tmp_path / "gemma-3-270m"
+    model = random_model(model_dir, "gemma3")
+    scope = tmp_path / "gemma-scope-2-270m-pt" / "resid_post" / "layer_1_width_16k_l0_small"
+    scope.mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    weights = {"w_enc": rng.normal(0, 0.3, (32, 64)), "w_dec": rng.normal(0, 0.15, (64, 32)),
+               "b_enc": rng.normal(0, 0.1, 64), "b_dec": rng.normal(0, 0.1, 32),
+               "threshold": rng.uniform(0.05, 0.4, 64)}
+    weights = {k: v.astype(np.float32) for k, v in weights.items()}
+    from safetensors.numpy import save_file
+    save_file(weights, scope / "params.safetensors")
+    (scope / "config.json").write_text(json.dumps({
+        "architecture": "jump_relu", "model_name": "gemma-v3-270m-pt",
+        "hf_hook_point_in": "model.layers.1.output", "hf_hook_point_out": "model.layers.1.output",
+        "width": 64, "l0": 10, "affine_connection": False, "type": "sae"}))
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS[:60]))
+
+    def run(*args):
+        return subprocess.run([str(a) for a in (cli, *args)], check=True, capture_output=True,
+                              text=True).stdout
+
+    acts = tmp_path / "acts"
+    run("acts", "record", "-m", model_dir, "--layers", "1", "--site", "resid_post",
+        "--tokens-per-text", WINDOW, "-o", acts, texts)
+    dataset = next(p.parent for p in acts.rglob("metadata.json"))
+    evaluated = json.loads(run("sae", "eval", scope, dataset, "--layer", "1", "--model",
+                               model_dir, "--ce-windows", CE_WINDOWS, "--json"))
+    from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
+    theirs = JumpReLUSAE(JumpReLUSAEConfig(d_in=32, d_sae=64, apply_b_dec_to_input=False))
+    theirs.load_state_dict({"W_enc": torch.from_numpy(weights["w_enc"]),
+                            "W_dec": torch.from_numpy(weights["w_dec"]),
+                            "b_enc": torch.from_numpy(weights["b_enc"]),
+                            "b_dec": torch.from_numpy(weights["b_dec"]),
+                            "threshold": torch.from_numpy(weights["threshold"])})
+    windows = np.fromfile(dataset / "tokens.bin", dtype="<u4").reshape(-1, WINDOW)
+    tokens = torch.tensor(windows[:CE_WINDOWS].astype(np.int64))
+    special = get_special_token_ids(tf.AutoTokenizer.from_pretrained(model_dir))
+    expected = reference.recons_metrics(model, tokens, special, "resid_post", 1, theirs)
+    for key, value in expected.items():
+        assert evaluated["cross_entropy"][key] == pytest.approx(value, abs=1e-4), key
+    page = tmp_path / "latents.html"
+    run("sae", "features", scope, dataset, "--layer", "1", "--model", model_dir, "--html", page)
+    assert page.stat().st_size > 0
+    ids = ",".join(str(int(i)) for i in windows[0][:5])
+    plain = json.loads(run("lm", "generate", "-m", model_dir, "--ids", ids, "--max-tokens", 8,
+                           "--json"))
+    same = json.loads(run("lm", "generate", "-m", model_dir, "--ids", ids, "--max-tokens", 8,
+                          "--json", "--sae", scope, "--steer", "3:0"))
+    assert same["ids"] == plain["ids"]
+    pushed = json.loads(run("lm", "generate", "-m", model_dir, "--ids", ids, "--max-tokens", 8,
+                            "--json", "--sae", scope, "--steer", "3:40"))
+    assert len(pushed["ids"]) == 8

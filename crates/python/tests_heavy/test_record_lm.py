@@ -44,6 +44,14 @@ def random_model(directory: pathlib.Path, family: str) -> torch.nn.Module:
         model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=vocab, n_positions=64, n_embd=32,
                                                  n_layer=3, n_head=4, bos_token_id=0,
                                                  eos_token_id=0))
+    elif family == "gemma3":
+        # Gemma 3 270M's kind of block, small: a sliding window shorter than
+        # the windows recorded, the first two layers sliding.
+        model = tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
+            vocab_size=vocab, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=1, head_dim=8, intermediate_size=48,
+            max_position_embeddings=64, query_pre_attn_scalar=8, sliding_window=6,
+            sliding_window_pattern=3, bos_token_id=0, eos_token_id=0, pad_token_id=0))
     else:
         model = tf.LlamaForCausalLM(tf.LlamaConfig(
             vocab_size=vocab, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,

@@ -99,17 +99,27 @@ class SAE:
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "SAE":
-        """Reads a directory holding ``cfg.json`` and ``sae_weights.safetensors``
-        with the loader the ``modelbin sae`` commands use: ``cfg.json`` must
-        be a regular file of at most 1 MiB (a FIFO or device raises
-        ``OSError`` at once), the weights must match it, and weights holding
-        a NaN or an infinity raise :class:`modelbin.FormatError`."""
+        """Reads the autoencoder in a directory with the loader the
+        ``modelbin sae`` commands use, its layout detected: SAELens's
+        (``cfg.json``, ``sae_weights.safetensors``), Gemma Scope's
+        ``params.npz``, Gemma Scope 2's ``params.safetensors``, Llama Scope's
+        ``hyperparams.json``, sparsify's ``cfg.json`` + ``sae.safetensors``
+        (docs/sae.md, "Downloaded autoencoders"); ``cfg`` is then SAELens's
+        configuration of it. A configuration must be a regular file of at
+        most 1 MiB (a FIFO or device raises ``OSError`` at once), the weights
+        must match it, and weights holding a NaN or an infinity raise
+        :class:`modelbin.FormatError`."""
         path = os.fspath(path)
         W_enc, W_dec, b_enc, b_dec, threshold, cfg_text = _native.sae_load(path)
         cfg = json.loads(cfg_text)
         sae = cls.__new__(cls)
         sae._build(W_enc, W_dec, b_enc, b_dec, threshold, cfg, cfg, path)
         return sae
+
+    @classmethod
+    def load_from_disk(cls, path: "str | os.PathLike[str]") -> "SAE":
+        """SAELens's name for :meth:`load`."""
+        return cls.load(path)
 
     @property
     def d_in(self) -> int:
