@@ -10,7 +10,7 @@ use modelbin_infer::Stepped;
 use modelbin_infer::sae::evaluate::{Evaluation, evaluate, trained_elsewhere};
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::splice::Splice;
-use modelbin_infer::sae::train::Architecture;
+use modelbin_infer::sae::train::{Architecture, ArchitectureParams};
 
 use crate::failure::{Failure, invalid};
 use crate::progress::Progress;
@@ -21,7 +21,7 @@ use crate::stdout::{outln, print_json};
 /// `modelbin sae …`.
 #[derive(Debug, Subcommand)]
 pub enum SaeCommand {
-    /// Train a sparse autoencoder (TopK, BatchTopK or ReLU) on one layer of a SAEV dataset.
+    /// Train a sparse autoencoder (TopK, BatchTopK, ReLU or JumpReLU) on one layer of a SAEV dataset.
     Train(TrainArgs),
     /// Measure an autoencoder on a dataset: MSE, explained variance, L0, dead latents.
     Eval(EvalArgs),
@@ -41,6 +41,9 @@ pub enum ArchitectureArg {
     Batchtopk,
     /// Every positive latent, with an L1 penalty (--l1-coeff).
     Relu,
+    /// The latents above their learned thresholds, with an L0 penalty
+    /// (--l0-coeff, --bandwidth), as SAELens's JumpReLU trains them.
+    Jumprelu,
 }
 
 /// The library's defaults of a training run, which the flags take.
@@ -64,6 +67,12 @@ pub struct TrainArgs {
     /// Weight of the L1 penalty (relu; SAELens's l1_coefficient).
     #[arg(long, default_value_t = Architecture::DEFAULT_L1_COEFF, value_parser = crate::args::parse_number)]
     l1_coeff: f64,
+    /// Weight of the L0 penalty (jumprelu; SAELens's l0_coefficient).
+    #[arg(long, default_value_t = Architecture::DEFAULT_L0_COEFF, value_parser = crate::args::parse_number)]
+    l0_coeff: f64,
+    /// Width of the thresholds' pseudo-derivative window (jumprelu; SAELens's jumprelu_bandwidth).
+    #[arg(long, default_value_t = Architecture::DEFAULT_BANDWIDTH, value_parser = crate::args::parse_number)]
+    bandwidth: f64,
     /// Optimisation steps (one batch each; epochs repeat as needed).
     #[arg(long, default_value_t = DEFAULTS.steps)]
     steps: u64,
@@ -118,8 +127,14 @@ fn train(args: &TrainArgs) -> Result<(), Failure> {
         .architecture
         .to_possible_value()
         .expect("no variant is skipped");
-    let architecture = Architecture::named(name.get_name(), args.k as usize, args.l1_coeff)
-        .map_err(|e| failure(e.into()))?;
+    let params = ArchitectureParams {
+        k: args.k as usize,
+        l1_coeff: args.l1_coeff,
+        l0_coeff: args.l0_coeff,
+        bandwidth: args.bandwidth,
+    };
+    let architecture =
+        Architecture::named(name.get_name(), params).map_err(|e| failure(e.into()))?;
     let settings = TrainSettings {
         lr: args.lr,
         seed: args.seed,

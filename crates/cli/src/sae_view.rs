@@ -96,6 +96,8 @@ pub fn sae_failure(e: modelbin_infer::Error, path: &Path) -> Failure {
                 SaeSetting::DSae => ("--d-sae", "at least 1"),
                 SaeSetting::K => ("-k", "at least 1"),
                 SaeSetting::L1Coeff => ("--l1-coeff", "a finite number > 0"),
+                SaeSetting::L0Coeff => ("--l0-coeff", "a finite number > 0"),
+                SaeSetting::Bandwidth => ("--bandwidth", "a finite number > 0"),
                 SaeSetting::Steps => ("--steps", "at least 1"),
                 SaeSetting::Lr => ("--lr", "a finite number > 0"),
                 SaeSetting::BatchSize => ("--batch-size", "at least 1"),

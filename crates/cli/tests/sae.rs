@@ -179,10 +179,14 @@ fn checkpoints_resume_and_refuse_other_settings() {
 }
 
 #[test]
-fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
+fn batchtopk_and_jumprelu_save_jumprelu_autoencoders_and_relu_a_standard_one() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(&dir.path().join("acts"), 16, None);
-    for (architecture, saved) in [("batchtopk", "jumprelu"), ("relu", "standard")] {
+    for (architecture, saved) in [
+        ("batchtopk", "jumprelu"),
+        ("relu", "standard"),
+        ("jumprelu", "jumprelu"),
+    ] {
         let out = dir.path().join(architecture);
         ok(
             &[
@@ -216,6 +220,13 @@ fn batchtopk_saves_a_jumprelu_autoencoder_and_relu_a_standard_one() {
             }
             (modelbin_infer::sae::Activation::Relu, "relu") => {
                 assert_eq!(config.json["metadata"]["l1_coeff"], 5.0);
+            }
+            // Thresholds learned one per latent, none below zero.
+            (modelbin_infer::sae::Activation::JumpRelu(threshold), "jumprelu") => {
+                assert!(threshold.iter().all(|&t| t >= 0.0));
+                assert!(threshold.iter().any(|&t| t != threshold[0]));
+                assert_eq!(config.json["metadata"]["l0_coeff"], 1.0);
+                assert_eq!(config.json["metadata"]["bandwidth"], 0.05);
             }
             (other, _) => panic!("{architecture}: {other:?}"),
         }

@@ -1,6 +1,7 @@
 //! Three training steps of each autoencoder architecture against an
 //! independent float64 numpy reference (tests/reference/sae_train_step.py):
-//! forward, selection (TopK, BatchTopK, ReLU), AuxK on dead latents, L1,
+//! forward, selection (TopK, BatchTopK, ReLU, JumpReLU), AuxK on dead
+//! latents, L1, JumpReLU's L0 penalty and its thresholds' pseudo-derivatives,
 //! the decoder-parallel gradient removed, Adam with its schedule, unit-norm
 //! rows, the dead-latent bookkeeping and the BatchTopK threshold.
 
@@ -71,9 +72,17 @@ fn check(architecture: Architecture, name: &str) {
     options.seed = 5;
     let mut trainer = Trainer::new(&batches[0], D_IN, options);
     let start = trainer.sae.clone();
-    let (k, l1_coeff) = match architecture {
-        Architecture::TopK { k } | Architecture::BatchTopK { k } => (k, 0.0),
-        Architecture::Relu { l1_coeff } => (0, l1_coeff),
+    let (k, l1_coeff, (l0_coeff, bandwidth)) = match architecture {
+        Architecture::TopK { k } | Architecture::BatchTopK { k } => (k, 0.0, (0.0, 0.0)),
+        Architecture::Relu { l1_coeff } => (0, l1_coeff, (0.0, 0.0)),
+        Architecture::JumpRelu {
+            l0_coeff,
+            bandwidth,
+        } => (0, 0.0, (l0_coeff, bandwidth)),
+    };
+    let start_thresholds = match &start.activation {
+        Activation::JumpRelu(t) if l0_coeff > 0.0 => Some(t.clone()),
+        _ => None,
     };
     let opt = options.optimizer;
     let input = json!({
@@ -84,6 +93,7 @@ fn check(architecture: Architecture, name: &str) {
         "scale": trainer.scale, "w_enc": start.w_enc, "b_enc": start.b_enc,
         "w_dec": start.w_dec, "b_dec": start.b_dec, "since_fired": vec![0; D_SAE],
         "threshold": null, "batches": batches,
+        "l0_coeff": l0_coeff, "bandwidth": bandwidth, "thresholds": start_thresholds,
     });
     let expected = reference(&input);
     let mut reports = Vec::new();
@@ -124,6 +134,16 @@ fn check(architecture: Architecture, name: &str) {
         assert!(dead > 0.0, "{name}: AuxK was never exercised");
         assert!(reports.iter().any(|r| r.aux_mse > 0.0), "{name}");
     }
+    if let (Activation::JumpRelu(ours), Some(reference)) =
+        (&trainer.sae.activation, expected.get("thresholds"))
+    {
+        let error = worst(ours, reference);
+        assert!(error < 1e-5, "{name}: thresholds off by {error}");
+        let start = start_thresholds.expect("JumpReLU starts from thresholds");
+        let moved = ours.iter().zip(&start).filter(|(a, b)| a != b).count();
+        assert!(moved > D_SAE / 2, "{name}: {moved} thresholds moved");
+        return;
+    }
     match (&trainer.sae.activation, expected["threshold"].as_f64()) {
         (Activation::JumpRelu(threshold), Some(reference)) => {
             assert!(
@@ -145,6 +165,18 @@ fn topk_steps_equal_the_numpy_reference() {
 #[test]
 fn batchtopk_steps_equal_the_numpy_reference() {
     check(Architecture::BatchTopK { k: 3 }, "batchtopk");
+}
+
+#[test]
+fn jumprelu_steps_equal_the_numpy_reference() {
+    // A wide window, so most thresholds take both pseudo-derivatives.
+    check(
+        Architecture::JumpRelu {
+            l0_coeff: 0.05,
+            bandwidth: 1.0,
+        },
+        "jumprelu",
+    );
 }
 
 #[test]

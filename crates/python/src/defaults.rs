@@ -20,6 +20,8 @@ pub fn defaults() -> String {
         "sae_train": {
             "d_sae": sae.d_sae, "architecture": sae.architecture.name(),
             "k": Architecture::DEFAULT_K, "l1_coeff": Architecture::DEFAULT_L1_COEFF,
+            "l0_coeff": Architecture::DEFAULT_L0_COEFF,
+            "bandwidth": Architecture::DEFAULT_BANDWIDTH,
             "steps": sae.steps, "batch_size": View::DEFAULT_BATCH_SIZE, "lr": sae.lr,
             "seed": sae.seed, "dead_after": sae.dead_after,
             "checkpoint_every": sae.checkpoint_every,

@@ -13,7 +13,7 @@ use modelbin_infer::sae::features::{
 };
 use modelbin_infer::sae::run::{TrainRun, TrainSettings};
 use modelbin_infer::sae::splice::Splice;
-use modelbin_infer::sae::train::Architecture;
+use modelbin_infer::sae::train::{Architecture, ArchitectureParams};
 use modelbin_infer::sae::view::View;
 use modelbin_infer::sae::{Activation, Codes, Normalization, Sae};
 use modelbin_infer::{SaeError, Stepped};
@@ -291,7 +291,8 @@ fn patches(name: &str) -> PyResult<Patches> {
 /// is called after each step with the step's report as JSON text.
 #[pyfunction]
 #[pyo3(signature = (
-    dataset, layer, out, *, patches_name, d_sae, architecture, k, l1_coeff, steps, batch_size,
+    dataset, layer, out, *, patches_name, d_sae, architecture, k, l1_coeff, l0_coeff, bandwidth,
+    steps, batch_size,
     lr, seed, aux_k, dead_after, threads, checkpoint_every, resume, force, progress
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -305,6 +306,8 @@ pub fn sae_train(
     architecture: Option<&str>,
     k: Option<usize>,
     l1_coeff: Option<f64>,
+    l0_coeff: Option<f64>,
+    bandwidth: Option<f64>,
     steps: Option<u64>,
     batch_size: Option<usize>,
     lr: Option<f64>,
@@ -319,12 +322,16 @@ pub fn sae_train(
 ) -> PyResult<String> {
     // A setting left out (None) is the library's default.
     let defaults = TrainSettings::default();
-    let architecture = Architecture::named(
-        architecture.unwrap_or(defaults.architecture.name()),
-        k.unwrap_or(Architecture::DEFAULT_K),
-        l1_coeff.unwrap_or(Architecture::DEFAULT_L1_COEFF),
-    )
-    .map_err(sae_error)?;
+    let given = ArchitectureParams::default();
+    let params = ArchitectureParams {
+        k: k.unwrap_or(given.k),
+        l1_coeff: l1_coeff.unwrap_or(given.l1_coeff),
+        l0_coeff: l0_coeff.unwrap_or(given.l0_coeff),
+        bandwidth: bandwidth.unwrap_or(given.bandwidth),
+    };
+    let architecture =
+        Architecture::named(architecture.unwrap_or(defaults.architecture.name()), params)
+            .map_err(sae_error)?;
     let patches = patches(patches_name)?;
     let settings = TrainSettings {
         lr: lr.unwrap_or(defaults.lr),

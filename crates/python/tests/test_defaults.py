@@ -20,7 +20,8 @@ LIBRARY = json.loads(_native.defaults())
 CASES = [
     (["sae", "train"], modelbin.sae.train, "sae_train", {
         "d_sae": "--d-sae", "architecture": "--architecture", "k": "--k",
-        "l1_coeff": "--l1-coeff", "steps": "--steps", "batch_size": "--batch-size",
+        "l1_coeff": "--l1-coeff", "l0_coeff": "--l0-coeff", "bandwidth": "--bandwidth",
+        "steps": "--steps", "batch_size": "--batch-size",
         "lr": "--lr", "seed": "--seed", "dead_after": "--dead-after",
         "checkpoint_every": "--checkpoint-every"}),
     (["acts", "record"], modelbin.acts.record, "acts_record", {

@@ -11,7 +11,8 @@ from sae_data import sine_dataset
 
 
 @pytest.mark.parametrize("architecture, saelens_class", [
-    ("topk", "TopKSAE"), ("batchtopk", "JumpReLUSAE"), ("relu", "StandardSAE")])
+    ("topk", "TopKSAE"), ("batchtopk", "JumpReLUSAE"), ("relu", "StandardSAE"),
+    ("jumprelu", "JumpReLUSAE")])
 def test_saelens_loads_our_autoencoders_and_encodes_alike(tmp_path, architecture,
                                                          saelens_class):
     data = sine_dataset(tmp_path / "acts")

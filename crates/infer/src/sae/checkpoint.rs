@@ -1,8 +1,9 @@
 //! A training run's full state in one safetensors file, so that `sae train
 //! --resume` continues exactly where a run stopped: the parameters (on
 //! scaled inputs), Adam's moments, each latent's inputs since it last
-//! fired, and in the metadata the step, the input scale, the BatchTopK
-//! threshold and the caller's own record (its settings and the loader's
+//! fired, a JumpReLU autoencoder's thresholds and their moments, and in
+//! the metadata the step, the input scale, the BatchTopK threshold and the
+//! caller's own record (its settings and the loader's
 //! position). The file is written atomically, so a run killed while
 //! writing leaves the previous checkpoint.
 
@@ -12,11 +13,15 @@ use std::path::Path;
 use modelbin_format::safetensors;
 use modelbin_format::{DType, TensorStore, TensorView};
 
-use super::train::{Options, Trainer};
+use super::Activation;
+use super::train::{Architecture, Options, Trainer};
 use crate::{Error, Result, SaeError};
 
 /// The checkpoint's file name inside the output directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
+
+/// A JumpReLU trainer's thresholds and their (m, v) moments.
+const THRESHOLD_NAMES: [&str; 3] = ["threshold", "m.threshold", "v.threshold"];
 
 /// The tensors, in order: the parameters, then their (m, v) moments.
 const NAMES: [&str; 12] = [
@@ -40,7 +45,16 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
         &sae.w_enc, &sae.b_enc, &sae.w_dec, &sae.b_dec, m[0], v[0], m[1], v[1], m[2], v[2], m[3],
         v[3],
     ];
-    super::require_finite_weights(NAMES.iter().copied().zip(arrays))?;
+    let thresholds: Vec<&[f32]> = match &sae.activation {
+        Activation::JumpRelu(t) if is_jumprelu(&trainer.options) => {
+            let (m, v) = &trainer.threshold_moments;
+            vec![t, m, v]
+        }
+        _ => Vec::new(),
+    };
+    let names = NAMES.iter().chain(&THRESHOLD_NAMES);
+    let arrays: Vec<&[f32]> = arrays.into_iter().chain(thresholds).collect();
+    super::require_finite_weights(names.clone().copied().zip(arrays.iter().copied()))?;
     let encoded: Vec<Vec<u8>> = arrays.iter().map(|a| bytes(a)).collect();
     let since: Vec<u8> = trainer
         .since_fired
@@ -57,8 +71,7 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
             &matrix[..1]
         }
     };
-    let mut tensors = NAMES
-        .iter()
+    let mut tensors = names
         .zip(&encoded)
         .map(|(name, data)| TensorView::new(name, DType::F32, shape(name), data))
         .collect::<modelbin_format::Result<Vec<_>>>()?;
@@ -77,6 +90,12 @@ pub fn save(path: &Path, trainer: &Trainer, record: &serde_json::Value) -> Resul
     let metadata = BTreeMap::from([("modelbin.sae".to_string(), state.to_string())]);
     safetensors::write_file(path, tensors, Some(&metadata), &mut |_, _| {})?;
     Ok(())
+}
+
+/// Whether `options` train a JumpReLU autoencoder (whose thresholds are
+/// trained; BatchTopK's are its tracked threshold).
+fn is_jumprelu(options: &Options) -> bool {
+    matches!(options.architecture, Architecture::JumpRelu { .. })
 }
 
 /// Reads a checkpoint back into a trainer with `options` for inputs of
@@ -121,6 +140,13 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
         let size = if i < 4 { sizes[i] } else { sizes[(i - 4) / 2] };
         arrays.push(read(name, size)?);
     }
+    let thresholds = match is_jumprelu(&options) {
+        true => THRESHOLD_NAMES
+            .iter()
+            .map(|name| read(name, d_sae))
+            .collect::<Result<Vec<_>>>()?,
+        false => Vec::new(),
+    };
     let since = file.tensor("since_fired")?;
     if since.dtype() != DType::U64 || since.shape() != [d_sae] {
         return Err(bad("since_fired is not u64 [d_sae]".into()));
@@ -164,7 +190,11 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
             }
         },
     };
-    for (name, values) in NAMES.iter().zip(&arrays) {
+    for (name, values) in NAMES
+        .iter()
+        .chain(&THRESHOLD_NAMES)
+        .zip(arrays.iter().chain(&thresholds))
+    {
         let second_moment = name.starts_with("v.");
         if let Some(index) = values
             .iter()
@@ -187,6 +217,10 @@ pub fn load(path: &Path, d_in: usize, options: Options) -> Result<(Trainer, serd
     trainer.sae.b_dec = next();
     for moment in &mut trainer.moments {
         *moment = (next(), next());
+    }
+    if let Ok([threshold, m, v]) = <[Vec<f32>; 3]>::try_from(thresholds) {
+        trainer.sae.activation = Activation::JumpRelu(threshold);
+        trainer.threshold_moments = (m, v);
     }
     trainer.since_fired = since_fired;
     trainer.scale = scale;
@@ -288,6 +322,65 @@ mod tests {
             |_| {},
         );
         assert_eq!(refused(&path), "v.b_enc[1]");
+    }
+
+    /// A JumpReLU run continued from a checkpoint is the uninterrupted run,
+    /// bit for bit: its thresholds and their moments are saved; a
+    /// threshold that is not finite is refused.
+    #[test]
+    fn a_jumprelu_run_resumes_bit_for_bit() {
+        let options = Options::new(
+            Architecture::JumpRelu {
+                l0_coeff: 0.1,
+                bandwidth: 0.5,
+            },
+            8,
+            10,
+            1e-2,
+        );
+        let sample: Vec<f32> = (0..60).map(|i| (i as f32 * 0.37).sin() + 0.2).collect();
+        let batch = |step: usize| &sample[(step % 4) * 12..][..12];
+        let mut straight = Trainer::new(&sample, 3, options);
+        for step in 0..6 {
+            straight.step(batch(step), 2);
+        }
+        let mut first = Trainer::new(&sample, 3, options);
+        for step in 0..3 {
+            first.step(batch(step), 2);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT_FILE);
+        save(&path, &first, &serde_json::json!({})).unwrap();
+        let (mut resumed, _) = load(&path, 3, options).unwrap();
+        for step in 3..6 {
+            resumed.step(batch(step), 2);
+        }
+        assert_eq!(resumed.sae.activation, straight.sae.activation);
+        assert_eq!(resumed.sae.w_enc, straight.sae.w_enc);
+        assert_eq!(resumed.threshold_moments, straight.threshold_moments);
+        let Activation::JumpRelu(thresholds) = &straight.sae.activation else {
+            panic!("a JumpReLU trainer")
+        };
+        assert!(
+            thresholds
+                .iter()
+                .any(|&t| t != Architecture::INITIAL_THRESHOLD)
+        );
+        forge(
+            &path,
+            |name, values| {
+                if name == "threshold" {
+                    values[2] = f32::NAN;
+                }
+            },
+            |_| {},
+        );
+        match load(&path, 3, options) {
+            Err(Error::Sae(SaeError::BadCheckpoint { name, .. })) => {
+                assert_eq!(name, "threshold[2]")
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
     }
 
     #[test]

@@ -360,6 +360,10 @@ pub enum SaeSetting {
     K,
     /// Weight of the L1 penalty (finite, above 0).
     L1Coeff,
+    /// Weight of the JumpReLU L0 penalty (finite, above 0).
+    L0Coeff,
+    /// Width of the JumpReLU pseudo-derivatives' window (finite, above 0).
+    Bandwidth,
     /// Optimisation steps (at least 1).
     Steps,
     /// Peak learning rate (finite, above 0).
@@ -369,13 +373,15 @@ pub enum SaeSetting {
 }
 
 impl SaeSetting {
-    /// The setting's plain name: `d_sae`, `k`, `l1_coeff`, `steps`, `lr`,
-    /// `batch_size`.
+    /// The setting's plain name: `d_sae`, `k`, `l1_coeff`, `l0_coeff`,
+    /// `bandwidth`, `steps`, `lr`, `batch_size`.
     pub fn name(self) -> &'static str {
         match self {
             SaeSetting::DSae => "d_sae",
             SaeSetting::K => "k",
             SaeSetting::L1Coeff => "l1_coeff",
+            SaeSetting::L0Coeff => "l0_coeff",
+            SaeSetting::Bandwidth => "bandwidth",
             SaeSetting::Steps => "steps",
             SaeSetting::Lr => "lr",
             SaeSetting::BatchSize => "batch_size",
@@ -393,7 +399,10 @@ impl SaeSetting {
 
     /// Whether it is a whole number (else a real one).
     fn is_count(self) -> bool {
-        !matches!(self, SaeSetting::L1Coeff | SaeSetting::Lr)
+        !matches!(
+            self,
+            SaeSetting::L1Coeff | SaeSetting::L0Coeff | SaeSetting::Bandwidth | SaeSetting::Lr
+        )
     }
 
     /// `value` when it is in the setting's range, else

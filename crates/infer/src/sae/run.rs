@@ -120,6 +120,13 @@ impl TrainSettings {
                 }
             }
             Architecture::Relu { l1_coeff } => SaeSetting::L1Coeff.check(l1_coeff)?,
+            Architecture::JumpRelu {
+                l0_coeff,
+                bandwidth,
+            } => {
+                SaeSetting::L0Coeff.check(l0_coeff)?;
+                SaeSetting::Bandwidth.check(bandwidth)?;
+            }
         }
         SaeSetting::Steps.check(self.steps as f64)?;
         SaeSetting::Lr.check(self.lr)
@@ -311,7 +318,6 @@ impl TrainRun {
     pub fn finish(self) -> Result<TrainSummary> {
         let metadata = self.view.union().metadata();
         let settings = &self.settings;
-        let (k, l1_coeff) = architecture_parameters(settings.architecture);
         let mut provenance = serde_json::json!({
             "dataset": self.view.union().path(),
             "dataset_hash": self.view.union().hash(),
@@ -324,10 +330,12 @@ impl TrainRun {
             "seed": settings.seed,
             "input_scale": self.trainer.scale,
             "trained_as": settings.architecture.name(),
-            "k": k,
-            "l1_coeff": l1_coeff,
             "trained_by": concat!("modelbin ", env!("CARGO_PKG_VERSION")),
         });
+        provenance
+            .as_object_mut()
+            .expect("the provenance is an object")
+            .extend(architecture_parameters(settings.architecture));
         if let Some(hook) = saelens::hook_metadata(metadata, self.view.layer()) {
             provenance
                 .as_object_mut()
@@ -352,12 +360,26 @@ impl TrainRun {
     }
 }
 
-/// `k` (for TopK and BatchTopK) and the L1 weight (for ReLU), whichever
-/// the architecture has.
-fn architecture_parameters(architecture: Architecture) -> (Option<usize>, Option<f64>) {
+/// `k` (for TopK and BatchTopK), the L1 weight (for ReLU), the L0 weight
+/// and bandwidth (JumpReLU): each `null` where the architecture has none.
+fn architecture_parameters(
+    architecture: Architecture,
+) -> serde_json::Map<String, serde_json::Value> {
+    let (mut k, mut l1_coeff, mut l0_coeff, mut bandwidth) = (None, None, None, None);
     match architecture {
-        Architecture::TopK { k } | Architecture::BatchTopK { k } => (Some(k), None),
-        Architecture::Relu { l1_coeff } => (None, Some(l1_coeff)),
+        Architecture::TopK { k: n } | Architecture::BatchTopK { k: n } => k = Some(n),
+        Architecture::Relu { l1_coeff: c } => l1_coeff = Some(c),
+        Architecture::JumpRelu {
+            l0_coeff: c,
+            bandwidth: b,
+        } => (l0_coeff, bandwidth) = (Some(c), Some(b)),
+    }
+    let json = serde_json::json!({
+        "k": k, "l1_coeff": l1_coeff, "l0_coeff": l0_coeff, "bandwidth": bandwidth,
+    });
+    match json {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("a JSON object"),
     }
 }
 
@@ -365,15 +387,20 @@ fn architecture_parameters(architecture: Architecture) -> (Option<usize>, Option
 /// count is among them because each thread sums its own chunk, and the
 /// sums' order changes the bits.
 fn fingerprint(view: &View, settings: &TrainSettings, options: &Options) -> serde_json::Value {
-    let (k, l1_coeff) = architecture_parameters(settings.architecture);
-    serde_json::json!({
+    let mut fingerprint = serde_json::json!({
         "architecture": settings.architecture.name(),
-        "d_sae": settings.d_sae, "k": k, "l1_coeff": l1_coeff, "lr": settings.lr,
+        "d_sae": settings.d_sae, "lr": settings.lr,
         "seed": settings.seed, "aux_k": options.aux_k, "dead_after": settings.dead_after,
         "batch_size": view.batch_size(), "layer": view.layer(),
         "patches": view.patches_name(),
         "dataset_hash": view.union().hash(), "threads": view.threads(),
-    })
+    });
+    let parameters = architecture_parameters(settings.architecture);
+    fingerprint
+        .as_object_mut()
+        .expect("the fingerprint is an object")
+        .extend(parameters);
+    fingerprint
 }
 
 /// Refuses a checkpoint whose settings differ from those asked for, naming
@@ -480,6 +507,7 @@ impl crate::Stepped for TrainRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sae::train::ArchitectureParams;
 
     /// The setting and value a refusal names.
     fn refused(result: std::result::Result<(), SaeError>) -> (SaeSetting, f64) {
@@ -544,28 +572,45 @@ mod tests {
             .unwrap();
     }
 
-    /// Both parameters are checked whichever the architecture takes, and
+    /// Every parameter is checked whichever the architecture takes, and
     /// an unknown name is refused by name.
     #[test]
     fn architectures_are_named_with_checked_parameters() {
+        let with = |k, l1_coeff, l0_coeff, bandwidth| ArchitectureParams {
+            k,
+            l1_coeff,
+            l0_coeff,
+            bandwidth,
+        };
+        let fine = with(4, 0.5, 0.2, 0.1);
         assert_eq!(
-            Architecture::named("batchtopk", 4, 5.0).unwrap(),
+            Architecture::named("batchtopk", fine).unwrap(),
             Architecture::BatchTopK { k: 4 }
         );
         assert_eq!(
-            Architecture::named("relu", 4, 0.5).unwrap(),
+            Architecture::named("relu", fine).unwrap(),
             Architecture::Relu { l1_coeff: 0.5 }
         );
         assert_eq!(
-            refused(Architecture::named("relu", 0, 5.0).map(drop)),
-            (SaeSetting::K, 0.0)
+            Architecture::named("jumprelu", fine).unwrap(),
+            Architecture::JumpRelu {
+                l0_coeff: 0.2,
+                bandwidth: 0.1
+            }
         );
-        assert_eq!(
-            refused(Architecture::named("topk", 4, 0.0).map(drop)),
-            (SaeSetting::L1Coeff, 0.0)
-        );
+        for (params, refusal) in [
+            (with(0, 5.0, 1.0, 0.05), (SaeSetting::K, 0.0)),
+            (with(4, 0.0, 1.0, 0.05), (SaeSetting::L1Coeff, 0.0)),
+            (with(4, 5.0, -1.0, 0.05), (SaeSetting::L0Coeff, -1.0)),
+            (with(4, 5.0, 1.0, 0.0), (SaeSetting::Bandwidth, 0.0)),
+        ] {
+            assert_eq!(
+                refused(Architecture::named("topk", params).map(drop)),
+                refusal
+            );
+        }
         assert!(matches!(
-            Architecture::named("gated", 4, 5.0),
+            Architecture::named("gated", fine),
             Err(SaeError::UnknownArchitecture { name }) if name == "gated"
         ));
     }

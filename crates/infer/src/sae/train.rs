@@ -1,7 +1,8 @@
 //! Training a sparse autoencoder: the reconstruction loss, the AuxK loss
-//! on dead latents (TopK and BatchTopK) or an L1 penalty (ReLU), their
-//! hand-written gradients, and a trainer that runs Adam over batches with
-//! unit-norm decoder rows.
+//! on dead latents (TopK and BatchTopK), an L1 penalty (ReLU) or an L0
+//! penalty through a learned threshold (JumpReLU), their hand-written
+//! gradients, and a trainer that runs Adam over batches with unit-norm
+//! decoder rows.
 //!
 //! Losses, for a batch of `B` inputs of `d_in` values:
 //!
@@ -12,6 +13,22 @@
 //! l1   = Σ_b Σ_j z_bj / (B · d_in)        (ReLU only; rows have unit norm)
 //! loss = mse + aux_coeff · aux + l1_coeff · l1
 //! ```
+//!
+//! JumpReLU is trained as SAELens 6.54's `JumpReLUTrainingSAE` trains it
+//! (`jumprelu_sparsity_loss_mode="step"`): a latent fires when its
+//! pre-activation is above its threshold θ (one per latent, trained
+//! directly, not as a logarithm, and clamped at 0 before each step), its
+//! code is the pre-activation, and its loss is SAELens's
+//!
+//! ```text
+//! loss = Σ_b ‖x̂_b − x_b‖² / B + l0_coeff · Σ_b Σ_j H(pre_bj − θ_j) / B
+//! ```
+//!
+//! with the straight-through pseudo-derivatives of the rectangle kernel
+//! `K(u) = [−½ < u < ½]` of width `bandwidth` ε for the threshold:
+//! `∂z_bj/∂θ_j = −(θ_j/ε) K((pre_bj − θ_j)/ε)` and
+//! `∂H(pre_bj − θ_j)/∂θ_j = −(1/ε) K((pre_bj − θ_j)/ε)`; the codes pass
+//! the gradient to the pre-activations only where they fire.
 //!
 //! Which latents fire: TopK keeps the `k` largest positive pre-activations
 //! of each input; BatchTopK the `k · B` largest of the batch (Bussmann et
@@ -321,6 +338,40 @@ pub enum Architecture {
         /// Weight of the L1 penalty (SAELens's `l1_coefficient`).
         l1_coeff: f64,
     },
+    /// The pre-activations above each latent's learned threshold, with an
+    /// L0 penalty (SAELens's JumpReLU, sparsity loss mode `step`).
+    JumpRelu {
+        /// Weight of the L0 penalty (SAELens's `l0_coefficient`).
+        l0_coeff: f64,
+        /// Width of the pseudo-derivatives' window (SAELens's
+        /// `jumprelu_bandwidth`).
+        bandwidth: f64,
+    },
+}
+
+/// The numbers the architectures take, each checked whichever the
+/// architecture named takes (the faces take them all, with defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArchitectureParams {
+    /// TopK, BatchTopK: latents kept per input.
+    pub k: usize,
+    /// ReLU: the L1 weight.
+    pub l1_coeff: f64,
+    /// JumpReLU: the L0 weight.
+    pub l0_coeff: f64,
+    /// JumpReLU: the pseudo-derivatives' window.
+    pub bandwidth: f64,
+}
+
+impl Default for ArchitectureParams {
+    fn default() -> Self {
+        ArchitectureParams {
+            k: Architecture::DEFAULT_K,
+            l1_coeff: Architecture::DEFAULT_L1_COEFF,
+            l0_coeff: Architecture::DEFAULT_L0_COEFF,
+            bandwidth: Architecture::DEFAULT_BANDWIDTH,
+        }
+    }
 }
 
 impl Default for Architecture {
@@ -337,33 +388,56 @@ impl Architecture {
     pub const DEFAULT_K: usize = 32;
     /// The L1 weight when a face leaves it out.
     pub const DEFAULT_L1_COEFF: f64 = 5.0;
+    /// The JumpReLU L0 weight when a face leaves it out (SAELens's
+    /// `l0_coefficient`).
+    pub const DEFAULT_L0_COEFF: f64 = 1.0;
+    /// The JumpReLU bandwidth when a face leaves it out (SAELens's
+    /// `jumprelu_bandwidth`).
+    pub const DEFAULT_BANDWIDTH: f64 = 0.05;
+    /// Every JumpReLU threshold at the start (SAELens's
+    /// `jumprelu_init_threshold`).
+    pub const INITIAL_THRESHOLD: f32 = 0.01;
 
-    /// The architecture `name`d (`topk`, `batchtopk` or `relu`) with `k`
-    /// or `l1_coeff`, whichever it takes. Both are checked whichever it
-    /// takes, as the command line and Python take both with defaults: a bad
-    /// value is a mistake even where it goes unused. `k` must be at least 1
-    /// and `l1_coeff` a finite number above 0
+    /// The architecture `name`d (`topk`, `batchtopk`, `relu` or
+    /// `jumprelu`) with the `params` it takes. Every parameter is checked
+    /// whichever it takes, as the command line and Python take them all
+    /// with defaults: a bad value is a mistake even where it goes unused.
+    /// `k` must be at least 1 and the others finite numbers above 0
     /// ([`SaeError::InvalidSetting`]); an unknown name is
     /// [`SaeError::UnknownArchitecture`].
-    pub fn named(name: &str, k: usize, l1_coeff: f64) -> Result<Self, SaeError> {
+    pub fn named(name: &str, params: ArchitectureParams) -> Result<Self, SaeError> {
+        let ArchitectureParams {
+            k,
+            l1_coeff,
+            l0_coeff,
+            bandwidth,
+        } = params;
         SaeSetting::K.check(k as f64)?;
         SaeSetting::L1Coeff.check(l1_coeff)?;
+        SaeSetting::L0Coeff.check(l0_coeff)?;
+        SaeSetting::Bandwidth.check(bandwidth)?;
         match name {
             "topk" => Ok(Architecture::TopK { k }),
             "batchtopk" => Ok(Architecture::BatchTopK { k }),
             "relu" => Ok(Architecture::Relu { l1_coeff }),
+            "jumprelu" => Ok(Architecture::JumpRelu {
+                l0_coeff,
+                bandwidth,
+            }),
             _ => Err(SaeError::UnknownArchitecture {
                 name: name.to_owned(),
             }),
         }
     }
 
-    /// Its name in settings and provenance: `topk`, `batchtopk` or `relu`.
+    /// Its name in settings and provenance: `topk`, `batchtopk`, `relu` or
+    /// `jumprelu`.
     pub fn name(&self) -> &'static str {
         match self {
             Architecture::TopK { .. } => "topk",
             Architecture::BatchTopK { .. } => "batchtopk",
             Architecture::Relu { .. } => "relu",
+            Architecture::JumpRelu { .. } => "jumprelu",
         }
     }
 }
@@ -450,6 +524,8 @@ pub struct Trainer {
     pub(super) step: u64,
     /// BatchTopK: the running average of the smallest value kept.
     pub(super) threshold: Option<f32>,
+    /// JumpReLU: Adam's moments of the thresholds (empty otherwise).
+    pub(super) threshold_moments: (Vec<f32>, Vec<f32>),
     /// A step's pre-activations and centred inputs, kept from one step to
     /// the next: allocated afresh, the 67 MB of a batch of 4,096 with 4,096
     /// latents cost a tenth of a step in page faults.
@@ -473,6 +549,9 @@ impl Trainer {
                 Activation::JumpRelu(vec![0.0; options.d_sae])
             }
             Architecture::Relu { .. } => Activation::Relu,
+            Architecture::JumpRelu { .. } => {
+                Activation::JumpRelu(vec![Architecture::INITIAL_THRESHOLD; options.d_sae])
+            }
         };
         assert!(n > 0, "checked by the caller");
         let mean_square: f64 = sample.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n as f64;
@@ -515,6 +594,10 @@ impl Trainer {
             since_fired: vec![0; sae.d_sae],
             step: 0,
             threshold: None,
+            threshold_moments: match options.architecture {
+                Architecture::JumpRelu { .. } => zeros(options.d_sae),
+                _ => (Vec::new(), Vec::new()),
+            },
             scratch: (Vec::new(), Vec::new()),
             scale,
             options,
@@ -556,8 +639,16 @@ impl Trainer {
         let dead = self.dead();
         let (aux, l1_coeff) = match self.options.architecture {
             Architecture::Relu { l1_coeff } => (0, l1_coeff),
+            Architecture::JumpRelu { .. } => (0, 0.0),
             _ => (self.options.aux_k, 0.0),
         };
+        if let Activation::JumpRelu(threshold) = &mut self.sae.activation
+            && matches!(self.options.architecture, Architecture::JumpRelu { .. })
+        {
+            // SAELens's projection before each step: below zero the gate
+            // would pass negative pre-activations.
+            threshold.iter_mut().for_each(|t| *t = t.max(0.0));
+        }
         let aux = Aux {
             dead: &dead,
             k: aux,
@@ -587,6 +678,12 @@ impl Trainer {
             Architecture::Relu { .. } => {
                 in_chunks(&|pre| firing_of(pre, sae.d_sae, |_, v| v > 0.0))
             }
+            Architecture::JumpRelu { .. } => {
+                let Activation::JumpRelu(threshold) = &sae.activation else {
+                    unreachable!("a JumpReLU trainer's autoencoder is JumpReLU")
+                };
+                in_chunks(&|pre| firing_of(pre, sae.d_sae, |j, v| v > threshold[j]))
+            }
         };
         let mut grads = Gradients::zeros(sae);
         let (total, fired) = backward(
@@ -598,6 +695,20 @@ impl Trainer {
             l1_coeff,
             &mut grads,
         );
+        let threshold_grad = match self.options.architecture {
+            Architecture::JumpRelu {
+                l0_coeff,
+                bandwidth,
+            } => Some(jumprelu_gradients(
+                sae,
+                &scaled,
+                &pre,
+                &codes,
+                (l0_coeff, bandwidth),
+                &mut grads,
+            )),
+            _ => None,
+        };
         self.scratch = (pre, centered);
         self.refresh_threshold();
         remove_parallel_component(&mut grads.w_dec, &self.sae.w_dec, d_in);
@@ -622,6 +733,12 @@ impl Trainer {
                 .for_each(|(((p, g), m), v)| {
                     opt.update(step, p, g, (m, v), &no_decay[..p.len()]);
                 });
+        }
+        if let (Some(grad), Activation::JumpRelu(threshold)) =
+            (threshold_grad, &mut self.sae.activation)
+        {
+            let (m, v) = &mut self.threshold_moments;
+            opt.update(step, threshold, &grad, (m, v), &vec![false; grad.len()]);
         }
         normalize_rows(&mut self.sae.w_dec, d_in);
         for (n, &f) in self.since_fired.iter_mut().zip(&fired) {
@@ -651,6 +768,61 @@ impl Trainer {
         sae.b_dec.iter_mut().for_each(|b| *b /= s);
         sae
     }
+}
+
+/// JumpReLU's gradients: scales `grads` (of the reconstruction's
+/// Σ‖x̂ − x‖² / (B · d_in), as [`backward`] left them) to SAELens's
+/// Σ‖x̂ − x‖² / B, and returns the thresholds' gradient: per latent, over
+/// the inputs whose pre-activation is within `bandwidth / 2` of its
+/// threshold, `−(θ/ε) · ∂loss/∂z − (l0_coeff / B) / ε`. The sum over
+/// inputs runs in input order, latent by latent.
+fn jumprelu_gradients(
+    sae: &Sae<f32>,
+    x: &[f32],
+    pre: &[f32],
+    codes: &Codes<f32>,
+    (l0_coeff, bandwidth): (f64, f64),
+    grads: &mut Gradients<f32>,
+) -> Vec<f32> {
+    let (d_in, d_sae) = (sae.d_in, sae.d_sae);
+    let rows = codes.rows();
+    let Activation::JumpRelu(threshold) = &sae.activation else {
+        unreachable!("a JumpReLU trainer's autoencoder is JumpReLU")
+    };
+    let to_saelens = d_in as f32;
+    for g in [
+        &mut grads.w_enc,
+        &mut grads.b_enc,
+        &mut grads.w_dec,
+        &mut grads.b_dec,
+    ] {
+        g.par_iter_mut().for_each(|v| *v *= to_saelens);
+    }
+    // ∂loss/∂x̂ = 2 (x̂ − x) / B.
+    let scale = 2.0 / rows as f32;
+    let g: Vec<f32> = sae
+        .decode(codes)
+        .iter()
+        .zip(x)
+        .map(|(&r, &x)| scale * (r - x))
+        .collect();
+    let (eps, l0) = (bandwidth as f32, (l0_coeff / rows as f64) as f32);
+    (0..d_sae)
+        .into_par_iter()
+        .map(|j| {
+            let t = threshold[j];
+            let w = &sae.w_dec[j * d_in..][..d_in];
+            let mut sum = 0.0f32;
+            for b in 0..rows {
+                let u = (pre[b * d_sae + j] - t) / eps;
+                if u > -0.5 && u < 0.5 {
+                    let dz = dot(&g[b * d_in..][..d_in], w);
+                    sum += -(t / eps) * dz - l0 / eps;
+                }
+            }
+            sum
+        })
+        .collect()
 }
 
 /// Σ_b ‖x_b − mean(x)‖² of a batch.

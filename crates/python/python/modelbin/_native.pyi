@@ -200,7 +200,7 @@ def sae_load(path: str) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32
                                  Optional[npt.NDArray[np.float32]], str]: ...
 def sae_train(dataset: str, layer: int, out: str, *, patches_name: str, d_sae: Optional[int],
               architecture: Optional[str], k: Optional[int], l1_coeff: Optional[float],
-              steps: Optional[int], batch_size: Optional[int], lr: Optional[float],
+              l0_coeff: Optional[float], bandwidth: Optional[float], steps: Optional[int], batch_size: Optional[int], lr: Optional[float],
               seed: Optional[int], aux_k: Optional[int], dead_after: Optional[int],
               threads: Optional[int], checkpoint_every: Optional[int], resume: bool,
               force: bool, progress: Optional[Callable[[str], None]]) -> str: ...

@@ -162,6 +162,7 @@ class SAE:
 def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathLike[str]", patches: str = "image",
           d_sae: Optional[int] = None, architecture: Optional[str] = None,
           k: Optional[int] = None, l1_coeff: Optional[float] = None,
+          l0_coeff: Optional[float] = None, bandwidth: Optional[float] = None,
           steps: Optional[int] = None, batch_size: Optional[int] = None,
           lr: Optional[float] = None, seed: Optional[int] = None,
           aux_k: Optional[int] = None, dead_after: Optional[int] = None,
@@ -175,8 +176,9 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
     takes the library's default, the flag's default: :data:`TRAIN_DEFAULTS`),
     and with the same seed and threads the saved tensors are bit-identical.
 
-    ``architecture`` is ``"topk"``, ``"batchtopk"`` or ``"relu"`` (with
-    ``l1_coeff``); ``patches`` is ``"image"``, ``"cls"`` or ``"all"``. A
+    ``architecture`` is ``"topk"``, ``"batchtopk"``, ``"relu"`` (with
+    ``l1_coeff``) or ``"jumprelu"`` (with ``l0_coeff`` and ``bandwidth``, as
+    SAELens trains it); ``patches`` is ``"image"``, ``"cls"`` or ``"all"``. A
     checkpoint is written every ``checkpoint_every`` steps and at the end;
     ``resume=True`` continues the run whose checkpoint is in ``out``, and
     ``force=True`` replaces an autoencoder already there. ``on_step`` gets
@@ -191,7 +193,8 @@ def train(dataset: "str | os.PathLike[str]", *, layer: int, out: "str | os.PathL
     try:
         summary = _native.sae_train(
             os.fspath(dataset), layer, os.fspath(out), patches_name=patches, d_sae=d_sae,
-            architecture=architecture, k=k, l1_coeff=l1_coeff, steps=steps,
+            architecture=architecture, k=k, l1_coeff=l1_coeff, l0_coeff=l0_coeff,
+            bandwidth=bandwidth, steps=steps,
             batch_size=batch_size, lr=lr, seed=seed, aux_k=aux_k, dead_after=dead_after,
             threads=threads, checkpoint_every=checkpoint_every, resume=resume, force=force,
             progress=reports.callback)

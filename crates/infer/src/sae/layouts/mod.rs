@@ -76,21 +76,30 @@ impl Layout {
         }
     }
 
-    /// The layout of the autoencoder in `dir`, if it holds one.
+    /// The layout of the autoencoder in `dir`, if it holds one: the first
+    /// whose files are all there (whatever kind of file: a FIFO is
+    /// refused by the reader, without waiting on it).
     pub fn of(dir: &Path) -> Option<Layout> {
         Layout::ALL
             .into_iter()
-            .find(|layout| layout.files().iter().all(|f| dir.join(f).is_file()))
+            .find(|layout| layout.files().iter().all(|f| dir.join(f).exists()))
     }
 
-    /// The layout of the autoencoder in `dir`.
+    /// The layout of the autoencoder in `dir`: one whose files are all
+    /// there, else SAELens's when `cfg.json` is (its reader names the file
+    /// missing).
     ///
     /// # Errors
+    /// [`modelbin_format::Error::Io`] when `dir` cannot be read;
     /// [`SaeError::UnknownLayout`], naming the subdirectories that hold
     /// one when `dir` holds several (sparsify's run of hook points).
     pub fn detect(dir: &Path) -> Result<Layout> {
         if let Some(layout) = Layout::of(dir) {
             return Ok(layout);
+        }
+        std::fs::read_dir(dir).map_err(|e| modelbin_format::Error::io(dir, e))?;
+        if dir.join(saelens::CONFIG_FILE).exists() {
+            return Ok(Layout::SaeLens);
         }
         let mut inside: Vec<String> = std::fs::read_dir(dir)
             .into_iter()
@@ -162,7 +171,7 @@ pub fn read(dir: &Path) -> Result<Imported> {
 /// # Errors
 /// As [`read`].
 pub fn load(dir: &Path) -> Result<(Sae<f32>, SaeConfig)> {
-    if Layout::of(dir) == Some(Layout::SaeLens) {
+    if Layout::detect(dir)? == Layout::SaeLens {
         return saelens::load(dir);
     }
     let imported = read(dir)?;
