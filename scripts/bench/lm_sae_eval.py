@@ -10,7 +10,9 @@ it, batches of --batch windows under `torch.inference_mode()`, the model
 and SAELens's SAE already loaded), in
 the same run, alternating, best of --repeats, on --threads threads.
 
-The model is scripts/bench/lm_record.py's random GPT-2 small; the dataset
+The model is scripts/bench/lm_record.py's random GPT-2 small (or with
+--shape gemma3-270m its Gemma 3 270M, the autoencoder then JumpReLU as
+Gemma Scope's is: SAELens's JumpReLUSAE with random weights); the dataset
 is its recording of tests/data/opticks.txt at block --layer's resid_post,
 and the autoencoder a TopK one trained briefly on it by modelbin.
 
@@ -46,6 +48,7 @@ def main():
     parser.add_argument("--layer", type=int, default=6)
     parser.add_argument("--batch", type=int, default=4, help="transformers' windows per batch")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shape", default="gpt2-small")
     args = parser.parse_args()
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 
@@ -64,15 +67,27 @@ def main():
     torch.set_num_threads(args.threads)
     tmp = pathlib.Path(tempfile.mkdtemp())
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    directory = tmp / "gpt2-small"
+    directory = tmp / args.shape
     texts = corpus_lines()
-    model = gpt2_small(directory, texts)
+    model = gpt2_small(directory, texts, args.shape)
     dataset = pathlib.Path(modelbin.acts.record(
         directory, texts=texts[:400], out=tmp / "acts", layers=[args.layer],
         tokens_per_text=args.window, progress=False))
     sae_dir = tmp / "sae"
-    modelbin.sae.train(dataset, layer=args.layer, out=sae_dir, d_sae=3072, k=32, steps=50,
-                       batch_size=1024, progress=False)
+    if args.shape == "gemma3-270m":
+        from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
+
+        d_in = model.config.hidden_size
+        jump = JumpReLUSAE(JumpReLUSAEConfig(d_in=d_in, d_sae=3072, apply_b_dec_to_input=False))
+        with torch.no_grad():
+            jump.W_enc.normal_(0, d_in ** -0.5)
+            jump.W_dec.copy_(jump.W_enc.T)
+            jump.threshold.fill_(1.0)
+        jump.cfg.metadata.hook_name = f"blocks.{args.layer}.hook_resid_post"
+        jump.save_model(str(sae_dir))
+    else:
+        modelbin.sae.train(dataset, layer=args.layer, out=sae_dir, d_sae=3072, k=32, steps=50,
+                           batch_size=1024, progress=False)
     windows = np.fromfile(dataset / "tokens.bin", dtype="<u4").reshape(-1, args.window)
     assert len(windows) >= args.windows, f"the recording has {len(windows)} windows"
     tokens = torch.tensor(windows[:args.windows].astype(np.int64))
@@ -113,7 +128,8 @@ def main():
         best_ours = min(best_ours, seconds)
     error = max(abs(our_result[k] - v) for k, v in their_result.items())
     count = args.windows * args.window
-    print(f"| {args.windows} windows of {args.window} ({count} tokens), block {args.layer} "
+    print(f"| {args.shape}, {args.windows} windows of {args.window} ({count} tokens), "
+          f"block {args.layer} "
           f"resid_post, d_sae 3072 | torch + transformers hooks {best_theirs:.2f} s "
           f"| modelbin sae.evaluate(model=) {best_ours:.2f} s "
           f"({best_theirs / best_ours:.2f}x) | largest difference {error:.1e} "

