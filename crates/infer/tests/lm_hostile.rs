@@ -223,11 +223,45 @@ fn tiny_configs() -> Vec<Value> {
     ]
 }
 
+/// The shape keys every Llama-shaped family reads.
+const LLAMA_SHAPE: [&str; 9] = [
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "max_position_embeddings",
+    "rms_norm_eps",
+];
+
+/// The RoPE keys of the Llama-shaped families.
+const ROPE: [&str; 3] = ["rope_theta", "rope_scaling", "rope_parameters"];
+
+/// Qwen's sliding-window keys.
+const QWEN_SLIDING: [&str; 4] = [
+    "use_sliding_window",
+    "sliding_window",
+    "max_window_layers",
+    "layer_types",
+];
+
+/// Gemma's own keys.
+const GEMMA: [&str; 6] = [
+    "query_pre_attn_scalar",
+    "sliding_window",
+    "layer_types",
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "use_bidirectional_attention",
+];
+
 /// Every key each family reads, as the docs list them.
 fn keys_read(model_type: &str) -> Vec<&'static str> {
     let common = ["tie_word_embeddings", "bos_token_id", "eos_token_id"];
-    let family: &[&str] = match model_type {
-        "gpt2" => &[
+    let family: Vec<&str> = match model_type {
+        "gpt2" => vec![
             "vocab_size",
             "n_positions",
             "n_embd",
@@ -240,7 +274,7 @@ fn keys_read(model_type: &str) -> Vec<&'static str> {
             "scale_attn_by_inverse_layer_idx",
             "add_cross_attention",
         ],
-        "gpt_neox" => &[
+        "gpt_neox" => vec![
             "vocab_size",
             "hidden_size",
             "num_hidden_layers",
@@ -256,129 +290,60 @@ fn keys_read(model_type: &str) -> Vec<&'static str> {
             "rope_scaling",
             "rope_parameters",
         ],
-        "llama" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "attention_bias",
-            "mlp_bias",
-            "rope_theta",
-            "partial_rotary_factor",
-            "rope_scaling",
-            "rope_parameters",
-        ],
-        "qwen2" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "rope_theta",
-            "partial_rotary_factor",
-            "rope_scaling",
-            "rope_parameters",
-            "use_sliding_window",
-            "sliding_window",
-            "max_window_layers",
-            "layer_types",
-        ],
-        "qwen3" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "attention_bias",
-            "rope_theta",
-            "partial_rotary_factor",
-            "rope_scaling",
-            "rope_parameters",
-            "use_sliding_window",
-            "sliding_window",
-            "max_window_layers",
-            "layer_types",
-        ],
-        "mistral" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "rope_theta",
-            "partial_rotary_factor",
-            "rope_scaling",
-            "rope_parameters",
-            "sliding_window",
-        ],
-        "gemma2" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_activation",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "attention_bias",
-            "rope_theta",
-            "partial_rotary_factor",
-            "rope_scaling",
-            "rope_parameters",
-            "query_pre_attn_scalar",
-            "sliding_window",
-            "layer_types",
-            "attn_logit_softcapping",
-            "final_logit_softcapping",
-            "use_bidirectional_attention",
-        ],
-        "gemma3_text" => &[
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "num_key_value_heads",
-            "head_dim",
-            "intermediate_size",
-            "hidden_activation",
-            "max_position_embeddings",
-            "rms_norm_eps",
-            "attention_bias",
-            "rope_theta",
-            "rope_local_base_freq",
-            "rope_scaling",
-            "rope_parameters",
-            "query_pre_attn_scalar",
-            "sliding_window",
-            "sliding_window_pattern",
-            "layer_types",
-            "attn_logit_softcapping",
-            "final_logit_softcapping",
-            "use_bidirectional_attention",
-        ],
+        "llama" => [
+            LLAMA_SHAPE.as_slice(),
+            &[
+                "hidden_act",
+                "attention_bias",
+                "mlp_bias",
+                "partial_rotary_factor",
+            ],
+            &ROPE,
+        ]
+        .concat(),
+        "qwen2" => [
+            LLAMA_SHAPE.as_slice(),
+            &["hidden_act", "partial_rotary_factor"],
+            &ROPE,
+            &QWEN_SLIDING,
+        ]
+        .concat(),
+        "qwen3" => [
+            LLAMA_SHAPE.as_slice(),
+            &["hidden_act", "attention_bias", "partial_rotary_factor"],
+            &ROPE,
+            &QWEN_SLIDING,
+        ]
+        .concat(),
+        "mistral" => [
+            LLAMA_SHAPE.as_slice(),
+            &["hidden_act", "partial_rotary_factor", "sliding_window"],
+            &ROPE,
+        ]
+        .concat(),
+        "gemma2" => [
+            LLAMA_SHAPE.as_slice(),
+            &[
+                "hidden_activation",
+                "attention_bias",
+                "partial_rotary_factor",
+            ],
+            &ROPE,
+            &GEMMA,
+        ]
+        .concat(),
+        "gemma3_text" => [
+            LLAMA_SHAPE.as_slice(),
+            &[
+                "hidden_activation",
+                "attention_bias",
+                "rope_local_base_freq",
+            ],
+            &ROPE,
+            &GEMMA,
+            &["sliding_window_pattern"],
+        ]
+        .concat(),
         other => panic!("no key list for {other}"),
     };
     family.iter().chain(&common).copied().collect()

@@ -34,7 +34,7 @@ use modelbin_format::io::npz;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tensors::{TensorFile, bad, check, finite};
+use super::files::{TensorFile, bad, check, finite, read_config};
 use super::{Layout, layer_in_path, metadata};
 use crate::nn::transpose::transpose;
 use crate::sae::{Activation, Io, Sae};
@@ -219,11 +219,7 @@ struct Config {
 pub fn read_safetensors(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let config_path = dir.join(CONFIG_FILE);
     let config = if config_path.is_file() {
-        let json = modelbin_format::io::source::read_json(
-            &config_path,
-            "a Gemma Scope 2 config.json",
-            modelbin_format::io::source::JsonCaps::CONFIG,
-        )?;
+        let json = read_config(&config_path, "a Gemma Scope 2 config.json")?;
         Some(Config::deserialize(&json).map_err(|e| bad(&config_path, "", &e.to_string()))?)
     } else {
         None
@@ -282,23 +278,17 @@ pub fn read_safetensors(dir: &Path) -> Result<(Sae<f32>, Value)> {
     };
     let path = dir.join(SAFETENSORS_FILE);
     let file = TensorFile::open(&path)?;
-    for name in file.names() {
-        if name == "affine_skip_connection" {
-            return Err(SaeError::UnsupportedLayout {
-                path,
-                feature: "an affine skip connection (affine_skip_connection)".into(),
-            }
-            .into());
+    if file.has("affine_skip_connection") {
+        return Err(SaeError::UnsupportedLayout {
+            path,
+            feature: "an affine skip connection (affine_skip_connection)".into(),
         }
-        if !["w_enc", "w_dec", "b_enc", "b_dec", "threshold"].contains(&name.as_str()) {
-            return Err(SaeError::UnexpectedTensor {
-                path,
-                name,
-                architecture: "jumprelu",
-            }
-            .into());
-        }
+        .into());
     }
+    file.only(
+        &["w_enc", "w_dec", "b_enc", "b_dec", "threshold"],
+        "jumprelu",
+    )?;
     let [d_in, d_sae] = file.shape("w_enc")?[..] else {
         return Err(bad(&path, "w_enc", "is not [d_in, d_sae]"));
     };

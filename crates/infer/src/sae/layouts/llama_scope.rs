@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tensors::{TensorFile, bad};
+use super::files::{TensorFile, bad, read_config};
 use super::{Layout, metadata};
 use crate::nn::transpose::transpose;
 use crate::sae::{Activation, Io, Sae};
@@ -47,11 +47,7 @@ struct Hyperparams {
 /// Reads the Llama Scope autoencoder in `dir`.
 pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let config_path = dir.join(CONFIG_FILE);
-    let json = modelbin_format::io::source::read_json(
-        &config_path,
-        "a Llama Scope hyperparams.json",
-        modelbin_format::io::source::JsonCaps::CONFIG,
-    )?;
+    let json = read_config(&config_path, "a Llama Scope hyperparams.json")?;
     let hp = Hyperparams::deserialize(&json).map_err(|e| bad(&config_path, "", &e.to_string()))?;
     let count = |value: &Value, key: &str| -> Result<usize> {
         value
@@ -105,24 +101,15 @@ pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let scale = (d_in as f64).sqrt() / norm;
     let path = dir.join(WEIGHTS_FILE);
     let file = TensorFile::open(&path)?;
-    let names = [
-        "encoder.weight",
-        "encoder.bias",
-        "decoder.weight",
-        "decoder.bias",
-    ];
-    if let Some(other) = file
-        .names()
-        .into_iter()
-        .find(|n| !names.contains(&n.as_str()))
-    {
-        return Err(SaeError::UnexpectedTensor {
-            path,
-            name: other,
-            architecture: "jumprelu",
-        }
-        .into());
-    }
+    file.only(
+        &[
+            "encoder.weight",
+            "encoder.bias",
+            "decoder.weight",
+            "decoder.bias",
+        ],
+        "jumprelu",
+    )?;
     // Folded as SAELens's `fold_activation_norm_scaling_factor`: in f32,
     // each weight multiplied by the factor rounded to f32.
     let s = scale as f32;

@@ -19,7 +19,7 @@
 pub mod gemma_scope;
 pub mod llama_scope;
 pub mod sparsify;
-mod tensors;
+mod files;
 
 use std::path::{Path, PathBuf};
 

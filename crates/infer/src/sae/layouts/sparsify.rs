@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::tensors::{TensorFile, bad};
+use super::files::{TensorFile, bad, read_config};
 use super::{Layout, metadata};
 use crate::sae::{Activation, Io, Sae};
 use crate::{Result, SaeError};
@@ -35,11 +35,7 @@ pub const WEIGHTS_FILE: &str = "sae.safetensors";
 /// Reads the sparsify autoencoder in `dir`.
 pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let config_path = dir.join(CONFIG_FILE);
-    let cfg = modelbin_format::io::source::read_json(
-        &config_path,
-        "a sparsify cfg.json",
-        modelbin_format::io::source::JsonCaps::CONFIG,
-    )?;
+    let cfg = read_config(&config_path, "a sparsify cfg.json")?;
     let count = |key: &str| -> Result<Option<usize>> {
         match &cfg[key] {
             Value::Null => Ok(None),
@@ -95,19 +91,10 @@ pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     }
     let path = dir.join(WEIGHTS_FILE);
     let file = TensorFile::open(&path)?;
-    let names = ["encoder.weight", "encoder.bias", "W_dec", "b_dec"];
-    if let Some(other) = file
-        .names()
-        .into_iter()
-        .find(|n| !names.contains(&n.as_str()))
-    {
-        return Err(SaeError::UnexpectedTensor {
-            path,
-            name: other,
-            architecture: "topk",
-        }
-        .into());
-    }
+    file.only(
+        &["encoder.weight", "encoder.bias", "W_dec", "b_dec"],
+        "topk",
+    )?;
     let sae = Sae {
         d_in,
         d_sae,
@@ -129,14 +116,7 @@ pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let run = dir.parent().map(|p| p.join("config.json"));
     let run_config = run
         .filter(|p| p.is_file())
-        .and_then(|p| {
-            modelbin_format::io::source::read_json(
-                &p,
-                "a sparsify run's config.json",
-                modelbin_format::io::source::JsonCaps::CONFIG,
-            )
-            .ok()
-        })
+        .and_then(|p| read_config(&p, "a sparsify run's config.json").ok())
         .unwrap_or_default();
     let model = run_config["model"].as_str().map(str::to_owned).or_else(|| {
         let parent = dir.parent()?.file_name()?;

@@ -1,6 +1,7 @@
-//! Reading a downloaded autoencoder's tensors: by name, of a stated
-//! shape, finite, widened to f32, each problem a
-//! [`SaeError::BadLayout`] naming the tensor.
+//! Reading a downloaded autoencoder's files: its configuration under the
+//! configuration caps, and its tensors by name, of a stated shape,
+//! finite, widened to f32, each problem a [`SaeError::BadLayout`] naming
+//! the tensor.
 
 use std::path::{Path, PathBuf};
 
@@ -25,9 +26,23 @@ impl TensorFile {
         })
     }
 
-    /// The tensor names.
-    pub(super) fn names(&self) -> Vec<String> {
-        self.file.names().map(str::to_owned).collect()
+    /// Whether the file holds `name`.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.file.names().any(|n| n == name)
+    }
+
+    /// Refuses a tensor not among `names`
+    /// ([`SaeError::UnexpectedTensor`], naming the `architecture`).
+    pub(super) fn only(&self, names: &[&str], architecture: &'static str) -> Result<()> {
+        match self.file.names().find(|n| !names.contains(n)) {
+            Some(other) => Err(SaeError::UnexpectedTensor {
+                path: self.path.clone(),
+                name: other.to_owned(),
+                architecture,
+            }
+            .into()),
+            None => Ok(()),
+        }
     }
 
     /// The shape of `name`.
@@ -53,6 +68,16 @@ impl TensorFile {
     pub(super) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The JSON configuration file `path` (`what` names it in errors), read
+/// under the configuration caps.
+pub(super) fn read_config(path: &Path, what: &'static str) -> Result<serde_json::Value> {
+    Ok(modelbin_format::io::source::read_json(
+        path,
+        what,
+        modelbin_format::io::source::JsonCaps::CONFIG,
+    )?)
 }
 
 /// A [`SaeError::BadLayout`] for `what` in `path`.
