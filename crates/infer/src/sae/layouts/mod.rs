@@ -16,10 +16,10 @@
 //! ([`super::saelens::config_json`]) read back by [`SaeConfig::parse`], so
 //! every face sees one kind of configuration whatever the layout.
 
+mod files;
 pub mod gemma_scope;
 pub mod llama_scope;
 pub mod sparsify;
-mod files;
 
 use std::path::{Path, PathBuf};
 
