@@ -79,6 +79,11 @@ pub struct RecordArgs {
     /// Vectors per shard budget.
     #[arg(long, default_value_t = DEFAULTS.max_patches_per_shard)]
     max_patches_per_shard: u64,
+    /// Record at most N tokens: the first whole windows of the input, in
+    /// order, that fit (SAELens's training_tokens); the rest of the input
+    /// is left, and the summary says how much.
+    #[arg(long, value_name = "N", conflicts_with = "images", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tokens: Option<u64>,
     /// The root directory, where `<HASH>/` is created.
     #[arg(short, long)]
     out: PathBuf,
@@ -112,6 +117,9 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             int8: args.int8,
             max_patches_per_shard: args.max_patches_per_shard,
             text_format: args.text_format.format(),
+            max_tokens: args
+                .max_tokens
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         };
         Recording::start(&args.model, &args.files, settings, &args.out).map_err(failure)?
     } else {
@@ -142,10 +150,18 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             summary.vectors
         )
     } else if args.images.is_empty() {
+        let left = match args.max_tokens {
+            Some(_) => format!(
+                "; --max-tokens left {} windows of the input",
+                summary.windows_left
+            ),
+            None => String::new(),
+        };
         outln!(
-            "{}: {} windows, {} vectors in {:.2} s ({:.0} vectors/s)",
+            "{}: {} windows ({} tokens), {} vectors in {:.2} s ({:.0} vectors/s){left}",
             summary.path.display(),
             summary.images,
+            summary.tokens,
             summary.vectors,
             summary.seconds,
             summary.vectors_per_second

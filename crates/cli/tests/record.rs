@@ -390,3 +390,96 @@ fn language_model_recordings_name_the_model_and_refuse_an_unknown_bos() {
     );
     assert!(modelbin_format::saev::datasets_in(&out).is_empty());
 }
+
+/// `--max-tokens N` records the first whole windows that fit in N tokens,
+/// the same vectors and ids as the full recording's first windows; the
+/// summary says how many windows of the input were left, and a budget
+/// below one window is refused.
+#[test]
+fn a_token_budget_records_the_first_whole_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.tllm");
+    ok(
+        &[
+            "tllm",
+            "init",
+            "--seq",
+            "16",
+            "--layers",
+            "2",
+            "--seed",
+            "4",
+            "-o",
+            s(&model),
+        ],
+        "",
+    );
+    let text = dir.path().join("t.txt");
+    std::fs::write(&text, "A budget of tokens, cut at a window. ".repeat(10)).unwrap();
+    let record = |root: &str, extra: &[&str]| -> serde_json::Value {
+        let root = dir.path().join(root);
+        let mut args = vec![
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "--tokens-per-text",
+            "8",
+            "-o",
+            s(&root),
+            "--json",
+        ];
+        args.extend(extra);
+        args.push(s(&text));
+        serde_json::from_str(&ok(&args, "")).unwrap()
+    };
+    let all = record("all", &[]);
+    let budget = record("budget", &["--max-tokens", "100"]);
+    assert_eq!(
+        (budget["images"].as_u64(), budget["tokens"].as_u64()),
+        (Some(12), Some(96))
+    );
+    let windows = all["images"].as_u64().unwrap();
+    assert_eq!(budget["windows_left"].as_u64(), Some(windows - 12));
+    assert_eq!(all["windows_left"], 0);
+    let open = |report: &serde_json::Value| {
+        modelbin_format::saev::open(report["path"].as_str().unwrap()).unwrap()
+    };
+    let (whole, cut) = (open(&all), open(&budget));
+    assert_eq!(cut.metadata().data["max_tokens"], 100);
+    let ids =
+        |d: &modelbin_format::saev::Dataset| -> Vec<u32> { d.token_ids().unwrap().all().collect() };
+    assert_eq!(ids(&cut)[..], ids(&whole)[..96]);
+    for img in [0, 11] {
+        for token in [0, 7] {
+            assert_eq!(
+                cut.vector(img, -1, token).unwrap(),
+                whole.vector(img, -1, token).unwrap()
+            );
+        }
+    }
+    // More than the input holds: every whole window, none left.
+    let generous = record("generous", &["--max-tokens", "100000"]);
+    assert_eq!(generous["images"], all["images"]);
+    assert_eq!(generous["windows_left"], 0);
+    let err = fails(
+        &[
+            "acts",
+            "record",
+            "-m",
+            s(&model),
+            "--tokens-per-text",
+            "8",
+            "--max-tokens",
+            "7",
+            "-o",
+            s(&dir.path().join("small")),
+            s(&text),
+        ],
+        "",
+    );
+    assert!(
+        err.contains("max_tokens 7 is less than one window of 8 tokens"),
+        "{err}"
+    );
+}

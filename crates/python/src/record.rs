@@ -15,7 +15,7 @@ use crate::sae::with_progress;
 /// the summary `acts record --json` prints, as JSON text. `progress(done, total)` is called with tokens after each round;
 /// Ctrl-C between rounds raises `KeyboardInterrupt` and leaves nothing.
 #[pyfunction]
-#[pyo3(signature = (model, files, out, *, layers=None, tokens_per_text=None, cls=false, max_patches_per_shard=None, jsonl=false, field=None, site=None, bos=true, int8=false, texts=None, progress=None))]
+#[pyo3(signature = (model, files, out, *, layers=None, tokens_per_text=None, cls=false, max_patches_per_shard=None, jsonl=false, field=None, site=None, bos=true, int8=false, texts=None, max_tokens=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn acts_record(
     py: Python<'_>,
@@ -32,6 +32,7 @@ pub fn acts_record(
     bos: bool,
     int8: bool,
     texts: Option<Vec<String>>,
+    max_tokens: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     // A setting left out (None) is the library's default.
@@ -48,6 +49,7 @@ pub fn acts_record(
         int8,
         max_patches_per_shard: max_patches_per_shard.unwrap_or(defaults.max_patches_per_shard),
         text_format: TextFormat { jsonl, field },
+        max_tokens,
     };
     let recording = py
         .detach(|| {

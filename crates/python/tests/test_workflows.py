@@ -223,6 +223,19 @@ def test_recording_writes_the_commands_dataset(tmp_path, cli, minilm_dir):
     assert again.summary["vectors"] == ours.summary["vectors"]
     assert tree(tmp_path / "ours") == before
 
+    # A token budget, in both faces: the first whole windows, and the rest
+    # of the input counted.
+    budget = modelbin.acts.record(model, [text], out=tmp_path / "budget-py",
+                                  tokens_per_text=8, max_tokens=100, progress=False)
+    run(cli, "acts", "record", "-m", model, "--tokens-per-text", "8", "--max-tokens", "100",
+        "-o", tmp_path / "budget-cli", text)
+    assert tree(tmp_path / "budget-py") == tree(tmp_path / "budget-cli")
+    assert (budget.summary["images"], budget.summary["tokens"]) == (12, 96)
+    assert budget.summary["windows_left"] == theirs["images"] - 12
+    with pytest.raises(ValueError, match="max_tokens 7 is less than one window of 8"):
+        modelbin.acts.record(model, [text], out=tmp_path / "small", tokens_per_text=8,
+                             max_tokens=7, progress=False)
+
     # JSON Lines read by the one rule: an object's field, in both faces.
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"body": f"row {i}: a few words of text"}) + "\n"

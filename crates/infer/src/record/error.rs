@@ -89,6 +89,14 @@ pub enum RecordError {
         /// The window.
         window: usize,
     },
+    /// A token budget smaller than one window.
+    #[error("max_tokens {max_tokens} is less than one window of {window} tokens")]
+    MaxTokensBelowWindow {
+        /// The budget.
+        max_tokens: usize,
+        /// The window.
+        window: usize,
+    },
     /// No file of the inputs decodes as an image.
     #[error("none of the {files} image files decodes; nothing to record")]
     NoImages {

@@ -100,6 +100,12 @@ pub struct RecordSummary {
     pub path: PathBuf,
     /// SAEV images recorded (text windows or image files).
     pub images: usize,
+    /// Text: the tokens recorded (windows × tokens per window); 0 for
+    /// images.
+    pub tokens: usize,
+    /// Text under `max_tokens`: whole windows of the input left
+    /// unrecorded (0 without a budget, and for images).
+    pub windows_left: usize,
     /// Vectors recorded, over every layer.
     pub vectors: usize,
     /// Image files left out because they do not decode (0 for text).
@@ -240,6 +246,13 @@ impl Recording {
         let m = self.output.metadata();
         let images = m.n_imgs as usize;
         let vectors = (m.vectors_per_img() * m.n_imgs) as usize;
+        let text = matches!(self.source, Source::Text(_));
+        let tokens = if text {
+            images * m.n_patches_per_img as usize
+        } else {
+            0
+        };
+        let windows_left = m.data["windows_left"].as_u64().unwrap_or(0) as usize;
         let skipped_files = self.skipped().to_vec();
         let (path, existing) = match self.output {
             Output::New(writer) => (writer.finish()?, false),
@@ -249,6 +262,8 @@ impl Recording {
         Ok(RecordSummary {
             path,
             images,
+            tokens,
+            windows_left,
             vectors,
             skipped: skipped_files.len(),
             seconds,

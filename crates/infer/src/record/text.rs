@@ -47,6 +47,10 @@ pub struct RecordSettings {
     pub max_patches_per_shard: u64,
     /// How the text files are read (plain or JSON Lines, and which field).
     pub text_format: TextFormat,
+    /// Record at most this many tokens: the first whole windows, in the
+    /// input order, that fit (SAELens's `training_tokens`); `None`: every
+    /// whole window.
+    pub max_tokens: Option<usize>,
 }
 
 impl Default for RecordSettings {
@@ -62,6 +66,7 @@ impl Default for RecordSettings {
             int8: false,
             max_patches_per_shard: 2_400_000,
             text_format: TextFormat::default(),
+            max_tokens: None,
         }
     }
 }
@@ -151,7 +156,14 @@ impl TextSource {
             TextInputs::Texts(texts) => reader.read_texts(texts)?,
         };
         let tokens_read: usize = texts.iter().map(Vec::len).sum();
-        let ids = tokens.windows_of(&texts, window);
+        let mut ids = tokens.windows_of(&texts, window);
+        let available = ids.len() / window;
+        if let Some(max_tokens) = settings.max_tokens {
+            if max_tokens < window {
+                return Err(RecordError::MaxTokensBelowWindow { max_tokens, window }.into());
+            }
+            ids.truncate((max_tokens / window).min(available) * window);
+        }
         let n_imgs = ids.len() / window;
         if n_imgs == 0 {
             return Err(RecordError::TooFewTokens {
@@ -168,6 +180,10 @@ impl TextSource {
             "token_ids": "tokens.bin: u32 little-endian, [n_imgs, n_patches_per_img]",
             "windowing": windowing,
         });
+        if let Some(max_tokens) = settings.max_tokens {
+            data["max_tokens"] = max_tokens.into();
+            data["windows_left"] = (available - n_imgs).into();
+        }
         if let Some(saelens) = tokens.saelens_data(model_path) {
             data["site"] = settings.site.name().into();
             data["hook_names"] = blocks

@@ -219,6 +219,7 @@ def acts_record(model: str, files: List[str], out: str, *, layers: Optional[List
                 max_patches_per_shard: Optional[int] = ...,
                 jsonl: bool = ..., field: Optional[str] = ..., site: Optional[str] = ...,
                 bos: bool = ..., int8: bool = ..., texts: Optional[List[str]] = ...,
+                max_tokens: Optional[int] = ...,
                 progress: Optional[Callable[[int, int], None]] = ...) -> str: ...
 def acts_record_images(model: str, images: List[str], out: str, *,
                        layers: Optional[List[int]], max_patches_per_shard: Optional[int],

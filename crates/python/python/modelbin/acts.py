@@ -21,7 +21,8 @@ RECORD_DEFAULTS: Dict[str, Any] = json.loads(_native.defaults())["acts_record"]
 class Recorded(str):
     """The recorded dataset's directory (a ``str``), with the recording's
     ``summary``: the dict ``modelbin acts record --json`` prints (``path``,
-    ``images``, ``vectors``, ``skipped``, ``seconds``,
+    ``images``, ``tokens`` and ``windows_left`` (text: tokens recorded, whole
+    windows ``max_tokens`` left), ``vectors``, ``skipped``, ``seconds``,
     ``vectors_per_second``, ``images_per_second``, ``skipped_files``,
     each a dict of ``path`` and ``reason``, and ``existing``: whether the
     same recording was found already done, so nothing was recomputed)."""
@@ -43,7 +44,7 @@ def record(model: "str | os.PathLike[str]",
            max_patches_per_shard: Optional[int] = None, strict: bool = False,
            int8: bool = False, jsonl: bool = False, field: str = "text",
            site: Optional[str] = None, bos: bool = True,
-           texts: Optional[Sequence[str]] = None,
+           texts: Optional[Sequence[str]] = None, max_tokens: Optional[int] = None,
            progress: Optional[bool] = None) -> Recorded:
     """Records ``model`` at the blocks ``layers`` (-1 is the last) and writes
     the SAEV dataset ``out/<HASH>`` byte for byte as ``modelbin acts record``
@@ -70,7 +71,10 @@ def record(model: "str | os.PathLike[str]",
     files in sorted order. JSON Lines files (``jsonl``, or named ``*.jsonl``
     / ``*.ndjson``) give one text per line: a JSON string, or an object's
     ``field``; Parquet files (``*.parquet``) one per row of the string
-    column ``field``.
+    column ``field``. ``max_tokens`` records at most that many tokens (the
+    first whole windows, in the input's order; SAELens's
+    ``training_tokens``); ``summary["windows_left"]`` says how many whole
+    windows of the input were left.
 
     Over ``images`` (image files, and directories walked in sorted order for
     .jpg, .jpeg and .png files), ``model`` is a vision transformer's Hugging
@@ -91,6 +95,8 @@ def record(model: "str | os.PathLike[str]",
     if images is not None:
         if files or texts is not None:
             raise ValueError("give text files, texts= or images=, one of them")
+        if max_tokens is not None:
+            raise ValueError("max_tokens applies to text recordings")
         return _record_images(model, images, out=out, layers=layers,
                               max_patches_per_shard=max_patches_per_shard,
                               strict=strict, int8=int8, show=show)
@@ -111,7 +117,7 @@ def record(model: "str | os.PathLike[str]",
             cls=cls,
             max_patches_per_shard=max_patches_per_shard, jsonl=jsonl, field=field,
             site=site, bos=bos, int8=int8, texts=None if texts is None else list(texts),
-            progress=step if bar is not None else None)
+            max_tokens=max_tokens, progress=step if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
