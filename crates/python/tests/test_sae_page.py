@@ -268,6 +268,15 @@ def test_the_page_in_a_real_browser(tllm_run, browser):
     previews = browser.evaluate(
         "Array.from(document.querySelectorAll('#rows a .prev')).map(p => p.textContent)")
     assert all(p.strip() for preview in previews if preview for p in preview.split(" · "))
+    # A preview cut by the column's width is whole in its title.
+    titles = browser.evaluate(
+        "Array.from(document.querySelectorAll('#rows a .prev')).map(p => p.title)")
+    assert titles == previews
+    # Densities read alike down the column: three significant digits.
+    densities = browser.evaluate(
+        "Array.from(document.querySelectorAll('#rows a .den')).map(d => d.textContent)")
+    assert all(d == "0%" or len(d.rstrip("%").replace(".", "").lstrip("0")) == 3
+               for d in densities), densities
     preview = browser.evaluate(
         f"document.querySelector('#rows a[data-latent=\"{spaced['latent']}\"] .prev').textContent")
     assert "␣" in preview and all(p.strip() for p in preview.split(" · "))

@@ -19,8 +19,8 @@
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) =>
     ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-  const pct = (d) => d === 0 ? "0%" : d >= 0.01 ? (100 * d).toFixed(2) + "%" :
-    (100 * d).toPrecision(2) + "%";
+  // Three significant digits at every scale, so a column reads alike.
+  const pct = (d) => d === 0 ? "0%" : (100 * d).toPrecision(3) + "%";
   const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
   const num = (v) => v === 0 ? "0" : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(3);
   // A token shown by itself (the token an input sits on, a hover title):
@@ -82,7 +82,7 @@
     `<span class="den" title="firing density">${pct(f.density)}</span>` +
     `<span class="max" title="max activation">${num(f.max)}</span>` +
     `<span class="band ${f.band}">${f.band}</span>` +
-    `<span class="prev">${esc(f.preview)}</span></a>`).join("");
+    `<span class="prev" title="${esc(f.preview)}">${esc(f.preview)}</span></a>`).join("");
   const rows = Array.from(index.children);
   const entries = latents.map((f, i) => ({ f, row: rows[i] }));
 
