@@ -243,6 +243,15 @@ fn every_layout_is_detected_and_read_with_its_hook() {
             Some("blocks.7.hook_mlp_out"),
         ),
         (
+            gemma_scope(
+                &root.path().join("g1c"),
+                "gemma-scope-2b-pt-res-canonical",
+                &gemma_tensors(),
+            ),
+            Layout::GemmaScope,
+            Some("blocks.7.hook_resid_post"),
+        ),
+        (
             gemma_scope_2(&root.path().join("g2"), &gemma2_config(), &gemma_tensors()),
             Layout::GemmaScope2,
             Some("blocks.5.hook_resid_post"),

@@ -181,13 +181,14 @@ fn hook_of_path(dir: &Path, file: &Path) -> Result<(Option<String>, Option<Strin
         .into());
     }
     let layer = layer_in_path(dir, "layer_");
+    // `…-pt-res`, and `…-pt-res-canonical` as the canonical releases
+    // name theirs.
     let site = repository.as_deref().and_then(|repo| {
-        let kind = repo.rsplit('-').next()?;
-        Some(match kind {
-            "res" => Ok("hook_resid_post"),
-            "mlp" => Ok("hook_mlp_out"),
-            "att" => Err(()),
-            _ => return None,
+        repo.split('-').find_map(|part| match part {
+            "res" => Some(Ok("hook_resid_post")),
+            "mlp" => Some(Ok("hook_mlp_out")),
+            "att" => Some(Err(())),
+            _ => None,
         })
     });
     let hook = match (layer, site) {
