@@ -305,6 +305,10 @@ pub(crate) struct CausalSpan {
     pub past: usize,
 }
 
+/// The fewest queries per block under a sliding window: narrower blocks
+/// would each pay the packed kernel's set-up for a few rows.
+const WINDOW_BLOCK_FLOOR: usize = 64;
+
 /// The heads of a causal attention: `heads` query heads and `kv_heads`
 /// key/value heads (query head `h` reads key/value head
 /// `h / (heads / kv_heads)`, transformers' `repeat_kv`), each `dim`
@@ -355,7 +359,12 @@ pub(crate) fn causal_attention<'a>(
     let tasks: Vec<(CausalSpan, usize, usize, usize)> = spans
         .iter()
         .flat_map(|&span| {
-            let block = queries_per_block(span.past + span.len, MAX_SCORES_PER_TASK);
+            let mut block = queries_per_block(span.past + span.len, MAX_SCORES_PER_TASK);
+            if let Some(w) = window {
+                // Blocks about a window long, so that each sees about two
+                // windows of keys rather than the whole sequence.
+                block = block.min(w.max(WINDOW_BLOCK_FLOOR));
+            }
             (0..nh).flat_map(move |head| {
                 (0..span.len)
                     .step_by(block)
@@ -367,16 +376,20 @@ pub(crate) fn causal_attention<'a>(
         .par_iter()
         .map(|&(span, head, first, rows)| {
             let kv_head = head / group;
-            let seen = span.past + first + rows;
+            let past = span.past + first;
+            // With a window, the block's keys start at the first one its
+            // first query sees: the scores of earlier keys are never
+            // computed.
+            let skipped = window.map_or(0, |w| (past + 1).saturating_sub(w));
+            let seen = past + rows - skipped;
             let matrices = (
                 from(q, span.queries + first, head * d),
-                from(k, span.keys, kv_head * d),
-                from(v, span.keys, kv_head * d),
+                from(k, span.keys + skipped, kv_head * d),
+                from(v, span.keys + skipped, kv_head * d),
             );
-            let past = span.past + first;
             attend(matrices, (rows, seen, d), (scale, softcap), |r| {
                 let end = past + r + 1;
-                window.map_or(0, |w| end.saturating_sub(w))..end
+                window.map_or(0, |w| end.saturating_sub(w)) - skipped..end - skipped
             })
         })
         .collect();
@@ -391,6 +404,95 @@ pub(crate) fn causal_attention<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Windowed causal attention in blocks (each block's keys from the
+    /// first its first query sees) equals a plain float64 computation over
+    /// every key with the window as a mask, with and without a cap, fresh
+    /// and after cached keys.
+    #[test]
+    fn sliding_windows_in_blocks_equal_the_masked_definition() {
+        let (nh, kv_heads, d) = (4, 2, 8);
+        let mut seed = 11u32;
+        let mut random = |n: usize| -> Vec<f32> {
+            (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+                })
+                .collect()
+        };
+        for (past, len, window, softcap) in [
+            (0, 300, 70, None),
+            (0, 300, 70, Some(0.8)),
+            (37, 150, 50, None),
+            (0, 40, 500, None),
+        ] {
+            let q = random(len * nh * d);
+            let k = random((past + len) * kv_heads * d);
+            let v = random((past + len) * kv_heads * d);
+            let scale = 1.7;
+            let heads = Heads {
+                heads: nh,
+                kv_heads,
+                dim: d,
+                scale,
+                softcap,
+                window: Some(window),
+            };
+            let span = CausalSpan {
+                queries: 0,
+                len,
+                keys: 0,
+                past,
+            };
+            let strided = |values, stride| Strided { values, stride };
+            let mut ours = vec![f32::NAN; len * nh * d];
+            causal_attention(
+                &[span],
+                (
+                    strided(&q, nh * d),
+                    strided(&k, kv_heads * d),
+                    strided(&v, kv_heads * d),
+                ),
+                heads,
+                &mut ours,
+            );
+            let mut worst = 0.0f64;
+            for i in 0..len {
+                let position = past + i;
+                let first = (position + 1).saturating_sub(window);
+                for h in 0..nh {
+                    let kv = h / (nh / kv_heads);
+                    let query = &q[(i * nh + h) * d..][..d];
+                    let scores: Vec<f64> = (first..=position)
+                        .map(|j| {
+                            let key = &k[(j * kv_heads + kv) * d..][..d];
+                            let dot: f64 = query
+                                .iter()
+                                .zip(key)
+                                .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                                .sum();
+                            let s = dot * f64::from(scale);
+                            softcap.map_or(s, |c| f64::from(c) * (s / f64::from(c)).tanh())
+                        })
+                        .collect();
+                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let total: f64 = weights.iter().sum();
+                    for c in 0..d {
+                        let expected: f64 = (first..=position)
+                            .zip(&weights)
+                            .map(|(j, w)| w * f64::from(v[(j * kv_heads + kv) * d + c]))
+                            .sum::<f64>()
+                            / total;
+                        let got = f64::from(ours[(i * nh + h) * d + c]);
+                        worst = worst.max((got - expected).abs());
+                    }
+                }
+            }
+            assert!(worst < 1e-5, "past {past}, window {window}: off by {worst}");
+        }
+    }
 
     /// Blocks of queries give each row the result it has when the whole
     /// sequence is one block, but for the rounding of the products.
