@@ -9,10 +9,10 @@ use std::process::Command;
 
 use common::{fails, ok, s, usage};
 
-#[test]
-fn recorded_activations_are_the_models_residual_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("m.tllm");
+/// A random TLLM model of 16-token context with `layers` layers, made by
+/// `tllm init` in `dir`.
+fn tiny_tllm(dir: &Path, layers: &str) -> std::path::PathBuf {
+    let model = dir.join("m.tllm");
     ok(
         &[
             "tllm",
@@ -20,7 +20,7 @@ fn recorded_activations_are_the_models_residual_stream() {
             "--seq",
             "16",
             "--layers",
-            "3",
+            layers,
             "--seed",
             "4",
             "-o",
@@ -28,6 +28,13 @@ fn recorded_activations_are_the_models_residual_stream() {
         ],
         "",
     );
+    model
+}
+
+#[test]
+fn recorded_activations_are_the_models_residual_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_tllm(dir.path(), "3");
     let text = dir.path().join("t.txt");
     let words = "The residual stream of a tiny model, recorded window by window. ";
     std::fs::write(&text, words.repeat(3)).unwrap();
@@ -398,22 +405,7 @@ fn language_model_recordings_name_the_model_and_refuse_an_unknown_bos() {
 #[test]
 fn a_token_budget_records_the_first_whole_windows() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("m.tllm");
-    ok(
-        &[
-            "tllm",
-            "init",
-            "--seq",
-            "16",
-            "--layers",
-            "2",
-            "--seed",
-            "4",
-            "-o",
-            s(&model),
-        ],
-        "",
-    );
+    let model = tiny_tllm(dir.path(), "2");
     let text = dir.path().join("t.txt");
     std::fs::write(&text, "A budget of tokens, cut at a window. ".repeat(10)).unwrap();
     let record = |root: &str, extra: &[&str]| -> serde_json::Value {

@@ -463,7 +463,8 @@ fn llama_scope_lies_are_refused_by_name() {
         .as_object_mut()
         .unwrap()
         .remove("jump_relu_threshold");
-    assert_bad(&case(missing, t.clone()), "");
+    assert_bad(&case(missing, t.clone()), "jump_relu_threshold");
+    assert_bad(&case(json!([1, 2]), t.clone()), "the file");
     assert_bad(
         &case(with_key(&hp, "jump_relu_threshold", json!(-1.0)), t.clone()),
         "jump_relu_threshold",

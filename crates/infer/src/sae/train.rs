@@ -101,6 +101,16 @@ const ADAM_CHUNK: usize = 1 << 14;
 /// Latents per task of the latent-major gradient pass.
 const LATENTS_PER_TASK: usize = 32;
 
+/// The loss's reconstruction term and penalty, besides AuxK.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loss {
+    /// Weight of the L1 penalty Σ z / (B · d_in) (0: none).
+    pub l1_coeff: f64,
+    /// The squared error averaged over inputs, Σ ‖x̂ − x‖² / B (SAELens's
+    /// JumpReLU loss), rather than over values, / (B · d_in).
+    pub per_input: bool,
+}
+
 /// Adds to `grads` the gradient of the loss over a batch `x` of `rows`
 /// inputs, given its pre-activations and `x − b_dec` (see
 /// [`Sae::pre_activations`]) and the latents that fire. Returns what the
@@ -112,13 +122,15 @@ pub fn backward<T: Float + Send + Sync + 'static>(
     (pre, centered): (&[T], &[T]),
     codes: &Codes<T>,
     aux: Aux<'_>,
-    l1_coeff: f64,
+    loss_of: Loss,
     grads: &mut Gradients<T>,
 ) -> (BatchLoss, Vec<bool>) {
     let d_in = sae.d_in;
     let rows = codes.rows();
     let recon = sae.decode(codes);
-    let scale = T::from(2.0 / (rows * d_in) as f64).expect("a float");
+    let averaged_over = if loss_of.per_input { rows } else { rows * d_in };
+    let scale = T::from(2.0 / averaged_over as f64).expect("a float");
+    let l1_coeff = loss_of.l1_coeff;
     // d(l1_coeff · Σ z / (B · d_in)) / dz, for every latent that fires.
     let l1 = T::from(l1_coeff / (rows * d_in) as f64).expect("a float");
     let mut loss = BatchLoss {
@@ -637,10 +649,26 @@ impl Trainer {
         let rows = batch.len() / d_in;
         let scaled: Vec<f32> = batch.iter().map(|&v| v * self.scale).collect();
         let dead = self.dead();
-        let (aux, l1_coeff) = match self.options.architecture {
-            Architecture::Relu { l1_coeff } => (0, l1_coeff),
-            Architecture::JumpRelu { .. } => (0, 0.0),
-            _ => (self.options.aux_k, 0.0),
+        let no_penalty = Loss {
+            l1_coeff: 0.0,
+            per_input: false,
+        };
+        let (aux, loss_of) = match self.options.architecture {
+            Architecture::Relu { l1_coeff } => (
+                0,
+                Loss {
+                    l1_coeff,
+                    ..no_penalty
+                },
+            ),
+            Architecture::JumpRelu { .. } => (
+                0,
+                Loss {
+                    per_input: true,
+                    ..no_penalty
+                },
+            ),
+            _ => (self.options.aux_k, no_penalty),
         };
         if let Activation::JumpRelu(threshold) = &mut self.sae.activation
             && matches!(self.options.architecture, Architecture::JumpRelu { .. })
@@ -692,20 +720,19 @@ impl Trainer {
             (&pre, &centered),
             &codes,
             aux,
-            l1_coeff,
+            loss_of,
             &mut grads,
         );
         let threshold_grad = match self.options.architecture {
             Architecture::JumpRelu {
                 l0_coeff,
                 bandwidth,
-            } => Some(jumprelu_gradients(
+            } => Some(threshold_gradient(
                 sae,
                 &scaled,
                 &pre,
                 &codes,
                 (l0_coeff, bandwidth),
-                &mut grads,
             )),
             _ => None,
         };
@@ -770,35 +797,27 @@ impl Trainer {
     }
 }
 
-/// JumpReLU's gradients: scales `grads` (of the reconstruction's
-/// Σ‖x̂ − x‖² / (B · d_in), as [`backward`] left them) to SAELens's
-/// Σ‖x̂ − x‖² / B, and returns the thresholds' gradient: per latent, over
-/// the inputs whose pre-activation is within `bandwidth / 2` of its
-/// threshold, `−(θ/ε) · ∂loss/∂z − (l0_coeff / B) / ε`. The sum over
-/// inputs runs in input order, latent by latent.
-fn jumprelu_gradients(
+/// Rows of a batch per task of the JumpReLU threshold gradient: each task
+/// sums its rows into a vector of its own, the vectors then added in task
+/// order, so the sum does not depend on the thread count.
+const THRESHOLD_ROWS_PER_TASK: usize = 64;
+
+/// The JumpReLU thresholds' gradient: per latent, over the inputs whose
+/// pre-activation is within `bandwidth / 2` of its threshold,
+/// `−(θ/ε) · ∂loss/∂z − (l0_coeff / B) / ε`, with SAELens's
+/// `∂loss/∂x̂ = 2 (x̂ − x) / B`. Rows are read in order, in blocks.
+fn threshold_gradient(
     sae: &Sae<f32>,
     x: &[f32],
     pre: &[f32],
     codes: &Codes<f32>,
     (l0_coeff, bandwidth): (f64, f64),
-    grads: &mut Gradients<f32>,
 ) -> Vec<f32> {
     let (d_in, d_sae) = (sae.d_in, sae.d_sae);
     let rows = codes.rows();
     let Activation::JumpRelu(threshold) = &sae.activation else {
         unreachable!("a JumpReLU trainer's autoencoder is JumpReLU")
     };
-    let to_saelens = d_in as f32;
-    for g in [
-        &mut grads.w_enc,
-        &mut grads.b_enc,
-        &mut grads.w_dec,
-        &mut grads.b_dec,
-    ] {
-        g.par_iter_mut().for_each(|v| *v *= to_saelens);
-    }
-    // ∂loss/∂x̂ = 2 (x̂ − x) / B.
     let scale = 2.0 / rows as f32;
     let g: Vec<f32> = sae
         .decode(codes)
@@ -807,22 +826,28 @@ fn jumprelu_gradients(
         .map(|(&r, &x)| scale * (r - x))
         .collect();
     let (eps, l0) = (bandwidth as f32, (l0_coeff / rows as f64) as f32);
-    (0..d_sae)
-        .into_par_iter()
-        .map(|j| {
-            let t = threshold[j];
-            let w = &sae.w_dec[j * d_in..][..d_in];
-            let mut sum = 0.0f32;
-            for b in 0..rows {
-                let u = (pre[b * d_sae + j] - t) / eps;
-                if u > -0.5 && u < 0.5 {
-                    let dz = dot(&g[b * d_in..][..d_in], w);
-                    sum += -(t / eps) * dz - l0 / eps;
+    let blocks: Vec<Vec<f32>> = pre
+        .par_chunks(THRESHOLD_ROWS_PER_TASK * d_sae)
+        .zip(g.par_chunks(THRESHOLD_ROWS_PER_TASK * d_in))
+        .map(|(pre, g)| {
+            let mut sum = vec![0.0f32; d_sae];
+            for (pre, g) in pre.chunks_exact(d_sae).zip(g.chunks_exact(d_in)) {
+                for (j, ((&p, &t), s)) in pre.iter().zip(threshold).zip(&mut sum).enumerate() {
+                    let u = (p - t) / eps;
+                    if u > -0.5 && u < 0.5 {
+                        let dz = dot(g, &sae.w_dec[j * d_in..][..d_in]);
+                        *s += -(t / eps) * dz - l0 / eps;
+                    }
                 }
             }
             sum
         })
-        .collect()
+        .collect();
+    let mut total = vec![0.0f32; d_sae];
+    for block in blocks {
+        total.iter_mut().zip(block).for_each(|(t, b)| *t += b);
+    }
+    total
 }
 
 /// Σ_b ‖x_b − mean(x)‖² of a batch.
@@ -950,7 +975,11 @@ mod tests {
         let (pre, centered) = sae.pre_activations(&x, rows);
         let codes = sae.select(&pre);
         let forward = (pre.as_slice(), centered.as_slice());
-        let (loss, _) = backward(&sae, &x, forward, &codes, aux, 0.0, &mut grads);
+        let per_value = Loss {
+            l1_coeff: 0.0,
+            per_input: false,
+        };
+        let (loss, _) = backward(&sae, &x, forward, &codes, aux, per_value, &mut grads);
         assert!((loss.squared_error / (rows * d_in) as f64 - mse(&sae, &x, rows)).abs() < 1e-12);
         check(&sae, &grads, |s| mse(s, &x, rows));
     }

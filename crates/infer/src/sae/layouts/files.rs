@@ -71,14 +71,24 @@ impl TensorFile {
 }
 
 /// The JSON configuration file `path` (`what` names it in errors), read
-/// under the configuration caps.
+/// under the configuration caps; an object.
 pub(super) fn read_config(path: &Path, what: &'static str) -> Result<serde_json::Value> {
-    Ok(modelbin_format::io::source::read_json(
+    let json = modelbin_format::io::source::read_json(
         path,
         what,
         modelbin_format::io::source::JsonCaps::CONFIG,
-    )?)
+    )?;
+    // Refused here: serde would read an array's items as a struct's fields
+    // in order.
+    if !json.is_object() {
+        return Err(bad(path, WHOLE_FILE, "expected a JSON object"));
+    }
+    Ok(json)
 }
+
+/// What a [`SaeError::BadLayout`] names when the configuration file as a
+/// whole is wrong (not a JSON object).
+pub(super) const WHOLE_FILE: &str = "the file";
 
 /// A [`SaeError::BadLayout`] for `what` in `path`.
 pub(super) fn bad(path: &Path, what: &str, reason: &str) -> crate::Error {

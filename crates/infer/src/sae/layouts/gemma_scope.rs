@@ -34,7 +34,7 @@ use modelbin_format::io::npz;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::files::{TensorFile, bad, check, finite, read_config};
+use super::files::{TensorFile, WHOLE_FILE, bad, check, finite, read_config};
 use super::{Layout, layer_in_path, metadata};
 use crate::nn::transpose::transpose;
 use crate::sae::{Activation, Io, Sae};
@@ -221,7 +221,10 @@ pub fn read_safetensors(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let config_path = dir.join(CONFIG_FILE);
     let config = if config_path.is_file() {
         let json = read_config(&config_path, "a Gemma Scope 2 config.json")?;
-        Some(Config::deserialize(&json).map_err(|e| bad(&config_path, "", &e.to_string()))?)
+        Some(
+            Config::deserialize(&json)
+                .map_err(|e| bad(&config_path, WHOLE_FILE, &e.to_string()))?,
+        )
     } else {
         None
     };

@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::files::{TensorFile, bad, read_config};
+use super::files::{TensorFile, WHOLE_FILE, bad, read_config};
 use super::{Layout, metadata};
 use crate::nn::transpose::transpose;
 use crate::sae::{Activation, Io, Sae};
@@ -32,13 +32,14 @@ pub const WEIGHTS_FILE: &str = "checkpoints/final.safetensors";
 /// SAELens's model name for Llama Scope.
 const MODEL_NAME: &str = "meta-llama/Llama-3.1-8B";
 
-/// The keys of `hyperparams.json` read.
-#[derive(Debug, Deserialize)]
+/// The keys of `hyperparams.json` read (`null` when missing: each is then
+/// refused by name).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct Hyperparams {
     d_model: Value,
     d_sae: Value,
     hook_point_in: Value,
-    #[serde(default)]
     hook_point_out: Value,
     jump_relu_threshold: Value,
     dataset_average_activation_norm: Value,
@@ -48,7 +49,8 @@ struct Hyperparams {
 pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
     let config_path = dir.join(CONFIG_FILE);
     let json = read_config(&config_path, "a Llama Scope hyperparams.json")?;
-    let hp = Hyperparams::deserialize(&json).map_err(|e| bad(&config_path, "", &e.to_string()))?;
+    let hp = Hyperparams::deserialize(&json)
+        .map_err(|e| bad(&config_path, WHOLE_FILE, &e.to_string()))?;
     let count = |value: &Value, key: &str| -> Result<usize> {
         value
             .as_u64()
@@ -91,7 +93,10 @@ pub fn read(dir: &Path) -> Result<(Sae<f32>, Value)> {
             bad(
                 &config_path,
                 "jump_relu_threshold",
-                &format!("{} is not a number ≥ 0", hp.jump_relu_threshold),
+                &format!(
+                    "{} is not a number ≥ 0 (null: missing)",
+                    hp.jump_relu_threshold
+                ),
             )
         })?;
     let norm = positive(

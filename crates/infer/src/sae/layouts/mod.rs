@@ -142,7 +142,11 @@ pub struct Imported {
 /// ([`SaeError::BadLayout`], [`SaeError::UnsupportedLayout`], and
 /// [`super::saelens::load`]'s).
 pub fn read(dir: &Path) -> Result<Imported> {
-    let layout = Layout::detect(dir)?;
+    read_as(dir, Layout::detect(dir)?)
+}
+
+/// Reads the autoencoder in `dir`, of `layout`.
+fn read_as(dir: &Path, layout: Layout) -> Result<Imported> {
     let (sae, metadata) = match layout {
         Layout::SaeLens => {
             let (sae, config) = saelens::load(dir)?;
@@ -171,10 +175,11 @@ pub fn read(dir: &Path) -> Result<Imported> {
 /// # Errors
 /// As [`read`].
 pub fn load(dir: &Path) -> Result<(Sae<f32>, SaeConfig)> {
-    if Layout::detect(dir)? == Layout::SaeLens {
+    let layout = Layout::detect(dir)?;
+    if layout == Layout::SaeLens {
         return saelens::load(dir);
     }
-    let imported = read(dir)?;
+    let imported = read_as(dir, layout)?;
     let json = saelens::config_json(&imported.sae, imported.metadata);
     let config = SaeConfig::parse(dir, &json)?;
     Ok((imported.sae, config))
